@@ -1,0 +1,190 @@
+"""The roots of aiokafkawire's exception hierarchy and the errors raised on the client side.
+
+Everything this library raises on purpose derives from :class:`KafkaError`.  Errors that a broker
+reports by code derive from :class:`BrokerResponseError`; their classes are generated from the
+official error table into :mod:`aiokafkawire.errors.codes`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "AuthenticationError",
+    "AuthorizationError",
+    "BrokerResponseError",
+    "BufferFullError",
+    "ClientClosedError",
+    "CommitFailedError",
+    "CompressionLibraryMissingError",
+    "ConfigError",
+    "ConnectionClosedError",
+    "CorruptRecordError",
+    "EncodeError",
+    "FrameTooLargeError",
+    "IllegalStateError",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "NoBrokersAvailableError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeClientError",
+    "ProducerFencedClientError",
+    "ProtocolError",
+    "RebalanceInProgressClientError",
+    "RecordTooLargeError",
+    "UnknownCodecError",
+    "UnknownMagicError",
+    "UnknownTopicError",
+    "UnsupportedVersionForBrokerError",
+]
+
+
+class KafkaError(Exception):
+    """Root of every error aiokafkawire raises on purpose.
+
+    ``retriable`` tells whether repeating the same operation later may succeed.
+    """
+
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(message or self._default_message(), *args)
+
+    @property
+    def message(self) -> str:
+        """The human-readable message."""
+        return str(self.args[0]) if self.args else ""
+
+    def _default_message(self) -> str:
+        doc = type(self).__doc__ or ""
+        return doc.strip().splitlines()[0] if doc.strip() else type(self).__name__
+
+
+class AuthenticationError(KafkaError):
+    """Authentication with the broker failed (bad credentials, mechanism, or SASL exchange)."""
+
+
+class AuthorizationError(KafkaError):
+    """The authenticated principal may not perform the operation."""
+
+
+class BrokerResponseError(KafkaError):
+    """An error code returned by a broker; one subclass exists per code of the error table."""
+
+    code: ClassVar[int] = -1
+    name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    invalid_metadata: ClassVar[bool] = False
+
+    def __str__(self) -> str:
+        text = self.message
+        prefix = f"[Error {self.code}] {self.name}"
+        return f"{prefix}: {text}" if text else prefix
+
+    def _default_message(self) -> str:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Client-side errors
+# ---------------------------------------------------------------------------------------------
+
+
+class ConfigError(KafkaError, ValueError):
+    """A configuration value is invalid."""
+
+
+class KafkaConnectionError(KafkaError):
+    """A connection to a broker could not be established or was lost."""
+
+    retriable = True
+
+
+class ConnectionClosedError(KafkaConnectionError):
+    """The connection was closed while a request was outstanding."""
+
+
+class NoBrokersAvailableError(KafkaConnectionError):
+    """None of the bootstrap or known brokers could be reached."""
+
+
+class KafkaTimeoutError(KafkaError):
+    """An operation did not complete within its timeout on the client side."""
+
+    retriable = True
+
+
+class ProtocolError(KafkaError):
+    """The peer broke the Kafka protocol: malformed frame, correlation id mismatch, bad encoding."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame exceeded the configured maximum size."""
+
+
+class EncodeError(KafkaError, ValueError):
+    """A value cannot be expressed in the protocol version chosen for a request."""
+
+
+class UnsupportedVersionForBrokerError(KafkaError):
+    """No protocol version of an API is supported by both this client and the broker."""
+
+
+class CorruptRecordError(KafkaError):
+    """A record batch or message failed its CRC check or is structurally invalid."""
+
+
+class UnknownCodecError(KafkaError):
+    """A record batch names a compression codec this client does not know."""
+
+
+class UnknownMagicError(KafkaError):
+    """A record batch or message has an unknown magic (format version) byte."""
+
+
+class CompressionLibraryMissingError(KafkaError):
+    """The library needed for a compression codec is not installed."""
+
+
+class BufferFullError(KafkaTimeoutError):
+    """The producer's buffer stayed full for longer than ``max_block_ms``."""
+
+
+class RecordTooLargeError(KafkaError, ValueError):
+    """A record is larger than the producer's ``max_request_size`` (or ``buffer_memory``)."""
+
+
+class ClientClosedError(KafkaError):
+    """The client was used after it was closed."""
+
+
+class UnknownTopicError(KafkaError):
+    """A topic is not known to the cluster after the bounded wait for its metadata."""
+
+    retriable = True
+
+
+class IllegalStateError(KafkaError):
+    """An operation was called in a state that does not allow it."""
+
+
+class CommitFailedError(KafkaError):
+    """An offset commit cannot complete: the group rebalanced or the member was fenced."""
+
+
+class RebalanceInProgressClientError(CommitFailedError):
+    """A commit was attempted while the group was rebalancing; retry after the rebalance."""
+
+    retriable = True
+
+
+class ProducerFencedClientError(KafkaError):
+    """Another producer with the same ``transactional_id`` fenced this one; it cannot continue."""
+
+
+class OffsetOutOfRangeClientError(KafkaError):
+    """The fetch position is out of range and ``auto_offset_reset`` is ``"none"``."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no committed offset and ``auto_offset_reset`` is ``"none"``."""

@@ -1,0 +1,1 @@
+"""aiokafkawire.producer."""
