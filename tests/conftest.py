@@ -1,0 +1,22 @@
+"""Shared test configuration.
+
+The embedded-broker fixtures (``tansu_broker``, ``mock_cluster``, ``kafka_bootstrap``) come from the
+``aiokafkawire.testing.pytest_plugin`` plugin, registered through the package's pytest11 entry point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SPEC_ROOT = REPO_ROOT.parent / "shared" / "kafka-protocol"
+
+
+@pytest.fixture(scope="session")
+def spec_root() -> Path:
+    """The official Kafka protocol reference (message specs, error table), beside the repo."""
+    if not SPEC_ROOT.exists():
+        pytest.skip("../shared/kafka-protocol is not beside the repository")
+    return SPEC_ROOT
