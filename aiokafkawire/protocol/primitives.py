@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Union
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
