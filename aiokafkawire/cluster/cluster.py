@@ -1,0 +1,415 @@
+"""The cluster manager: bootstrap, metadata cache and refresh, routing, coordinator lookup.
+
+Metadata is refreshed on demand (a stale-metadata error, a socket error to a leader, an unknown
+topic) and every ``metadata_max_age_ms``; concurrent triggers coalesce into one request, with
+``retry_backoff_ms`` between refreshes.  Coordinators (group and transaction) are cached until a
+coordinator error invalidates them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire.cluster.metadata import (
+    BrokerInfo,
+    ClusterMetadata,
+    TopicInfo,
+    parse_bootstrap,
+)
+from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
+from aiokafkawire.net.pool import ConnectionPool
+from aiokafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest
+from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
+
+log = logging.getLogger("aiokafkawire.cluster")
+
+COORDINATOR_ERRORS = (
+    errors.NotCoordinatorError,
+    errors.CoordinatorNotAvailableError,
+    errors.CoordinatorLoadInProgressError,
+)
+COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
+_UNKNOWN_TOPIC_CODES = {
+    errors.UnknownTopicOrPartitionError.code,
+    errors.LeaderNotAvailableError.code,
+}
+
+
+class Cluster:
+    """Owns the connection pool and the metadata cache of one client."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        config: ConnectionConfig | None = None,
+        *,
+        metadata_max_age_ms: int = 300_000,
+        retry_backoff_ms: int = 100,
+        allow_auto_topic_creation: bool = False,
+        topic_wait_ms: int = 10_000,
+    ) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.config = config or ConnectionConfig()
+        self.pool = ConnectionPool(self.config)
+        self.metadata = ClusterMetadata()
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.topic_wait_ms = topic_wait_ms
+        self._topics: set[str] = set()
+        self._want_all_topics = False
+        self._refresh: asyncio.Future[ClusterMetadata] | None = None
+        self._last_refresh = 0.0
+        self._updated: asyncio.Condition | None = None
+        self._coordinators: dict[tuple[str, str], BrokerInfo] = {}
+        self._tasks = TaskSupervisor("cluster", self._task_failed)
+        self._started = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<Cluster {len(self.metadata.brokers)} brokers, "
+            f"{len(self.metadata.topics)} topics, id={self.metadata.cluster_id}>"
+        )
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Bootstrap: fetch metadata from the first bootstrap address that answers."""
+        if self._started:
+            return
+        self._updated = asyncio.Condition()
+        await self.refresh_metadata()
+        self._started = True
+        self._tasks.start("metadata-refresh", self._periodic_refresh())
+
+    async def close(self) -> None:
+        """Stop background work and close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._tasks.stop()
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh.cancel()
+        await self.pool.close()
+
+    async def __aenter__(self) -> Cluster:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _task_failed(self, name: str, exc: BaseException) -> None:
+        log.error("cluster task %s failed; restarting it", name, exc_info=exc)
+        if not self._closed and name == "metadata-refresh":
+            self._tasks.start(name, self._periodic_refresh())
+
+    async def _periodic_refresh(self) -> None:
+        period = self.metadata_max_age_ms / 1000
+        while True:
+            await asyncio.sleep(max(period - (time.monotonic() - self._last_refresh), 0.05))
+            if time.monotonic() - self._last_refresh >= period:
+                try:
+                    await self.refresh_metadata()
+                except errors.KafkaError as exc:
+                    log.warning("periodic metadata refresh failed: %s", exc)
+
+    # ---------------------------------------------------------------- topics of interest
+
+    def add_topics(self, topics: Iterable[str]) -> bool:
+        """Track more topics; returns True when any was new (a refresh is then due)."""
+        before = len(self._topics)
+        self._topics.update(topics)
+        return len(self._topics) != before
+
+    def set_topics(self, topics: Iterable[str]) -> None:
+        """Replace the tracked topics."""
+        self._topics = set(topics)
+
+    def want_all_topics(self, value: bool = True) -> None:
+        """Ask for every topic on each refresh (pattern subscriptions, admin listing)."""
+        self._want_all_topics = value
+
+    # ---------------------------------------------------------------- metadata
+
+    async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
+        """Refresh now (or join a refresh already under way); returns the new snapshot."""
+        if topics is not None:
+            self.add_topics(topics)
+        if self._closed:
+            raise errors.ClientClosedError("the cluster client is closed")
+        refresh = self._refresh
+        if refresh is None or refresh.done():
+            refresh = asyncio.get_running_loop().create_future()
+            self._refresh = refresh
+            self._tasks.start("metadata-request", self._run_refresh(refresh))
+        return await asyncio.shield(refresh)
+
+    def request_update(self) -> None:
+        """Schedule a refresh without waiting (e.g. after a NotLeaderOrFollower error)."""
+        if self._closed or (self._refresh is not None and not self._refresh.done()):
+            return
+        refresh = asyncio.get_running_loop().create_future()
+        self._refresh = refresh
+        self._tasks.start("metadata-request", self._run_refresh(refresh))
+
+    async def _run_refresh(self, result: asyncio.Future[ClusterMetadata]) -> None:
+        try:
+            wait = self.retry_backoff_ms / 1000 - (time.monotonic() - self._last_refresh)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            metadata = await self._fetch_metadata()
+        except BaseException as exc:
+            if not result.done():
+                if isinstance(exc, Exception):
+                    result.set_exception(exc)
+                    result.exception()
+                else:
+                    result.cancel()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        if not result.done():
+            result.set_result(metadata)
+
+    async def _fetch_metadata(self) -> ClusterMetadata:
+        full = self._want_all_topics
+        topics = sorted(self._topics)
+        last_error: Exception | None = None
+        for host, port, node_id in self._metadata_candidates():
+            try:
+                connection = await self.pool.get(host, port, node_id=node_id)
+                version = connection.versions.version_for(MetadataRequest.API_KEY)
+                request = self._metadata_request(version, None if full else topics)
+                response = await connection.send(request, version)
+            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                last_error = exc
+                log.debug("metadata from %s:%d failed: %s", host, port, exc)
+                continue
+            self._last_refresh = time.monotonic()
+            old = self.metadata
+            self.metadata = old.merged(response, full=full or not topics)
+            self._drop_gone_brokers(old)
+            assert self._updated is not None
+            async with self._updated:
+                self._updated.notify_all()
+            return self.metadata
+        self._last_refresh = time.monotonic()
+        raise errors.NoBrokersAvailableError(
+            f"no broker answered a metadata request (tried {self._describe_candidates()})"
+            + (f"; last error: {last_error}" if last_error else "")
+        ) from last_error
+
+    def _metadata_request(self, version: int, topics: list[str] | None) -> Any:
+        wanted: list[MetadataRequestTopic] | None
+        if topics is None:
+            # Version 0 asks for all topics with an empty list; later versions with null.
+            wanted = [] if version == 0 else None
+        else:
+            wanted = [MetadataRequestTopic(name=t) for t in topics]
+        request = MetadataRequest(topics=wanted)
+        if version >= 4:
+            request.allow_auto_topic_creation = self.allow_auto_topic_creation
+        return request
+
+    def _metadata_candidates(self) -> list[tuple[str, int, int | None]]:
+        known = [(b.host, b.port, b.node_id) for b in self.metadata.brokers.values()]
+        random.shuffle(known)
+        # Prefer brokers we already hold a connection to; fall back to bootstrap addresses.
+        known.sort(key=lambda c: self.pool.cached(c[0], c[1]) is None)
+        bootstrap: list[tuple[str, int, int | None]] = [(h, p, None) for h, p in self.bootstrap]
+        return known + bootstrap
+
+    def _describe_candidates(self) -> str:
+        return ", ".join(f"{h}:{p}" for h, p, _ in self._metadata_candidates())
+
+    def _drop_gone_brokers(self, old: ClusterMetadata) -> None:
+        for node_id, broker in old.brokers.items():
+            current = self.metadata.brokers.get(node_id)
+            if current is None or (current.host, current.port) != (broker.host, broker.port):
+                self.pool.close_node(broker.host, broker.port)
+
+    async def wait_for_topic(self, topic: str, timeout_ms: int | None = None) -> TopicInfo:
+        """Metadata for ``topic``; refreshes as needed, then raises UnknownTopicError."""
+        info = self.metadata.topics.get(topic)
+        if info is not None and info.error_code == 0 and info.partitions:
+            return info
+        timeout = (self.topic_wait_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = time.monotonic() + timeout
+        self.add_topics([topic])
+        last_code = 0
+        while True:
+            metadata = await self.refresh_metadata()
+            info = metadata.topics.get(topic)
+            if info is not None:
+                if info.error_code == 0 and info.partitions:
+                    return info
+                last_code = info.error_code
+                if last_code and last_code not in _UNKNOWN_TOPIC_CODES:
+                    errors.raise_for_code(last_code, f"metadata for topic {topic!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.UnknownTopicError(
+                    f"topic {topic!r} is not available after {timeout:.1f}s"
+                    + (
+                        f" (broker said {errors.error_for_code(last_code).name})"
+                        if last_code
+                        else ""
+                    )
+                )
+            await asyncio.sleep(min(self.retry_backoff_ms / 1000, remaining))
+
+    # ---------------------------------------------------------------- routing
+
+    def broker(self, node_id: int) -> BrokerInfo:
+        """The address of a broker by id (KeyError when unknown)."""
+        return self.metadata.brokers[node_id]
+
+    async def connection(self, node_id: int, purpose: str = "default") -> BrokerConnection:
+        """An open connection to broker ``node_id`` for ``purpose``."""
+        broker = self.metadata.brokers.get(node_id)
+        if broker is None:
+            await self.refresh_metadata()
+            broker = self.metadata.brokers.get(node_id)
+            if broker is None:
+                raise errors.KafkaConnectionError(f"broker {node_id} is not in the cluster")
+        try:
+            return await self.pool.get(broker.host, broker.port, node_id=node_id, purpose=purpose)
+        except errors.KafkaConnectionError:
+            self.request_update()  # the broker may be gone or moved
+            raise
+
+    async def send(
+        self,
+        node_id: int,
+        request: Any,
+        version: int | None = None,
+        *,
+        purpose: str = "default",
+        timeout_ms: float | None = None,
+    ) -> Any:
+        """Send to one broker; a connection error schedules a metadata refresh and re-raises."""
+        connection = await self.connection(node_id, purpose)
+        try:
+            return await connection.send(request, version, timeout_ms=timeout_ms)
+        except errors.KafkaConnectionError:
+            self.request_update()
+            raise
+
+    async def send_any(self, request: Any, version: int | None = None) -> Any:
+        """Send to any reachable broker (least loaded connection first)."""
+        last: Exception | None = None
+        for host, port, node_id in self._metadata_candidates():
+            try:
+                connection = await self.pool.get(host, port, node_id=node_id)
+                return await connection.send(request, version)
+            except errors.KafkaConnectionError as exc:
+                last = exc
+        raise errors.NoBrokersAvailableError(f"no broker reachable: {last}") from last
+
+    async def any_connection(self) -> BrokerConnection:
+        """A connection to any reachable broker."""
+        last: Exception | None = None
+        for host, port, node_id in self._metadata_candidates():
+            try:
+                return await self.pool.get(host, port, node_id=node_id)
+            except errors.KafkaConnectionError as exc:
+                last = exc
+        raise errors.NoBrokersAvailableError(f"no broker reachable: {last}") from last
+
+    # ---------------------------------------------------------------- coordinators
+
+    async def coordinator(
+        self, key: str, kind: str = "group", *, timeout_ms: int | None = None
+    ) -> BrokerInfo:
+        """The coordinator broker for a group id or transactional id (cached, retried)."""
+        cached = self._coordinators.get((kind, key))
+        if cached is not None:
+            return cached
+        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = time.monotonic() + timeout
+        backoff = self.retry_backoff_ms / 1000
+        while True:
+            try:
+                broker = await self._find_coordinator(key, kind)
+            except (errors.KafkaConnectionError, *COORDINATOR_ERRORS) as exc:
+                if time.monotonic() + backoff > deadline:
+                    raise
+                log.debug("coordinator lookup for %s %r: %s; retrying", kind, key, exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            self._coordinators[(kind, key)] = broker
+            return broker
+
+    async def _find_coordinator(self, key: str, kind: str) -> BrokerInfo:
+        connection = await self.any_connection()
+        version = connection.versions.version_for(FindCoordinatorRequest.API_KEY)
+        if kind != "group" and version < 1:
+            raise errors.UnsupportedVersionForBrokerError(
+                "transaction coordinators need FindCoordinator v1+"
+            )
+        request = FindCoordinatorRequest()
+        if version >= 1:
+            request.key_type = COORDINATOR_KEY_TYPES[kind]
+        if version >= 4:
+            request.coordinator_keys = [key]
+        else:
+            request.key = key
+        response = await connection.send(request, version)
+        if version >= 4:
+            entry = response.coordinators[0]
+            code, node_id, host, port = entry.error_code, entry.node_id, entry.host, entry.port
+            message = entry.error_message
+        else:
+            code, node_id, host, port = (
+                response.error_code,
+                response.node_id,
+                response.host,
+                response.port,
+            )
+            message = getattr(response, "error_message", None)
+        errors.raise_for_code(code, message or f"FindCoordinator for {kind} {key!r}")
+        return BrokerInfo(node_id, host, port)
+
+    def invalidate_coordinator(self, key: str, kind: str = "group") -> None:
+        """Forget a cached coordinator (after NOT_COORDINATOR and friends)."""
+        self._coordinators.pop((kind, key), None)
+
+    async def coordinator_connection(
+        self, key: str, kind: str = "group", purpose: str = "group"
+    ) -> BrokerConnection:
+        """An open connection to the coordinator for ``key``."""
+        broker = await self.coordinator(key, kind)
+        try:
+            return await self.pool.get(
+                broker.host, broker.port, node_id=broker.node_id, purpose=purpose
+            )
+        except errors.KafkaConnectionError:
+            self.invalidate_coordinator(key, kind)
+            raise
+
+    async def send_to_coordinator(
+        self,
+        key: str,
+        request: Any,
+        version: int | None = None,
+        *,
+        kind: str = "group",
+        purpose: str = "group",
+    ) -> Any:
+        """Send to the coordinator; coordinator/connection errors invalidate the cache."""
+        connection = await self.coordinator_connection(key, kind, purpose)
+        try:
+            return await connection.send(request, version)
+        except errors.KafkaConnectionError:
+            self.invalidate_coordinator(key, kind)
+            raise

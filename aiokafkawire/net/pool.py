@@ -1,0 +1,123 @@
+"""Connections by broker and purpose, with coalesced connects and reconnect backoff.
+
+Separate purposes get separate connections to the same broker, so a long-poll Fetch never delays a
+Produce or a group Heartbeat queued behind it (head-of-line blocking).  The decisions here (which
+connection to reuse, whether to wait for backoff) involve no I/O beyond awaiting the connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafkawire import errors
+from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig, ReconnectBackoff
+
+log = logging.getLogger("aiokafkawire.net")
+
+PoolKey = tuple[str, int, str]
+
+
+class ConnectionPool:
+    """Hands out open :class:`BrokerConnection` objects keyed by (host, port, purpose)."""
+
+    def __init__(self, config: ConnectionConfig) -> None:
+        self.config = config
+        self._connections: dict[PoolKey, BrokerConnection] = {}
+        self._connecting: dict[PoolKey, asyncio.Future[BrokerConnection]] = {}
+        self._backoff: dict[tuple[str, int], ReconnectBackoff] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<ConnectionPool {len(self._connections)} connections>"
+
+    def cached(self, host: str, port: int, purpose: str = "default") -> BrokerConnection | None:
+        """An open connection, if one exists (no I/O)."""
+        connection = self._connections.get((host, port, purpose))
+        if connection is not None and connection.closed:
+            del self._connections[(host, port, purpose)]
+            return None
+        return connection
+
+    async def get(
+        self, host: str, port: int, *, node_id: int | None = None, purpose: str = "default"
+    ) -> BrokerConnection:
+        """Return an open connection, connecting (once, for all concurrent callers) if needed."""
+        if self._closed:
+            raise errors.ClientClosedError("the client is closed")
+        connection = self.cached(host, port, purpose)
+        if connection is not None:
+            return connection
+        key = (host, port, purpose)
+        pending = self._connecting.get(key)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._connecting[key] = pending
+            try:
+                connection = await self._connect(host, port, node_id, purpose)
+            except BaseException as exc:
+                if not pending.done():
+                    if isinstance(exc, Exception):
+                        pending.set_exception(exc)
+                        pending.exception()  # other waiters may be gone; mark retrieved
+                    else:
+                        pending.cancel()
+                raise
+            finally:
+                self._connecting.pop(key, None)
+            pending.set_result(connection)
+            return connection
+        return await asyncio.shield(pending)
+
+    async def _connect(
+        self, host: str, port: int, node_id: int | None, purpose: str
+    ) -> BrokerConnection:
+        backoff = self._backoff.get((host, port))
+        if backoff is None:
+            backoff = self._backoff[(host, port)] = ReconnectBackoff(
+                self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms
+            )
+        delay = backoff.remaining()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            connection = await BrokerConnection.open(
+                host, port, self.config, node_id=node_id, purpose=purpose
+            )
+        except errors.KafkaConnectionError:
+            backoff.failed()
+            raise
+        except errors.KafkaTimeoutError:
+            backoff.failed()
+            raise
+        backoff.succeeded()
+        if self._closed:
+            connection.close()
+            raise errors.ClientClosedError("the client closed while connecting")
+        self._connections[(host, port, purpose)] = connection
+        log.debug("connected %r", connection)
+        return connection
+
+    def discard(self, connection: BrokerConnection) -> None:
+        """Forget (and close) a connection, e.g. after its broker left the cluster."""
+        key = (connection.host, connection.port, connection.purpose)
+        if self._connections.get(key) is connection:
+            del self._connections[key]
+        connection.close()
+
+    def close_node(self, host: str, port: int) -> None:
+        """Close every connection to one address."""
+        for key in [k for k in self._connections if k[0] == host and k[1] == port]:
+            self._connections.pop(key).close()
+
+    async def close(self) -> None:
+        """Close every connection and wait (bounded) for the transports to go."""
+        self._closed = True
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for connection in connections:
+            connection.close()
+        if connections:
+            await asyncio.wait(
+                [asyncio.ensure_future(c.wait_closed()) for c in connections], timeout=2.0
+            )

@@ -1,0 +1,247 @@
+"""Protocol version negotiation: broker release pins and the choice of a version per API.
+
+The version used for an API is ``min(client max, broker max, user cap)``, and never below the
+larger of the two minimums.  A user cap is either a Kafka release (``"0.10"``, ``"0.8.2"``): "speak
+to this broker as that release would", or a mapping of API key to maximum version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aiokafkawire.errors import ConfigError, UnsupportedVersionForBrokerError
+
+VersionRange = tuple[int, int]
+ApiVersionCap = str | Mapping[int, int] | None
+
+# The API versions each old Kafka release answers.  Releases before 0.10.0 have no ApiVersions API,
+# so a client pinned to them must not send it: these ranges stand in for the broker's answer.
+# Facts from the Kafka release history (API key: (min, max)).
+RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = {
+    (0, 8, 0): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0)},
+    (0, 8, 1): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0), 8: (0, 0), 9: (0, 0)},
+    (0, 8, 2): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0), 8: (0, 1), 9: (0, 1), 10: (0, 0)},
+    (0, 9, 0): {
+        0: (0, 1),
+        1: (0, 1),
+        2: (0, 0),
+        3: (0, 0),
+        8: (0, 2),
+        9: (0, 1),
+        10: (0, 0),
+        11: (0, 0),
+        12: (0, 0),
+        13: (0, 0),
+        14: (0, 0),
+        15: (0, 0),
+        16: (0, 0),
+    },
+    (0, 10, 0): {
+        0: (0, 2),
+        1: (0, 2),
+        2: (0, 0),
+        3: (0, 1),
+        8: (0, 2),
+        9: (0, 1),
+        10: (0, 0),
+        11: (0, 0),
+        12: (0, 0),
+        13: (0, 0),
+        14: (0, 0),
+        15: (0, 0),
+        16: (0, 0),
+        17: (0, 0),
+        18: (0, 0),
+    },
+    (0, 10, 1): {
+        0: (0, 2),
+        1: (0, 3),
+        2: (0, 1),
+        3: (0, 2),
+        8: (0, 2),
+        9: (0, 1),
+        10: (0, 0),
+        11: (0, 1),
+        12: (0, 0),
+        13: (0, 0),
+        14: (0, 0),
+        15: (0, 0),
+        16: (0, 0),
+        17: (0, 0),
+        18: (0, 0),
+        19: (0, 0),
+        20: (0, 0),
+    },
+    (0, 10, 2): {
+        0: (0, 2),
+        1: (0, 3),
+        2: (0, 1),
+        3: (0, 2),
+        8: (0, 2),
+        9: (0, 2),
+        10: (0, 0),
+        11: (0, 1),
+        12: (0, 0),
+        13: (0, 0),
+        14: (0, 0),
+        15: (0, 0),
+        16: (0, 0),
+        17: (0, 0),
+        18: (0, 0),
+        19: (0, 1),
+        20: (0, 0),
+    },
+    (0, 11, 0): {
+        0: (0, 3),
+        1: (0, 5),
+        2: (0, 2),
+        3: (0, 4),
+        8: (0, 3),
+        9: (0, 3),
+        10: (0, 1),
+        11: (0, 2),
+        12: (0, 1),
+        13: (0, 1),
+        14: (0, 1),
+        15: (0, 1),
+        16: (0, 1),
+        17: (0, 0),
+        18: (0, 1),
+        19: (0, 2),
+        20: (0, 1),
+        21: (0, 0),
+        22: (0, 0),
+        23: (0, 0),
+        24: (0, 0),
+        25: (0, 0),
+        26: (0, 0),
+        28: (0, 0),
+        32: (0, 0),
+        33: (0, 0),
+    },
+    (1, 0, 0): {
+        0: (0, 5),
+        1: (0, 6),
+        2: (0, 2),
+        3: (0, 5),
+        8: (0, 3),
+        9: (0, 3),
+        10: (0, 1),
+        11: (0, 2),
+        12: (0, 1),
+        13: (0, 1),
+        14: (0, 1),
+        15: (0, 1),
+        16: (0, 1),
+        17: (0, 1),
+        18: (0, 1),
+        19: (0, 2),
+        20: (0, 1),
+        21: (0, 0),
+        22: (0, 0),
+        23: (0, 0),
+        24: (0, 0),
+        25: (0, 0),
+        26: (0, 0),
+        28: (0, 0),
+        32: (0, 0),
+        33: (0, 0),
+        36: (0, 0),
+        37: (0, 0),
+    },
+}
+
+API_VERSIONS_KEY = 18
+
+
+def parse_release(text: str) -> tuple[int, ...]:
+    """``"0.10"`` -> ``(0, 10, 0)``; raises :class:`ConfigError` on anything else."""
+    try:
+        parts = tuple(int(part) for part in text.strip().split("."))
+    except ValueError:
+        raise ConfigError(f"api_version must look like '0.10.2', got {text!r}") from None
+    if not 1 <= len(parts) <= 4:
+        raise ConfigError(f"api_version must look like '0.10.2', got {text!r}")
+    return (*parts, 0, 0)[:3]
+
+
+class VersionPolicy:
+    """Decides which version of each API to use with one broker.
+
+    ``client_versions`` is what this client can encode (``protocol.SUPPORTED_VERSIONS``);
+    ``cap`` is the user's pin.  ``broker_versions`` is set from the ApiVersions answer, or from the
+    release table when the pin predates ApiVersions.
+    """
+
+    __slots__ = ("_cap_map", "_chosen", "broker_versions", "client_versions", "release")
+
+    def __init__(self, client_versions: Mapping[int, VersionRange], cap: ApiVersionCap = None):
+        self.client_versions = dict(client_versions)
+        self.release: tuple[int, ...] | None = None
+        self._cap_map: dict[int, int] = {}
+        if isinstance(cap, str) and cap != "auto":
+            release = parse_release(cap)
+            known = [r for r in sorted(RELEASE_API_VERSIONS) if r <= release]
+            if not known:
+                raise ConfigError(f"api_version {cap!r} is older than any known Kafka release")
+            self.release = known[-1]
+            if release < (1, 0, 0):
+                table = RELEASE_API_VERSIONS[self.release]
+                self._cap_map = {key: rng[1] for key, rng in table.items()}
+        elif isinstance(cap, Mapping):
+            self._cap_map = {int(key): int(value) for key, value in cap.items()}
+        self.broker_versions: dict[int, VersionRange] = {}
+        self._chosen: dict[int, int] = {}
+
+    @property
+    def sends_api_versions(self) -> bool:
+        """False when pinned to a release that predates the ApiVersions API (before 0.10)."""
+        return self.release is None or self.release >= (0, 10, 0)
+
+    def pinned_broker_versions(self) -> dict[int, VersionRange]:
+        """The synthesized broker answer for a pre-0.10 pin."""
+        assert self.release is not None
+        return dict(RELEASE_API_VERSIONS[self.release])
+
+    def set_broker_versions(self, versions: Mapping[int, VersionRange]) -> None:
+        """Record the broker's ranges and compute the chosen version of every common API."""
+        self.broker_versions = dict(versions)
+        self._chosen = {}
+        for key, (client_min, client_max) in self.client_versions.items():
+            broker = self.broker_versions.get(key)
+            if broker is None:
+                continue
+            high = min(client_max, broker[1], self._cap_map.get(key, client_max))
+            low = max(client_min, broker[0])
+            if high >= low:
+                self._chosen[key] = high
+
+    def version_for(
+        self, api_key: int, *, max_version: int | None = None, min_version: int = 0
+    ) -> int:
+        """The version to use for ``api_key``, optionally bounded by the caller's own limits."""
+        version = self._chosen.get(api_key)
+        if version is None:
+            raise UnsupportedVersionForBrokerError(
+                f"API {api_key} is not supported by both this client and the broker "
+                f"(broker: {self.broker_versions.get(api_key)}, "
+                f"client: {self.client_versions.get(api_key)})"
+            )
+        if max_version is not None and version > max_version:
+            broker_min = self.broker_versions[api_key][0]
+            version = max(max_version, broker_min, self.client_versions[api_key][0])
+            if version > max_version:
+                raise UnsupportedVersionForBrokerError(
+                    f"API {api_key}: broker needs at least v{broker_min}, caller allows "
+                    f"up to v{max_version}"
+                )
+        if version < min_version:
+            raise UnsupportedVersionForBrokerError(
+                f"API {api_key}: v{min_version}+ needed, broker and client agree on v{version}"
+            )
+        return version
+
+    def supports(self, api_key: int, min_version: int = 0) -> bool:
+        """Whether ``api_key`` at ``min_version`` or newer can be used with this broker."""
+        version = self._chosen.get(api_key)
+        return version is not None and version >= min_version
