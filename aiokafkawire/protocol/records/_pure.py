@@ -1,0 +1,69 @@
+"""The pure-Python implementation of the records interface (always importable on its own)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+from aiokafkawire.protocol.records._builder import RecordBatchBuilder
+from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatch, LegacyRecordBatchBuilder
+from aiokafkawire.protocol.records._pure_v2 import (
+    DefaultRecordBatchBuilder,
+    RecordBatch,
+    build_control_batch,
+)
+from aiokafkawire.protocol.records._types import LOG_OVERHEAD, Buffer
+
+__all__ = [
+    "DefaultRecordBatchBuilder",
+    "LegacyRecordBatch",
+    "LegacyRecordBatchBuilder",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "build_control_batch",
+    "iter_batches",
+]
+
+AnyBatch = RecordBatch | LegacyRecordBatch
+
+_INT32 = struct.Struct(">i")
+#: Java's LegacyRecord.RECORD_OVERHEAD_V0: nothing smaller can be a message or batch.
+_MIN_SIZE = 14
+_MAGIC_POS = 16
+
+
+def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]:
+    """Yield the batches in ``data``: v2 ``RecordBatch`` objects and legacy top-level messages.
+
+    A trailing partial batch (as fetch responses have) is ignored.  With ``check_crcs`` every
+    batch's CRC is verified before it is yielded (and legacy inner messages' when decoded).
+    Raises ``CorruptRecordError``, ``UnknownMagicError`` (or ``UnknownCodecError`` while decoding).
+    """
+    buffer = data if type(data) is bytes else bytes(data)
+    pos = 0
+    total = len(buffer)
+    unpack_int32 = _INT32.unpack_from
+    while total - pos >= LOG_OVERHEAD:
+        (size,) = unpack_int32(buffer, pos + 8)
+        if size < _MIN_SIZE:
+            raise CorruptRecordError(f"record batch size {size} at byte {pos} is too small")
+        end = pos + LOG_OVERHEAD + size
+        if end > total:
+            return  # partial trailing batch
+        magic = buffer[pos + _MAGIC_POS]
+        batch: AnyBatch
+        if magic == 2:
+            batch = RecordBatch(buffer, pos, end)
+        elif magic == 0 or magic == 1:
+            if size < (14 if magic == 0 else 22):
+                raise CorruptRecordError(f"message size {size} at byte {pos} is too small")
+            batch = LegacyRecordBatch(buffer, pos, end, check_crcs)
+        else:
+            raise UnknownMagicError(f"unknown record batch magic {magic} at byte {pos}")
+        if check_crcs and not batch.validate_crc():
+            raise CorruptRecordError(
+                f"CRC mismatch in magic {magic} batch at byte {pos} (stored {batch.crc:#010x})"
+            )
+        yield batch
+        pos = end

@@ -1,0 +1,608 @@
+"""Record batch v2 (magic 2), pure Python: reader, builder, control batches.
+
+Layout: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8, crc uint32
+(CRC-32C of everything after it), attributes int16, lastOffsetDelta int32, baseTimestamp int64,
+maxTimestamp int64, producerId int64, producerEpoch int16, baseSequence int32, recordCount int32,
+then the records (compressed as one block when a codec is set).  Each record: length varint,
+attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length, -1 = null),
+value (same), header count varint, headers (varint-length utf-8 key, varint-length value).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Any
+
+from crc32c import crc32c
+
+from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
+from aiokafkawire.protocol.primitives import encode_varint, read_varint
+from aiokafkawire.protocol.records._builder import RecordBatchBuilder
+from aiokafkawire.protocol.records._types import (
+    NO_TIMESTAMP,
+    CompressionType,
+    ControlRecord,
+    ControlRecordType,
+    Headers,
+    Record,
+    TimestampType,
+)
+from aiokafkawire.protocol.records.codecs import compress, decompress
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+#: Bytes of the header not counted in batchLength (baseOffset + batchLength).
+_LENGTH_START = 12
+_MAGIC_POS = 16
+_CRC_POS = 17
+_CRC_START = 21  # the CRC covers attributes .. end
+_UINT32 = struct.Struct(">I")
+
+ATTR_CODEC_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+_CREATE_TIME = TimestampType.CREATE_TIME
+_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+
+# Pre-encoded zigzag varints of small non-negative ints: record lengths, deltas and sizes are
+# almost always small, and a tuple lookup is much cheaper than encoding.
+_SMALL = 8192
+_VARINTS: tuple[bytes, ...] = tuple(encode_varint(i) for i in range(_SMALL))
+_NULL_LENGTH = encode_varint(-1)
+
+
+def _varint(value: int) -> bytes:
+    return _VARINTS[value] if 0 <= value < _SMALL else encode_varint(value)
+
+
+def _encode_headers(headers: Headers) -> bytes:
+    out = bytearray(_varint(len(headers)))
+    for header_key, header_value in headers:
+        key_bytes = header_key.encode("utf-8")
+        out += _varint(len(key_bytes))
+        out += key_bytes
+        if header_value is None:
+            out += _NULL_LENGTH
+        else:
+            out += _varint(len(header_value))
+            out += header_value
+    return bytes(out)
+
+
+def _decode_records(
+    buf: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    timestamp_type: TimestampType,
+    log_append_time: int | None,
+    record_cls: type[Record],
+) -> list[Record]:
+    """Decode ``count`` records from ``buf[pos:end]`` in one pass (varints decoded inline)."""
+    records: list[Record] = []
+    append = records.append
+    read = read_varint
+    for _ in range(count):
+        byte = buf[pos]
+        if byte < 0x80:
+            length = (byte >> 1) ^ -(byte & 1)
+            pos += 1
+        else:
+            length, pos = read(buf, pos)
+        record_end = pos + length
+        if length < 6 or record_end > end:
+            raise CorruptRecordError(f"record length {length} does not fit its batch")
+        pos += 1  # record attributes: unused
+        byte = buf[pos]
+        if byte < 0x80:
+            timestamp_delta = (byte >> 1) ^ -(byte & 1)
+            pos += 1
+        else:
+            timestamp_delta, pos = read(buf, pos)
+        byte = buf[pos]
+        if byte < 0x80:
+            offset_delta = (byte >> 1) ^ -(byte & 1)
+            pos += 1
+        else:
+            offset_delta, pos = read(buf, pos)
+        byte = buf[pos]
+        if byte < 0x80:
+            key_len = (byte >> 1) ^ -(byte & 1)
+            pos += 1
+        else:
+            key_len, pos = read(buf, pos)
+        if key_len >= 0:
+            key: bytes | None = buf[pos : pos + key_len]
+            pos += key_len
+        elif key_len == -1:
+            key = None
+        else:
+            raise CorruptRecordError(f"invalid record key length {key_len}")
+        byte = buf[pos]
+        if byte < 0x80:
+            value_len = (byte >> 1) ^ -(byte & 1)
+            pos += 1
+        else:
+            value_len, pos = read(buf, pos)
+        if value_len >= 0:
+            value: bytes | None = buf[pos : pos + value_len]
+            pos += value_len
+        elif value_len == -1:
+            value = None
+        else:
+            raise CorruptRecordError(f"invalid record value length {value_len}")
+        header_count = buf[pos]
+        if header_count == 0:
+            pos += 1
+            headers: Headers = []
+        else:
+            header_count, pos = read(buf, pos)
+            headers = _decode_headers(buf, pos, record_end, header_count)
+            pos = record_end
+        if pos != record_end:
+            raise CorruptRecordError("record length does not match its content")
+        append(
+            record_cls(
+                base_offset + offset_delta,
+                base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                timestamp_type,
+                key,
+                value,
+                headers,
+            )
+        )
+    if pos != end:
+        raise CorruptRecordError("record count does not match the batch length")
+    return records
+
+
+def _decode_headers(buf: bytes, pos: int, end: int, count: int) -> Headers:
+    if count < 0:
+        raise CorruptRecordError(f"invalid header count {count}")
+    headers: Headers = []
+    for _ in range(count):
+        key_len, pos = read_varint(buf, pos)
+        if key_len < 0:
+            raise CorruptRecordError(f"invalid header key length {key_len}")
+        header_key = buf[pos : pos + key_len].decode("utf-8")
+        pos += key_len
+        value_len, pos = read_varint(buf, pos)
+        if value_len >= 0:
+            header_value: bytes | None = buf[pos : pos + value_len]
+            pos += value_len
+        elif value_len == -1:
+            header_value = None
+        else:
+            raise CorruptRecordError(f"invalid header value length {value_len}")
+        if pos > end:
+            raise CorruptRecordError("record headers overrun the record")
+        headers.append((header_key, header_value))
+    if pos != end:
+        raise CorruptRecordError("record length does not match its headers")
+    return headers
+
+
+class RecordBatch:
+    """A record batch (magic 2) read from a buffer; iterate it for its records.
+
+    The header fields are attributes; the records are decoded (and decompressed) on first use,
+    all at once, and kept.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_end",
+        "_records",
+        "_start",
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "record_count",
+    )
+
+    def __init__(self, buffer: bytes, start: int, end: int) -> None:
+        if end - start < HEADER_SIZE:
+            raise CorruptRecordError(
+                f"record batch of {end - start} bytes is smaller than its {HEADER_SIZE}-byte header"
+            )
+        (
+            self.base_offset,
+            self.batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        ) = HEADER.unpack_from(buffer, start)
+        self._buffer = buffer
+        self._start = start
+        self._end = end
+        self._records: list[Record] | None = None
+
+    @property
+    def compression_type(self) -> CompressionType:
+        """Codec of the records (bits 0-2 of the attributes)."""
+        return CompressionType(self.attributes & ATTR_CODEC_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        """CREATE_TIME or LOG_APPEND_TIME (bit 3)."""
+        return _LOG_APPEND_TIME if self.attributes & ATTR_TIMESTAMP_TYPE else _CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        """Whether the batch belongs to a transaction (bit 4)."""
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        """Whether the batch holds a control record (bit 5)."""
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        """Whether ``base_timestamp`` is the compaction delete horizon (bit 6)."""
+        return bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """The delete horizon set by log compaction, if any."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last record (kept even when compaction removed it)."""
+        return int(self.base_offset + self.last_offset_delta)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset to fetch next after this batch."""
+        return int(self.base_offset + self.last_offset_delta + 1)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Size of the whole batch on the wire."""
+        return self._end - self._start
+
+    def validate_crc(self) -> bool:
+        """Whether the stored CRC-32C matches the bytes after it."""
+        view = memoryview(self._buffer)[self._start + _CRC_START : self._end]
+        return bool(crc32c(view) == self.crc)
+
+    def records(self) -> list[Record]:
+        """All records of the batch (decoded once)."""
+        records = self._records
+        if records is None:
+            records = self._records = self._decode()
+        return records
+
+    def _decode(self) -> list[Record]:
+        attributes = self.attributes
+        codec = attributes & ATTR_CODEC_MASK
+        if codec:
+            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            pos, end = 0, len(buf)
+        else:
+            buf, pos, end = self._buffer, self._start + HEADER_SIZE, self._end
+        if attributes & ATTR_TIMESTAMP_TYPE:
+            timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
+        else:
+            timestamp_type, log_append_time = _CREATE_TIME, None
+        try:
+            return _decode_records(
+                buf,
+                pos,
+                end,
+                self.record_count,
+                self.base_offset,
+                self.base_timestamp,
+                timestamp_type,
+                log_append_time,
+                ControlRecord if attributes & ATTR_CONTROL else Record,
+            )
+        except (IndexError, ValueError) as exc:  # short buffer, bad varint or utf-8
+            raise CorruptRecordError(
+                f"malformed record in batch at offset {self.base_offset}: {exc}"
+            ) from exc
+
+    def __iter__(self) -> Any:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return len(self.records())
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"records={self.record_count}, compression={self.compression_type.name}, "
+            f"transactional={self.is_transactional}, control={self.is_control})"
+        )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DefaultRecordBatchBuilder(RecordBatchBuilder):
+    """Builds one magic 2 record batch; records go straight into one growing bytearray."""
+
+    __slots__ = (
+        "_base_timestamp",
+        "_batch_size",
+        "_buffer",
+        "_built",
+        "_count",
+        "_max_timestamp",
+        "base_offset",
+        "base_sequence",
+        "compression_type",
+        "is_transactional",
+        "magic",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "timestamp_type",
+    )
+
+    def __init__(
+        self,
+        magic: int = 2,
+        compression_type: CompressionType | int = CompressionType.NONE,
+        is_transactional: bool = False,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        batch_size: int = 16384,
+        base_offset: int = 0,
+        timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
+        partition_leader_epoch: int = -1,
+    ) -> None:
+        if magic != 2:
+            raise EncodeError(f"DefaultRecordBatchBuilder writes magic 2, not {magic}")
+        self.magic = 2
+        self.compression_type = CompressionType(compression_type)
+        self.is_transactional = is_transactional
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.base_offset = base_offset
+        self.timestamp_type = TimestampType(timestamp_type)
+        self.partition_leader_epoch = partition_leader_epoch
+        self._batch_size = batch_size
+        self._buffer = bytearray(HEADER_SIZE)  # header written by build()
+        self._count = 0
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+        self._built: bytes | None = None
+
+    def append(
+        self,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+    ) -> bool:
+        """Add a record; False when the batch is full (the first record always fits)."""
+        if self._built is not None:
+            raise IllegalStateError("the batch is already built")
+        count = self._count
+        if timestamp_ms is None:
+            timestamp_ms = _now_ms()
+        if count:
+            timestamp_delta = timestamp_ms - self._base_timestamp
+        else:
+            self._base_timestamp = timestamp_ms
+            timestamp_delta = 0
+        small = _SMALL
+        varints = _VARINTS
+        if key is None:
+            key_part = _NULL_LENGTH
+            key = b""
+        else:
+            key_len = len(key)
+            key_part = varints[key_len] if key_len < small else encode_varint(key_len)
+        if value is None:
+            value_part = _NULL_LENGTH
+            value = b""
+        else:
+            value_len = len(value)
+            value_part = varints[value_len] if value_len < small else encode_varint(value_len)
+        header_part = _encode_headers(headers) if headers else b"\x00"
+        delta_part = (
+            varints[timestamp_delta]
+            if 0 <= timestamp_delta < small
+            else encode_varint(timestamp_delta)
+        ) + (varints[count] if count < small else encode_varint(count))
+        body_len = (
+            1
+            + len(delta_part)
+            + len(key_part)
+            + len(key)
+            + len(value_part)
+            + len(value)
+            + len(header_part)
+        )
+        length_part = varints[body_len] if body_len < small else encode_varint(body_len)
+        buffer = self._buffer
+        if count and len(buffer) + len(length_part) + body_len > self._batch_size:
+            return False
+        buffer += b"".join(
+            (length_part, b"\x00", delta_part, key_part, key, value_part, value, header_part)
+        )
+        if timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        self._count = count + 1
+        return True
+
+    @property
+    def record_count(self) -> int:
+        """Number of records appended so far."""
+        return self._count
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Exact size once built; the uncompressed size before."""
+        built = self._built
+        return len(built) if built is not None else len(self._buffer)
+
+    def is_full(self) -> bool:
+        """Whether the uncompressed size has reached ``batch_size``."""
+        return len(self._buffer) >= self._batch_size
+
+    def build(self) -> bytes:
+        """Compress, write the header and the CRC-32C, and return the batch."""
+        built = self._built
+        if built is not None:
+            return built
+        codec = self.compression_type
+        buffer = self._buffer
+        if codec:
+            out = bytearray(HEADER_SIZE)
+            out += compress(codec, memoryview(buffer)[HEADER_SIZE:], 2)
+        else:
+            out = buffer
+        attributes = int(codec)
+        if self.timestamp_type == _LOG_APPEND_TIME:
+            attributes |= ATTR_TIMESTAMP_TYPE
+        if self.is_transactional:
+            attributes |= ATTR_TRANSACTIONAL
+        count = self._count
+        built = _finish(
+            out,
+            self.base_offset,
+            self.partition_leader_epoch,
+            attributes,
+            count - 1,
+            self._base_timestamp,
+            self._max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            count,
+        )
+        self._built = built
+        self._buffer = bytearray()
+        return built
+
+    @staticmethod
+    def estimate_size_in_bytes(
+        key: bytes | None, value: bytes | None, headers: Headers | None = None
+    ) -> int:
+        """Upper bound of the size of a batch holding just this record (uncompressed)."""
+        size = HEADER_SIZE + 5 + 1 + 10 + 5 + 5 + 5 + 5
+        size += len(key) if key is not None else 0
+        size += len(value) if value is not None else 0
+        if headers:
+            size += len(_encode_headers(headers))
+        return size
+
+
+def _finish(
+    out: bytearray,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    count: int,
+) -> bytes:
+    """Write the header into ``out[:61]`` and the CRC-32C over ``out[21:]``."""
+    HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        len(out) - _LENGTH_START,
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    with memoryview(out) as view:
+        crc = crc32c(view[_CRC_START:])
+    _UINT32.pack_into(out, _CRC_POS, crc)
+    return bytes(out)
+
+
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+
+
+def build_control_batch(
+    control_type: ControlRecordType | int,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int = 0,
+    base_offset: int = 0,
+    timestamp_ms: int | None = None,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """Build a transactional control batch holding one commit or abort marker."""
+    if timestamp_ms is None:
+        timestamp_ms = _now_ms()
+    key = _CONTROL_KEY.pack(0, int(control_type))
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+    body = (
+        b"".join(
+            (b"\x00", _VARINTS[0], _VARINTS[0], _varint(len(key)), key, _varint(len(value)), value)
+        )
+        + _VARINTS[0]
+    )
+    out = bytearray(HEADER_SIZE)
+    out += _varint(len(body))
+    out += body
+    return _finish(
+        out,
+        base_offset,
+        partition_leader_epoch,
+        ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        0,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        -1,
+        1,
+    )
+
+
+def check_crc(batch: RecordBatch) -> None:
+    """Raise CorruptRecordError unless the batch's CRC matches."""
+    if not batch.validate_crc():
+        raise CorruptRecordError(
+            f"CRC-32C mismatch in record batch at offset {batch.base_offset} "
+            f"(stored {batch.crc:#010x})"
+        )
