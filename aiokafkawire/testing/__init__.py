@@ -1,0 +1,43 @@
+"""Embedded Kafka brokers for tests: a Tansu process and librdkafka's mock cluster.
+
+- :class:`TansuBroker`: a real Kafka-protocol broker (Tansu, in-memory storage) as a child process.
+- :class:`MockCluster`: librdkafka's in-process mock cluster, with fault injection.
+- :func:`probe_api_versions`: a self-contained ApiVersions request, to check a broker answers.
+- ``aiokafkawire.testing.pytest_plugin``: the ``tansu_broker``, ``mock_cluster``,
+  ``mock_cluster_factory`` and ``kafka_bootstrap`` fixtures.
+
+What each broker supports is summarised in ``BROKERS.md`` beside this file.
+"""
+
+from __future__ import annotations
+
+from aiokafkawire.testing._errors import (
+    BrokerStartError,
+    BrokerUnavailableError,
+    EmbeddedBrokerError,
+    MockClusterError,
+)
+from aiokafkawire.testing._probe import ApiVersionsInfo, probe_api_versions
+from aiokafkawire.testing.mock_cluster import (
+    MockCluster,
+    MockRequest,
+    find_librdkafka,
+    librdkafka_version,
+)
+from aiokafkawire.testing.tansu import TansuBroker, find_free_port, resolve_tansu_binary
+
+__all__ = [
+    "ApiVersionsInfo",
+    "BrokerStartError",
+    "BrokerUnavailableError",
+    "EmbeddedBrokerError",
+    "MockCluster",
+    "MockClusterError",
+    "MockRequest",
+    "TansuBroker",
+    "find_free_port",
+    "find_librdkafka",
+    "librdkafka_version",
+    "probe_api_versions",
+    "resolve_tansu_binary",
+]
