@@ -1,0 +1,368 @@
+"""The SASL relay, driven by hand with KafkaFraming and the client mechanisms.
+
+The upstream is a stub broker that only answers ApiVersions (with a list that lacks the SASL
+APIs), so a response without them proves the bytes went through the relay untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from sasl_relay import SaslRelay
+
+from aiokafkawire.errors import (
+    AuthenticationError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    error_for_code,
+)
+from aiokafkawire.net.sasl import (
+    OAuthBearerMechanism,
+    OAuthBearerToken,
+    SaslMechanism,
+    create_mechanism,
+)
+from aiokafkawire.protocol.framing import KafkaFraming, decode_request, encode_response
+from aiokafkawire.protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
+from aiokafkawire.protocol.messages.metadata import MetadataRequest
+from aiokafkawire.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from aiokafkawire.protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+TIMEOUT = 5.0
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+TOKENS = {"eyJhbGciOiJub25lIn0.eyJzdWIiOiJjYXJvbCJ9.": "carol"}
+GOOD_TOKEN = next(iter(TOKENS))
+UPSTREAM_API_KEYS = {18: (0, 3), 3: (0, 12)}
+_SIZE = struct.Struct(">i")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures: a stub upstream broker and the relay in front of it
+# ---------------------------------------------------------------------------------------------
+
+
+class StubUpstream:
+    """Answers ApiVersions (any supported version); closes on anything else."""
+
+    def __init__(self) -> None:
+        self.requests: list[int] = []
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=TIMEOUT)
+        await asyncio.wait_for(self._server.wait_closed(), TIMEOUT)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while True:
+                (size,) = _SIZE.unpack(await reader.readexactly(4))
+                header, _request = decode_request(await reader.readexactly(size))
+                self.requests.append(header.api_key)
+                if header.api_key != 18:
+                    break
+                response = ApiVersionsResponse(
+                    api_keys=[
+                        ApiVersion(api_key=key, min_version=low, max_version=high)
+                        for key, (low, high) in UPSTREAM_API_KEYS.items()
+                    ]
+                )
+                writer.write(
+                    encode_response(header.correlation_id, 18, header.api_version, response)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[StubUpstream]:
+    stub = StubUpstream()
+    await stub.start()
+    try:
+        yield stub
+    finally:
+        await stub.stop()
+
+
+@pytest.fixture
+async def relay(upstream: StubUpstream) -> AsyncIterator[SaslRelay]:
+    async with SaslRelay(
+        ("127.0.0.1", upstream.port), users=USERS, tokens=TOKENS, io_timeout=TIMEOUT
+    ) as front:
+        yield front
+
+
+# ---------------------------------------------------------------------------------------------
+# A hand-driven client
+# ---------------------------------------------------------------------------------------------
+
+
+class HandDrivenClient:
+    """KafkaFraming over one asyncio connection, plus the SASL exchange loop."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.framing = KafkaFraming(client_id="sasl-relay-test")
+
+    async def request(self, request: Any, version: int) -> Any:
+        _, frame, _ = self.framing.send_request(request, version)
+        self.writer.write(frame)
+        await self.writer.drain()
+        while True:
+            data = await asyncio.wait_for(self.reader.read(65536), TIMEOUT)
+            if not data:
+                raise ConnectionResetError("the relay closed the connection")
+            events = self.framing.receive_data(data)
+            if events:
+                return events[0].response
+
+    async def raw_token(self, token: bytes) -> bytes:
+        self.writer.write(_SIZE.pack(len(token)) + token)
+        await self.writer.drain()
+        (size,) = _SIZE.unpack(await asyncio.wait_for(self.reader.readexactly(4), TIMEOUT))
+        return await asyncio.wait_for(self.reader.readexactly(size), TIMEOUT)
+
+    async def authenticate(
+        self, mechanism: SaslMechanism, handshake_version: int = 1, authenticate_version: int = 2
+    ) -> None:
+        handshake = await self.request(
+            SaslHandshakeRequest(mechanism=mechanism.name), handshake_version
+        )
+        if handshake.error_code:
+            raise error_for_code(handshake.error_code)(f"mechanisms: {handshake.mechanisms}")
+        await mechanism.prepare()
+        client_message: bytes | None = mechanism.start()
+        for _ in range(10):  # no mechanism needs more than a few round trips
+            if client_message is None:
+                assert mechanism.complete
+                return
+            if handshake_version == 0:
+                server_message = await self.raw_token(client_message)
+            else:
+                response = await self.request(
+                    SaslAuthenticateRequest(auth_bytes=client_message), authenticate_version
+                )
+                if response.error_code:
+                    raise error_for_code(response.error_code)(response.error_message)
+                server_message = response.auth_bytes
+            client_message = mechanism.step(server_message)
+        raise AssertionError("SASL exchange did not finish")
+
+    async def assert_closed_by_peer(self) -> None:
+        assert await asyncio.wait_for(self.reader.read(1), TIMEOUT) == b""
+
+
+@pytest.fixture
+async def client(relay: SaslRelay) -> AsyncIterator[HandDrivenClient]:
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(*relay.address), TIMEOUT)
+    try:
+        yield HandDrivenClient(reader, writer)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await asyncio.wait_for(writer.wait_closed(), TIMEOUT)
+
+
+def _constant_provider(token: OAuthBearerToken) -> Callable[[], OAuthBearerToken]:
+    return lambda: token
+
+
+def _versions(response: ApiVersionsResponse) -> dict[int, tuple[int, int]]:
+    return {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_api_versions_is_relayed_with_sasl_apis_added(
+    client: HandDrivenClient, upstream: StubUpstream
+) -> None:
+    response = await client.request(ApiVersionsRequest(), 3)
+    assert _versions(response) == {**UPSTREAM_API_KEYS, 17: (0, 1), 36: (0, 2)}
+    assert upstream.requests == [18]
+
+
+@pytest.mark.parametrize("authenticate_version", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("name", "principal"),
+    [
+        ("PLAIN", "alice"),
+        ("SCRAM-SHA-256", "alice"),
+        ("SCRAM-SHA-512", "bob"),
+        ("OAUTHBEARER", "carol"),
+    ],
+)
+async def test_authenticates_then_relays_raw_bytes(
+    client: HandDrivenClient,
+    relay: SaslRelay,
+    upstream: StubUpstream,
+    name: str,
+    principal: str,
+    authenticate_version: int,
+) -> None:
+    assert 36 in _versions(await client.request(ApiVersionsRequest(), 3))
+    mechanism = create_mechanism(
+        name, username=principal, password=USERS.get(principal), token_provider=lambda: GOOD_TOKEN
+    )
+    await client.authenticate(mechanism, authenticate_version=authenticate_version)
+    assert mechanism.complete
+    (record,) = relay.records
+    assert record.principal == principal and record.error is None
+    assert set(record.authenticate_versions) == {authenticate_version}
+
+    # After authentication the upstream answers directly: its list has no SASL APIs.
+    relayed = await client.request(ApiVersionsRequest(), 2)
+    assert _versions(relayed) == UPSTREAM_API_KEYS
+    assert upstream.requests == [18, 18]
+
+
+@pytest.mark.parametrize("name", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_wrong_password_fails_with_error_58_and_closes(
+    client: HandDrivenClient, relay: SaslRelay, name: str
+) -> None:
+    mechanism = create_mechanism(name, username="alice", password="bob-secret")
+    with pytest.raises(SaslAuthenticationFailedError) as excinfo:
+        await client.authenticate(mechanism)
+    assert excinfo.value.code == 58 and isinstance(excinfo.value, AuthenticationError)
+    assert excinfo.value.message and "bob-secret" not in str(excinfo.value)
+    assert not mechanism.complete
+    assert relay.records[0].principal is None and relay.records[0].error
+    await client.assert_closed_by_peer()
+
+
+async def test_unknown_user_fails(client: HandDrivenClient) -> None:
+    with pytest.raises(SaslAuthenticationFailedError):
+        await client.authenticate(create_mechanism("SCRAM-SHA-256", "mallory", "alice-secret"))
+    await client.assert_closed_by_peer()
+
+
+async def test_oauthbearer_invalid_token_gets_error_challenge_then_fails(
+    client: HandDrivenClient,
+) -> None:
+    mechanism = OAuthBearerMechanism(lambda: "bm90LWEtdmFsaWQtdG9rZW4=")
+    with pytest.raises(SaslAuthenticationFailedError, match="invalid_token"):
+        await client.authenticate(mechanism)
+    assert mechanism.server_error == {"status": "invalid_token"}
+    await client.assert_closed_by_peer()
+
+
+async def test_oauthbearer_extensions_reach_the_server(upstream: StubUpstream) -> None:
+    async with SaslRelay(
+        ("127.0.0.1", upstream.port),
+        mechanisms=["OAUTHBEARER"],
+        tokens=TOKENS,
+        required_extensions={"logicalCluster": "lkc-1"},
+        io_timeout=TIMEOUT,
+    ) as relay:
+        for extensions, succeeds in (({}, False), ({"logicalCluster": "lkc-1"}, True)):
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(*relay.address), TIMEOUT
+            )
+            try:
+                client = HandDrivenClient(reader, writer)
+                token = OAuthBearerToken(GOOD_TOKEN, extensions=extensions)
+                mechanism = OAuthBearerMechanism(_constant_provider(token))
+                if succeeds:
+                    await client.authenticate(mechanism)
+                else:
+                    with pytest.raises(SaslAuthenticationFailedError, match="invalid_request"):
+                        await client.authenticate(mechanism)
+            finally:
+                writer.close()
+        assert [record.principal for record in relay.records] == [None, "carol"]
+        assert relay.records[1].extensions == {"logicalCluster": "lkc-1"}
+
+
+async def test_unsupported_mechanism_is_refused_with_the_enabled_list(
+    upstream: StubUpstream,
+) -> None:
+    async with SaslRelay(
+        ("127.0.0.1", upstream.port), mechanisms=["SCRAM-SHA-512"], users=USERS
+    ) as relay:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(*relay.address), TIMEOUT)
+        try:
+            client = HandDrivenClient(reader, writer)
+            response = await client.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+            assert response.error_code == UnsupportedSaslMechanismError.code
+            assert response.mechanisms == ["SCRAM-SHA-512"]
+            await client.assert_closed_by_peer()
+        finally:
+            writer.close()
+
+
+@pytest.mark.parametrize("name", ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"])
+async def test_handshake_v0_uses_raw_tokens_then_relays(
+    client: HandDrivenClient, relay: SaslRelay, name: str
+) -> None:
+    mechanism = create_mechanism(
+        name, username="alice", password="alice-secret", token_provider=lambda: GOOD_TOKEN
+    )
+    await client.authenticate(mechanism, handshake_version=0)
+    assert relay.records[0].handshake_version == 0 and relay.records[0].principal
+    assert relay.records[0].authenticate_versions == []
+    assert _versions(await client.request(ApiVersionsRequest(), 1)) == UPSTREAM_API_KEYS
+
+
+async def test_handshake_v0_failure_just_closes(client: HandDrivenClient, relay: SaslRelay) -> None:
+    with pytest.raises(asyncio.IncompleteReadError):
+        await client.authenticate(create_mechanism("PLAIN", "alice", "wrong"), handshake_version=0)
+    assert relay.records[0].error
+
+
+async def test_other_requests_before_authentication_close_the_connection(
+    client: HandDrivenClient, upstream: StubUpstream, relay: SaslRelay
+) -> None:
+    with pytest.raises(ConnectionResetError):
+        await client.request(MetadataRequest(), 4)
+    assert upstream.requests == []
+    assert relay.records[0].error and "API key 3" in relay.records[0].error
+
+
+async def test_authenticate_before_handshake_is_illegal_state(client: HandDrivenClient) -> None:
+    response = await client.request(SaslAuthenticateRequest(auth_bytes=b"x"), 1)
+    assert response.error_code == 34  # ILLEGAL_SASL_STATE
+    await client.assert_closed_by_peer()
+
+
+async def test_stop_ends_relayed_connections(upstream: StubUpstream) -> None:
+    relay = SaslRelay(("127.0.0.1", upstream.port), users=USERS, io_timeout=TIMEOUT)
+    await relay.start()
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(*relay.address), TIMEOUT)
+        client = HandDrivenClient(reader, writer)
+        await client.authenticate(create_mechanism("PLAIN", "bob", "bob-secret"))
+    finally:
+        await relay.stop()
+    try:
+        await client.assert_closed_by_peer()
+    finally:
+        writer.close()
