@@ -1003,18 +1003,68 @@ def split_top_level(text: str) -> Iterator[str]:
         yield cur.strip()
 
 
+def struct_signature(struct: Struct) -> tuple[Any, ...]:
+    """Everything about a struct's fields that shapes its class and codecs."""
+    return tuple(
+        (
+            f.name,
+            f.type_name,
+            f.is_array,
+            f.versions,
+            f.nullable,
+            f.tagged,
+            f.tag,
+            f.ignorable,
+            f.flexible_override,
+            f.default_raw,
+            struct_signature(f.struct) if f.struct is not None else None,
+        )
+        for f in struct.fields
+    )
+
+
 def resolve_collisions(specs: list[Spec]) -> None:
-    """Give nested structs unique class names inside one module."""
-    seen: set[str] = {s.top.class_name for s in specs}
+    """Give nested structs unique class names inside one module.
+
+    A struct that a request and its response both define identically (same name and fields, same
+    flexible versions) becomes one shared class; otherwise the later one is prefixed with its
+    message name.
+    """
+    seen: dict[str, tuple[Spec, Struct]] = {s.top.class_name: (s, s.top) for s in specs}
     for spec in specs:
-        for struct in spec.structs:
+        for struct in list(spec.structs):
             if struct is spec.top:
                 continue
-            if struct.class_name in seen:
+            earlier = seen.get(struct.class_name)
+            if earlier is not None:
+                other_spec, other = earlier
+                if (
+                    other is not other_spec.top
+                    and other_spec.flexible == spec.flexible
+                    and struct_signature(other) == struct_signature(struct)
+                ):
+                    share_struct(spec, struct, other)
+                    continue
                 struct.class_name = spec.name + struct.spec_name
             if struct.class_name in seen:
                 raise SystemExit(f"cannot find a unique class name for {struct.spec_name}")
-            seen.add(struct.class_name)
+            seen[struct.class_name] = (spec, struct)
+
+
+def share_struct(spec: Spec, duplicate: Struct, shared: Struct) -> None:
+    """Make ``spec`` use ``shared`` wherever it used ``duplicate`` (identical definitions)."""
+    spec.structs.remove(duplicate)
+    for struct in spec.structs:
+        for fld in struct.fields:
+            if fld.struct is duplicate:
+                fld.struct = shared
+    shared.versions |= duplicate.versions
+    shared.flexible_ever = shared.flexible_ever or duplicate.flexible_ever
+    # Children of the duplicate are identical to the shared struct's children too.
+    for dup_field, shared_field in zip(duplicate.fields, shared.fields, strict=True):
+        if dup_field.struct is not None and dup_field.struct in spec.structs:
+            assert shared_field.struct is not None
+            share_struct(spec, dup_field.struct, shared_field.struct)
 
 
 def generate_module(specs: list[Spec], module_doc: str) -> str:

@@ -221,46 +221,16 @@ class Assignment(Message):
         "unknown_tagged_fields",
     )
 
-    topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions]
+    topic_partitions: list[TopicPartitions]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
         self,
         *,
-        topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = MISSING,
+        topic_partitions: list[TopicPartitions] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
-        self.unknown_tagged_fields = unknown_tagged_fields
-
-
-class ConsumerGroupHeartbeatResponseTopicPartitions(Message):
-    """Struct TopicPartitions of ConsumerGroupHeartbeatResponse."""
-
-    __slots__ = (
-        "partitions",
-        "topic_id",
-        "unknown_tagged_fields",
-    )
-    _FIELDS = (
-        "topic_id",
-        "partitions",
-        "unknown_tagged_fields",
-    )
-
-    topic_id: UUID
-    partitions: list[int]
-    unknown_tagged_fields: list[tuple[int, bytes]] | None
-
-    def __init__(
-        self,
-        *,
-        topic_id: UUID = ZERO_UUID,
-        partitions: list[int] = MISSING,
-        unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
-    ) -> None:
-        self.topic_id = topic_id
-        self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -425,37 +395,11 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     return obj, pos
 
 
-def _enc_ConsumerGroupHeartbeatResponseTopicPartitions_v0(out, obj):
-    out += _S__16s.pack(obj.topic_id.bytes)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    if obj.unknown_tagged_fields:
-        write_tagged_fields(out, [], obj.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _dec_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos):
-    obj = _new(ConsumerGroupHeartbeatResponseTopicPartitions)
-    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
-    pos += 16
-    obj.topic_id = uuid_from_bytes(raw_topic_id)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
-    if buf[pos]:
-        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
-    else:
-        obj.unknown_tagged_fields = None
-        pos += 1
-    return obj, pos
-
-
 def _enc_Assignment_v0(out, obj):
     v = obj.topic_partitions
     write_compact_array_length(out, v)
     for e in v:
-        _enc_ConsumerGroupHeartbeatResponseTopicPartitions_v0(out, e)
+        _enc_TopicPartitions_v0(out, e)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -467,7 +411,7 @@ def _dec_Assignment_v0(buf, pos):
     n, pos = read_compact_array_length(buf, pos)
     topic_partitions_items = []
     for _ in range(n):
-        e, pos = _dec_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
+        e, pos = _dec_TopicPartitions_v0(buf, pos)
         topic_partitions_items.append(e)
     obj.topic_partitions = topic_partitions_items
     if buf[pos]:
@@ -577,29 +521,7 @@ Assignment._DECODERS = (
     _dec_Assignment_v0,
 )
 Assignment._SCHEMA = (
-    (
-        "topic_partitions",
-        "[]ConsumerGroupHeartbeatResponseTopicPartitions",
-        (0, None),
-        None,
-        None,
-        None,
-        False,
-        None,
-    ),
-)
-
-ConsumerGroupHeartbeatResponseTopicPartitions._ENCODERS = (
-    _enc_ConsumerGroupHeartbeatResponseTopicPartitions_v0,
-    _enc_ConsumerGroupHeartbeatResponseTopicPartitions_v0,
-)
-ConsumerGroupHeartbeatResponseTopicPartitions._DECODERS = (
-    _dec_ConsumerGroupHeartbeatResponseTopicPartitions_v0,
-    _dec_ConsumerGroupHeartbeatResponseTopicPartitions_v0,
-)
-ConsumerGroupHeartbeatResponseTopicPartitions._SCHEMA = (
-    ("topic_id", "uuid", (0, None), None, None, None, False, None),
-    ("partitions", "[]int32", (0, None), None, None, None, False, None),
+    ("topic_partitions", "[]TopicPartitions", (0, None), None, None, None, False, None),
 )
 
 ConsumerGroupHeartbeatRequest.RESPONSE_TYPE = ConsumerGroupHeartbeatResponse
