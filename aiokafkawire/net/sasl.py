@@ -246,7 +246,7 @@ def _parse_scram_attributes(message: str, mechanism: str) -> list[tuple[str, str
     """Split ``a=value,b=value`` into pairs, refusing anything that is not that shape."""
     attributes = []
     for part in message.split(","):
-        if len(part) < 2 or part[1] != "=" or not part[0].isalpha():
+        if len(part) < 2 or part[1] != "=" or not ("a" <= part[0].lower() <= "z"):
             raise AuthenticationError(f"{mechanism}: malformed server message")
         attributes.append((part[0], part[2:]))
     return attributes
@@ -296,7 +296,7 @@ class ScramMechanism(_MechanismBase):
         if not secret:
             raise ConfigError(f"{mechanism}: the password must not be empty")
         self.username = username
-        self._password_bytes = secret.reveal().encode()
+        self._password = secret
         self._extensions = dict(extensions or {})
         for key, value in self._extensions.items():
             if not _SCRAM_EXTENSION_KEY.match(key) or "," in value:
@@ -372,7 +372,7 @@ class ScramMechanism(_MechanismBase):
             )
 
         salted_password = hashlib.pbkdf2_hmac(
-            self._hash_name, self._password_bytes, salt, iterations
+            self._hash_name, self._password.reveal().encode(), salt, iterations
         )
         client_key = self._hmac(salted_password, b"Client Key")
         stored_key = hashlib.new(self._hash_name, client_key).digest()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import logging
 import pickle
 from collections.abc import Callable
@@ -221,6 +223,26 @@ def test_scram_saslprep_matches_scramp() -> None:
     raw_bytes_client = ScramSha256Mechanism("alice", raw, saslprep=False)
     with pytest.raises(AuthenticationError):
         run_scram(raw_bytes_client, ScrampServer("SCRAM-SHA-256", "alice", "pass wordfi"))
+
+
+def _raw_utf8_auth_info(password: str, salt: bytes) -> tuple[bytes, bytes, bytes, int]:
+    """SCRAM-SHA-256 credentials as Kafka's ScramFormatter derives them: raw UTF-8, no SASLprep."""
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 4096)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+    return salt, hashlib.sha256(client_key).digest(), server_key, 4096
+
+
+def test_scram_without_saslprep_matches_kafka_style_credentials() -> None:
+    raw = "pass\u00a0word\ufb01"
+    server = ScrampServer("SCRAM-SHA-256", "alice", "placeholder")
+    server.auth_info = _raw_utf8_auth_info(raw, b"kafka-salt-16byte")
+    run_scram(ScramSha256Mechanism("alice", raw, saslprep=False), server)
+
+    server = ScrampServer("SCRAM-SHA-256", "alice", "placeholder")
+    server.auth_info = _raw_utf8_auth_info(raw, b"kafka-salt-16byte")
+    with pytest.raises(AuthenticationError):
+        run_scram(ScramSha256Mechanism("alice", raw), server)
 
 
 @pytest.mark.parametrize(
@@ -454,6 +476,9 @@ async def test_repr_and_str_hide_secrets() -> None:
         mechanism.start()  # the token/password is loaded into the object by now
         for text in (repr(mechanism), str(mechanism), f"{mechanism}"):
             assert PASSWORD not in text and TOKEN not in text
+        for value in vars(mechanism).values():  # secrets are held only inside Secret objects
+            if isinstance(value, (str, bytes)):
+                assert PASSWORD not in str(value) and TOKEN not in str(value)
     secret = Secret(PASSWORD)
     token = OAuthBearerToken(TOKEN, extensions={"k": "v"})
     for text in (repr(secret), str(secret), f"{secret:>40}", repr(token), str(token)):
