@@ -285,6 +285,9 @@ class TansuBroker:
         self, process: subprocess.Popen[bytes], port: int, deadline: float
     ) -> ApiVersionsInfo:
         delay = 0.005
+        # A healthy broker answers in milliseconds; start with a short read timeout so that a
+        # stranger holding the port (and never answering) costs little, and grow it under load.
+        probe_timeout = 0.2
         last_problem: BaseException | None = None
         while True:
             code = process.poll()
@@ -302,10 +305,11 @@ class TansuBroker:
                 )
             try:
                 info = probe_api_versions(
-                    self.host, port, version=0, timeout=min(1.0, max(remaining, 0.05))
+                    self.host, port, version=0, timeout=min(probe_timeout, max(remaining, 0.05))
                 )
             except OSError as exc:
                 last_problem = exc
+                probe_timeout = min(probe_timeout * 2, 2.0)
             else:
                 # Another process may own the port we picked: only trust the answer if our
                 # broker is still alive (Tansu exits at once when it cannot bind).
