@@ -611,3 +611,37 @@ def test_registry_and_create_assignor() -> None:
         create_assignor("no-such-assignor")
     with pytest.raises(ConfigError):
         create_assignor(3)  # type: ignore[arg-type]
+
+
+@given(setup=group_setups(homogeneous=False), newcomers=group_setups(homogeneous=False))
+@settings(max_examples=60, deadline=None)
+def test_cooperative_converges_after_membership_change(
+    setup: tuple[dict[str, int], dict[str, list[str]]],
+    newcomers: tuple[dict[str, int], dict[str, list[str]]],
+) -> None:
+    partitions, members = setup
+    group = Group(CooperativeStickyAssignor, partitions)
+    for member_id, topics in members.items():
+        group.join(member_id, topics)
+    group.rebalance()
+    # Half the members leave, others join with their own subscriptions (on the same topics).
+    for member_id in list(group.members)[1::2]:
+        group.leave(member_id)
+    for member_id, topics in newcomers[1].items():
+        group.join("new-" + member_id, [t for t in topics if t in partitions] or sorted(partitions))
+
+    for _ in range(4):  # bounded: each round either revokes something or is final
+        before = group.owned()
+        result = group.rebalance()
+        subs = group.subscriptions()
+        check_valid(result, partitions, subs, complete=False)
+        for member_id, a in result.items():
+            for tp in a.partitions:
+                owners = [m for m, tps in before.items() if tp in tps]
+                assert owners in ([], [member_id]), "given away in the round it was revoked"
+        revoked = any(set(before[m]) - set(result[m].partitions) for m in result)
+        if not revoked:
+            check_valid(result, partitions, subs)
+            check_locally_balanced(result, subs)
+            return
+    pytest.fail("cooperative rebalancing did not settle within 4 rounds")

@@ -206,7 +206,13 @@ def test_round_robin_cycles_available_partitions_per_topic() -> None:
     got = [partitioner.partition("t", b"same-key", partitions, available) for _ in range(7)]
     assert got == [0, 2, 5, 0, 2, 5, 0]
     assert [partitioner.partition("u", None, partitions, []) for _ in range(7)] == [
-        0, 1, 2, 3, 4, 5, 0,
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        0,
     ]
     partitioner.on_new_batch("t", 0)  # no effect
     assert partitioner.partition("t", None, partitions, available) == 2
@@ -276,16 +282,26 @@ class _LibrdkafkaMockCluster:
         lib = ctypes.CDLL(candidates[0])
         lib.rd_kafka_conf_new.restype = ctypes.c_void_p
         lib.rd_kafka_conf_set.argtypes = [
-            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
         ]
         lib.rd_kafka_new.restype = ctypes.c_void_p
         lib.rd_kafka_new.argtypes = [
-            ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
         ]
         lib.rd_kafka_handle_mock_cluster.restype = ctypes.c_void_p
         lib.rd_kafka_handle_mock_cluster.argtypes = [ctypes.c_void_p]
         lib.rd_kafka_mock_topic_create.argtypes = [
-            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_int,
         ]
         lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
