@@ -489,7 +489,7 @@ class MockCluster:
         self._call("rd_kafka_mock_start_request_tracking")
 
     def stop_request_tracking(self) -> None:
-        """Stop recording requests (the recorded ones are kept)."""
+        """Stop recording requests (librdkafka 2.16 also forgets the recorded ones)."""
         self._call("rd_kafka_mock_stop_request_tracking")
 
     def clear_requests(self) -> None:
