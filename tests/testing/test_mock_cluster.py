@@ -7,6 +7,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -38,10 +39,10 @@ def cluster() -> Iterator[MockCluster]:
 
 def _produce(
     bootstrap: str, topic: str, values: list[bytes], partition: int = 0, **conf: object
-) -> list[tuple[object, int]]:
+) -> list[tuple[Any, int]]:
     """Produce ``values`` with confluent-kafka and return (error, offset) per delivery report."""
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, **QUIET, **conf})
-    reports: list[tuple[object, int]] = []
+    reports: list[tuple[Any, int]] = []
     for value in values:
         producer.produce(
             topic,
