@@ -94,7 +94,13 @@ def _decode_records(
             length = (byte >> 1) ^ -(byte & 1)
             pos += 1
         else:
-            length, pos = read(buf, pos)
+            byte2 = buf[pos + 1]
+            if byte2 < 0x80:  # two-byte varints are common: lengths and deltas < 8192
+                length = (byte & 0x7F) | (byte2 << 7)
+                length = (length >> 1) ^ -(length & 1)
+                pos += 2
+            else:
+                length, pos = read(buf, pos)
         record_end = pos + length
         if length < 6 or record_end > end:
             raise CorruptRecordError(f"record length {length} does not fit its batch")
@@ -104,19 +110,37 @@ def _decode_records(
             timestamp_delta = (byte >> 1) ^ -(byte & 1)
             pos += 1
         else:
-            timestamp_delta, pos = read(buf, pos)
+            byte2 = buf[pos + 1]
+            if byte2 < 0x80:  # two-byte varints are common: lengths and deltas < 8192
+                timestamp_delta = (byte & 0x7F) | (byte2 << 7)
+                timestamp_delta = (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
+                pos += 2
+            else:
+                timestamp_delta, pos = read(buf, pos)
         byte = buf[pos]
         if byte < 0x80:
             offset_delta = (byte >> 1) ^ -(byte & 1)
             pos += 1
         else:
-            offset_delta, pos = read(buf, pos)
+            byte2 = buf[pos + 1]
+            if byte2 < 0x80:  # two-byte varints are common: lengths and deltas < 8192
+                offset_delta = (byte & 0x7F) | (byte2 << 7)
+                offset_delta = (offset_delta >> 1) ^ -(offset_delta & 1)
+                pos += 2
+            else:
+                offset_delta, pos = read(buf, pos)
         byte = buf[pos]
         if byte < 0x80:
             key_len = (byte >> 1) ^ -(byte & 1)
             pos += 1
         else:
-            key_len, pos = read(buf, pos)
+            byte2 = buf[pos + 1]
+            if byte2 < 0x80:  # two-byte varints are common: lengths and deltas < 8192
+                key_len = (byte & 0x7F) | (byte2 << 7)
+                key_len = (key_len >> 1) ^ -(key_len & 1)
+                pos += 2
+            else:
+                key_len, pos = read(buf, pos)
         if key_len >= 0:
             key: bytes | None = buf[pos : pos + key_len]
             pos += key_len
@@ -129,7 +153,13 @@ def _decode_records(
             value_len = (byte >> 1) ^ -(byte & 1)
             pos += 1
         else:
-            value_len, pos = read(buf, pos)
+            byte2 = buf[pos + 1]
+            if byte2 < 0x80:  # two-byte varints are common: lengths and deltas < 8192
+                value_len = (byte & 0x7F) | (byte2 << 7)
+                value_len = (value_len >> 1) ^ -(value_len & 1)
+                pos += 2
+            else:
+                value_len, pos = read(buf, pos)
         if value_len >= 0:
             value: bytes | None = buf[pos : pos + value_len]
             pos += value_len
