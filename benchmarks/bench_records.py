@@ -27,7 +27,8 @@ TIMESTAMP = 1_700_000_000_000
 def make_values(count: int) -> list[bytes]:
     seed = os.urandom(VALUE_SIZE // 2)
     # Half random, half repeated text: compressible like typical payloads, never identical.
-    return [seed[: VALUE_SIZE // 2 - 6] + b"%06d" % i + b"a" * (VALUE_SIZE // 2) for i in range(count)]
+    half = VALUE_SIZE // 2
+    return [seed[: half - 6] + b"%06d" % i + b"a" * half for i in range(count)]
 
 
 def build_ours(values: list[bytes], codec: int) -> list[bytes]:
