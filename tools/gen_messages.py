@@ -574,6 +574,10 @@ class ModuleWriter:
     ) -> None:
         flex = self.field_flexible(fld, version, flexible)
         nullable = version in fld.nullable
+        if fld.is_array and self.is_number_array(fld):
+            writer = self.fixed_array_codec("write", fld.type_name, flex, nullable)
+            em.line(f"{self.helper(writer)}({out}, {value})")
+            return
         if fld.is_array:
             em.line(f"v = {value}")
             if nullable:
@@ -763,6 +767,20 @@ class ModuleWriter:
             return
         em.line(f"{target}, pos = {self.helper(self.var_reader(t, flex, nullable))}(buf, pos)")
 
+    @staticmethod
+    def is_number_array(fld: Field) -> bool:
+        return fld.is_array and fld.struct is None and fld.type_name in FIXED and (
+            fld.type_name != "uuid"
+        )
+
+    @staticmethod
+    def fixed_array_codec(kind: str, type_name: str, flex: bool, nullable: bool) -> str:
+        """Name of the ``_support`` reader/writer of a whole array of fixed-width numbers."""
+        return (
+            f"{kind}_{'compact_' if flex else ''}{'nullable_' if nullable else ''}"
+            f"{type_name}_array"
+        )
+
     def decode_array(
         self,
         em: Emitter,
@@ -773,6 +791,10 @@ class ModuleWriter:
         flex: bool,
         nullable: bool,
     ) -> None:
+        if self.is_number_array(fld):
+            reader = self.fixed_array_codec("read", fld.type_name, flex, nullable)
+            em.line(f"{target}, pos = {self.helper(reader)}(buf, pos)")
+            return
         elem_min = 1
         if fld.struct is not None:
             elem_min = self.min_size(fld.struct, version, flexible)

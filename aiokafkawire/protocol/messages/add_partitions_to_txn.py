@@ -12,14 +12,16 @@ from aiokafkawire.protocol.messages._support import (
     Message,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_string,
     read_unknown_tagged_fields,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_string,
     write_tagged_fields,
 )
@@ -308,25 +310,20 @@ class AddPartitionsToTxnPartitionResult(Message):
 
 def _enc_AddPartitionsToTxnTopic_v0(out, obj):
     write_string(out, obj.name)
-    v = obj.partitions
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.partitions)
 
 
 def _dec_AddPartitionsToTxnTopic_v0(buf, pos):
     obj = _new(AddPartitionsToTxnTopic)
     obj.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_AddPartitionsToTxnTopic_v3(out, obj):
     write_compact_string(out, obj.name)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partitions)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -336,8 +333,7 @@ def _enc_AddPartitionsToTxnTopic_v3(out, obj):
 def _dec_AddPartitionsToTxnTopic_v3(buf, pos):
     obj = _new(AddPartitionsToTxnTopic)
     obj.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -12,15 +12,15 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     Message,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tagged_fields,
     uuid_from_bytes,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_tagged_fields,
 )
 
@@ -343,9 +343,7 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf, pos):
 def _enc_TopicPartitions_v0(out, obj):
     out += _S__16s.pack(obj.topic_id.bytes)
     write_compact_string(out, obj.topic_name)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partitions)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -358,8 +356,7 @@ def _dec_TopicPartitions_v0(buf, pos):
     pos += 16
     obj.topic_id = uuid_from_bytes(raw_topic_id)
     obj.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

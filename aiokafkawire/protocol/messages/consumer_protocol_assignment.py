@@ -8,11 +8,11 @@ from aiokafkawire.protocol.messages._support import (
     Message,
     VersionedData,
     read_array_length,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_bytes,
     read_string,
     write_array_length,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_bytes,
     write_string,
 )
@@ -80,16 +80,13 @@ class TopicPartition(Message):
 
 def _enc_TopicPartition_v0(out, obj):
     write_string(out, obj.topic)
-    v = obj.partitions
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.partitions)
 
 
 def _dec_TopicPartition_v0(buf, pos):
     obj = _new(TopicPartition)
     obj.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_int32_array(buf, pos)
     return obj, pos
 
 

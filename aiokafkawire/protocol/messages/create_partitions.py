@@ -11,19 +11,21 @@ from aiokafkawire.protocol.messages._support import (
     Message,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_array_length,
     read_nullable_string,
     read_string,
     read_unknown_tagged_fields,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_string,
     write_string,
     write_tagged_fields,
@@ -217,23 +219,18 @@ class CreatePartitionsTopicResult(Message):
 
 
 def _enc_CreatePartitionsAssignment_v0(out, obj):
-    v = obj.broker_ids
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.broker_ids)
 
 
 def _dec_CreatePartitionsAssignment_v0(buf, pos):
     obj = _new(CreatePartitionsAssignment)
-    n, pos = read_array_length(buf, pos)
-    obj.broker_ids, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.broker_ids, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_CreatePartitionsAssignment_v2(out, obj):
-    v = obj.broker_ids
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.broker_ids)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -242,8 +239,7 @@ def _enc_CreatePartitionsAssignment_v2(out, obj):
 
 def _dec_CreatePartitionsAssignment_v2(buf, pos):
     obj = _new(CreatePartitionsAssignment)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.broker_ids, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.broker_ids, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -15,10 +15,11 @@ from aiokafkawire.protocol.messages._support import (
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_string,
     read_string,
     read_tag_header,
@@ -27,9 +28,10 @@ from aiokafkawire.protocol.messages._support import (
     uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_string,
     write_string,
     write_tagged_fields,
@@ -342,26 +344,21 @@ class CreatableTopicConfigs(Message):
 
 def _enc_CreatableReplicaAssignment_v0(out, obj):
     out += _S__i.pack(obj.partition_index)
-    v = obj.broker_ids
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.broker_ids)
 
 
 def _dec_CreatableReplicaAssignment_v0(buf, pos):
     obj = _new(CreatableReplicaAssignment)
     (obj.partition_index,) = _S__i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    obj.broker_ids, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.broker_ids, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_CreatableReplicaAssignment_v5(out, obj):
     out += _S__i.pack(obj.partition_index)
-    v = obj.broker_ids
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.broker_ids)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -372,8 +369,7 @@ def _dec_CreatableReplicaAssignment_v5(buf, pos):
     obj = _new(CreatableReplicaAssignment)
     (obj.partition_index,) = _S__i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    obj.broker_ids, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.broker_ids, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

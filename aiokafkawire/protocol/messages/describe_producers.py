@@ -10,14 +10,14 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tagged_fields,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_tagged_fields,
 )
 
@@ -255,9 +255,7 @@ class ProducerState(Message):
 
 def _enc_TopicRequest_v0(out, obj):
     write_compact_string(out, obj.name)
-    v = obj.partition_indexes
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partition_indexes)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -267,8 +265,7 @@ def _enc_TopicRequest_v0(out, obj):
 def _dec_TopicRequest_v0(buf, pos):
     obj = _new(TopicRequest)
     obj.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partition_indexes, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

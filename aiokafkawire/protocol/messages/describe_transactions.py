@@ -10,12 +10,12 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tagged_fields,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_string,
-    write_fixed_array,
     write_tagged_fields,
 )
 
@@ -220,9 +220,7 @@ def _dec_DescribeTransactionsRequest_v0(buf, pos):
 
 def _enc_TopicData_v0(out, obj):
     write_compact_string(out, obj.topic)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partitions)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -232,8 +230,7 @@ def _enc_TopicData_v0(out, obj):
 def _dec_TopicData_v0(buf, pos):
     obj = _new(TopicData)
     obj.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -16,11 +16,12 @@ from aiokafkawire.protocol.messages._support import (
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_array_length,
     read_compact_nullable_bytes,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_array_length,
     read_nullable_bytes,
     read_string,
@@ -30,10 +31,11 @@ from aiokafkawire.protocol.messages._support import (
     uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_bytes,
     write_string,
     write_tagged_fields,
@@ -976,26 +978,21 @@ def _dec_FetchTopic_v17(buf, pos):
 
 def _enc_ForgottenTopic_v7(out, obj):
     write_string(out, obj.topic)
-    v = obj.partitions
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.partitions)
 
 
 def _dec_ForgottenTopic_v7(buf, pos):
     obj = _new(ForgottenTopic)
     obj.topic_id = ZERO_UUID
     obj.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_ForgottenTopic_v12(out, obj):
     write_compact_string(out, obj.topic)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partitions)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -1006,8 +1003,7 @@ def _dec_ForgottenTopic_v12(buf, pos):
     obj = _new(ForgottenTopic)
     obj.topic_id = ZERO_UUID
     obj.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -1018,9 +1014,7 @@ def _dec_ForgottenTopic_v12(buf, pos):
 
 def _enc_ForgottenTopic_v13(out, obj):
     out += _S__16s.pack(obj.topic_id.bytes)
-    v = obj.partitions
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partitions)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -1033,8 +1027,7 @@ def _dec_ForgottenTopic_v13(buf, pos):
     (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
     pos += 16
     obj.topic_id = uuid_from_bytes(raw_topic_id)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partitions, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

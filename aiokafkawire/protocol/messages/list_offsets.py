@@ -13,13 +13,13 @@ from aiokafkawire.protocol.messages._support import (
     read_array_length,
     read_compact_array_length,
     read_compact_string,
-    read_fixed_array,
+    read_int64_array,
     read_string,
     read_unknown_tagged_fields,
     write_array_length,
     write_compact_array_length,
     write_compact_string,
-    write_fixed_array,
+    write_int64_array,
     write_string,
     write_tagged_fields,
 )
@@ -605,9 +605,7 @@ def _enc_ListOffsetsPartitionResponse_v0(out, obj):
     if obj.leader_epoch != -1:
         raise AbsentFieldError("ListOffsetsPartitionResponse", "leader_epoch")
     out += _S__ih.pack(obj.partition_index, obj.error_code)
-    v = obj.old_style_offsets
-    write_array_length(out, v)
-    write_fixed_array(out, "q", v)
+    write_int64_array(out, obj.old_style_offsets)
 
 
 def _dec_ListOffsetsPartitionResponse_v0(buf, pos):
@@ -617,8 +615,7 @@ def _dec_ListOffsetsPartitionResponse_v0(buf, pos):
     obj.leader_epoch = -1
     obj.partition_index, obj.error_code = _S__ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    obj.old_style_offsets, pos = read_fixed_array(buf, pos, n, "q", 8)
+    obj.old_style_offsets, pos = read_int64_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 

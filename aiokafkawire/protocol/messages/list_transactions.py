@@ -11,12 +11,12 @@ from aiokafkawire.protocol.messages._support import (
     AbsentFieldError,
     Message,
     read_compact_array_length,
+    read_compact_int64_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tagged_fields,
     write_compact_array_length,
+    write_compact_int64_array,
     write_compact_string,
-    write_fixed_array,
     write_tagged_fields,
 )
 
@@ -165,9 +165,7 @@ def _enc_ListTransactionsRequest_v0(out, obj):
     write_compact_array_length(out, v)
     for e in v:
         write_compact_string(out, e)
-    v = obj.producer_id_filters
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "q", v)
+    write_compact_int64_array(out, obj.producer_id_filters)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -183,8 +181,7 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
         e, pos = read_compact_string(buf, pos)
         state_filters_items.append(e)
     obj.state_filters = state_filters_items
-    n, pos = read_compact_array_length(buf, pos)
-    obj.producer_id_filters, pos = read_fixed_array(buf, pos, n, "q", 8)
+    obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -198,9 +195,7 @@ def _enc_ListTransactionsRequest_v1(out, obj):
     write_compact_array_length(out, v)
     for e in v:
         write_compact_string(out, e)
-    v = obj.producer_id_filters
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "q", v)
+    write_compact_int64_array(out, obj.producer_id_filters)
     out += _S__q.pack(obj.duration_filter)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
@@ -216,8 +211,7 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
         e, pos = read_compact_string(buf, pos)
         state_filters_items.append(e)
     obj.state_filters = state_filters_items
-    n, pos = read_compact_array_length(buf, pos)
-    obj.producer_id_filters, pos = read_fixed_array(buf, pos, n, "q", 8)
+    obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
     (obj.duration_filter,) = _S__q.unpack_from(buf, pos)
     pos += 8
     if buf[pos]:

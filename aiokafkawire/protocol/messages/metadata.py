@@ -14,10 +14,11 @@ from aiokafkawire.protocol.messages._support import (
     Message,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_array_length,
     read_nullable_string,
     read_string,
@@ -25,9 +26,10 @@ from aiokafkawire.protocol.messages._support import (
     uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_string,
     write_string,
     write_tagged_fields,
@@ -714,12 +716,8 @@ def _dec_MetadataResponseBroker_v9(buf, pos):
 
 def _enc_MetadataResponsePartition_v0(out, obj):
     out += _S__hii.pack(obj.error_code, obj.partition_index, obj.leader_id)
-    v = obj.replica_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.isr_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.replica_nodes)
+    write_int32_array(out, obj.isr_nodes)
 
 
 def _dec_MetadataResponsePartition_v0(buf, pos):
@@ -728,25 +726,17 @@ def _dec_MetadataResponsePartition_v0(buf, pos):
     obj.offline_replicas = []
     obj.error_code, obj.partition_index, obj.leader_id = _S__hii.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    obj.replica_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_array_length(buf, pos)
-    obj.isr_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.replica_nodes, pos = read_int32_array(buf, pos)
+    obj.isr_nodes, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v5(out, obj):
     out += _S__hii.pack(obj.error_code, obj.partition_index, obj.leader_id)
-    v = obj.replica_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.isr_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.offline_replicas
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.replica_nodes)
+    write_int32_array(out, obj.isr_nodes)
+    write_int32_array(out, obj.offline_replicas)
 
 
 def _dec_MetadataResponsePartition_v5(buf, pos):
@@ -754,27 +744,18 @@ def _dec_MetadataResponsePartition_v5(buf, pos):
     obj.leader_epoch = -1
     obj.error_code, obj.partition_index, obj.leader_id = _S__hii.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    obj.replica_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_array_length(buf, pos)
-    obj.isr_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_array_length(buf, pos)
-    obj.offline_replicas, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.replica_nodes, pos = read_int32_array(buf, pos)
+    obj.isr_nodes, pos = read_int32_array(buf, pos)
+    obj.offline_replicas, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v7(out, obj):
     out += _S__hiii.pack(obj.error_code, obj.partition_index, obj.leader_id, obj.leader_epoch)
-    v = obj.replica_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.isr_nodes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.offline_replicas
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.replica_nodes)
+    write_int32_array(out, obj.isr_nodes)
+    write_int32_array(out, obj.offline_replicas)
 
 
 def _dec_MetadataResponsePartition_v7(buf, pos):
@@ -786,27 +767,18 @@ def _dec_MetadataResponsePartition_v7(buf, pos):
         obj.leader_epoch,
     ) = _S__hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_array_length(buf, pos)
-    obj.replica_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_array_length(buf, pos)
-    obj.isr_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_array_length(buf, pos)
-    obj.offline_replicas, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.replica_nodes, pos = read_int32_array(buf, pos)
+    obj.isr_nodes, pos = read_int32_array(buf, pos)
+    obj.offline_replicas, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v9(out, obj):
     out += _S__hiii.pack(obj.error_code, obj.partition_index, obj.leader_id, obj.leader_epoch)
-    v = obj.replica_nodes
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.isr_nodes
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
-    v = obj.offline_replicas
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.replica_nodes)
+    write_compact_int32_array(out, obj.isr_nodes)
+    write_compact_int32_array(out, obj.offline_replicas)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -822,12 +794,9 @@ def _dec_MetadataResponsePartition_v9(buf, pos):
         obj.leader_epoch,
     ) = _S__hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos)
-    obj.replica_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.isr_nodes, pos = read_fixed_array(buf, pos, n, "i", 4)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.offline_replicas, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.replica_nodes, pos = read_compact_int32_array(buf, pos)
+    obj.isr_nodes, pos = read_compact_int32_array(buf, pos)
+    obj.offline_replicas, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -12,19 +12,21 @@ from aiokafkawire.protocol.messages._support import (
     Message,
     read_array_length,
     read_compact_array_length,
+    read_compact_int32_array,
     read_compact_nullable_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
+    read_int32_array,
     read_nullable_array_length,
     read_nullable_string,
     read_string,
     read_unknown_tagged_fields,
     write_array_length,
     write_compact_array_length,
+    write_compact_int32_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
+    write_int32_array,
     write_nullable_string,
     write_string,
     write_tagged_fields,
@@ -426,25 +428,20 @@ class OffsetFetchResponsePartition(Message):
 
 def _enc_OffsetFetchRequestTopic_v0(out, obj):
     write_string(out, obj.name)
-    v = obj.partition_indexes
-    write_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_int32_array(out, obj.partition_indexes)
 
 
 def _dec_OffsetFetchRequestTopic_v0(buf, pos):
     obj = _new(OffsetFetchRequestTopic)
     obj.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    obj.partition_indexes, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partition_indexes, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_OffsetFetchRequestTopic_v6(out, obj):
     write_compact_string(out, obj.name)
-    v = obj.partition_indexes
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partition_indexes)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -454,8 +451,7 @@ def _enc_OffsetFetchRequestTopic_v6(out, obj):
 def _dec_OffsetFetchRequestTopic_v6(buf, pos):
     obj = _new(OffsetFetchRequestTopic)
     obj.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partition_indexes, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -466,9 +462,7 @@ def _dec_OffsetFetchRequestTopic_v6(buf, pos):
 
 def _enc_OffsetFetchRequestTopics_v8(out, obj):
     write_compact_string(out, obj.name)
-    v = obj.partition_indexes
-    write_compact_array_length(out, v)
-    write_fixed_array(out, "i", v)
+    write_compact_int32_array(out, obj.partition_indexes)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -478,8 +472,7 @@ def _enc_OffsetFetchRequestTopics_v8(out, obj):
 def _dec_OffsetFetchRequestTopics_v8(buf, pos):
     obj = _new(OffsetFetchRequestTopics)
     obj.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    obj.partition_indexes, pos = read_fixed_array(buf, pos, n, "i", 4)
+    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
