@@ -447,6 +447,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             timestamp_delta = 0
         small = _SMALL
         varints = _VARINTS
+        # Encode the body in one join, then prefix its length: one copy of key and value.
         if key is None:
             key_part = _NULL_LENGTH
             key = b""
@@ -459,28 +460,27 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
         else:
             value_len = len(value)
             value_part = varints[value_len] if value_len < small else encode_varint(value_len)
-        header_part = _encode_headers(headers) if headers else b"\x00"
-        delta_part = (
-            varints[timestamp_delta]
-            if 0 <= timestamp_delta < small
-            else encode_varint(timestamp_delta)
-        ) + (varints[count] if count < small else encode_varint(count))
-        body_len = (
-            1
-            + len(delta_part)
-            + len(key_part)
-            + len(key)
-            + len(value_part)
-            + len(value)
-            + len(header_part)
+        body = b"".join(
+            (
+                b"\x00",  # record attributes
+                varints[timestamp_delta]
+                if 0 <= timestamp_delta < small
+                else encode_varint(timestamp_delta),
+                varints[count] if count < small else encode_varint(count),
+                key_part,
+                key,
+                value_part,
+                value,
+                _encode_headers(headers) if headers else b"\x00",
+            )
         )
+        body_len = len(body)
         length_part = varints[body_len] if body_len < small else encode_varint(body_len)
         buffer = self._buffer
         if count and len(buffer) + len(length_part) + body_len > self._batch_size:
             return False
-        buffer += b"".join(
-            (length_part, b"\x00", delta_part, key_part, key, value_part, value, header_part)
-        )
+        buffer += length_part
+        buffer += body
         if timestamp_ms > self._max_timestamp:
             self._max_timestamp = timestamp_ms
         self._count = count + 1
