@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from sasl_relay import SaslRelay
 
 from aiokafkawire.errors import (
     AuthenticationError,
+    KafkaError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
     error_for_code,
@@ -27,13 +29,17 @@ from aiokafkawire.net.sasl import (
     SaslMechanism,
     create_mechanism,
 )
-from aiokafkawire.protocol.framing import KafkaFraming, decode_request, encode_response
+from aiokafkawire.protocol.framing import KafkaFraming, decode_request_header, encode_response
 from aiokafkawire.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
 )
-from aiokafkawire.protocol.messages.metadata import MetadataRequest
+from aiokafkawire.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+)
 from aiokafkawire.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from aiokafkawire.protocol.messages.sasl_handshake import SaslHandshakeRequest
 
@@ -42,6 +48,7 @@ USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 TOKENS = {"eyJhbGciOiJub25lIn0.eyJzdWIiOiJjYXJvbCJ9.": "carol"}
 GOOD_TOKEN = next(iter(TOKENS))
 UPSTREAM_API_KEYS = {18: (0, 3), 3: (0, 12)}
+STUB_CLUSTER_ID = "stub-cluster"
 _SIZE = struct.Struct(">i")
 
 
@@ -51,11 +58,17 @@ _SIZE = struct.Struct(">i")
 
 
 class StubUpstream:
-    """Answers ApiVersions (any supported version); closes on anything else."""
+    """Answers ApiVersions and Metadata (naming :attr:`advertised` as the only broker).
+
+    It reads only request headers: bodies do not matter for its fixed answers, and librdkafka's
+    all-topics MetadataRequest v12 carries bytes past its body that a strict decoder refuses.
+    """
 
     def __init__(self) -> None:
         self.requests: list[int] = []
+        self.advertised = ("127.0.0.1", 0)
         self._connections: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._server: asyncio.Server | None = None
         self.port = 0
 
@@ -66,37 +79,54 @@ class StubUpstream:
     async def stop(self) -> None:
         assert self._server is not None
         self._server.close()
-        for task in list(self._connections):
-            task.cancel()
+        for writer in list(self._writers):
+            writer.transport.abort()  # ends the connection's reads; no task cancellation needed
         if self._connections:
             await asyncio.wait(list(self._connections), timeout=TIMEOUT)
         await asyncio.wait_for(self._server.wait_closed(), TIMEOUT)
+
+    def _response_for(self, api_key: int) -> Any:
+        if api_key == 18:
+            return ApiVersionsResponse(
+                api_keys=[
+                    ApiVersion(api_key=key, min_version=low, max_version=high)
+                    for key, (low, high) in UPSTREAM_API_KEYS.items()
+                ]
+            )
+        if api_key == 3:
+            host, port = self.advertised
+            return MetadataResponse(
+                brokers=[MetadataResponseBroker(node_id=1, host=host, port=port)],
+                cluster_id=STUB_CLUSTER_ID,
+                controller_id=1,
+                topics=[],
+            )
+        return None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._writers.add(writer)
         try:
             while True:
                 (size,) = _SIZE.unpack(await reader.readexactly(4))
-                header, _request = decode_request(await reader.readexactly(size))
+                header, _ = decode_request_header(await reader.readexactly(size))
                 self.requests.append(header.api_key)
-                if header.api_key != 18:
+                response = self._response_for(header.api_key)
+                if response is None:
                     break
-                response = ApiVersionsResponse(
-                    api_keys=[
-                        ApiVersion(api_key=key, min_version=low, max_version=high)
-                        for key, (low, high) in UPSTREAM_API_KEYS.items()
-                    ]
-                )
                 writer.write(
-                    encode_response(header.correlation_id, 18, header.api_version, response)
+                    encode_response(
+                        header.correlation_id, header.api_key, header.api_version, response
+                    )
                 )
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, KafkaError):
             pass
         finally:
             self._connections.discard(task)
+            self._writers.discard(writer)
             writer.close()
 
 
@@ -116,6 +146,7 @@ async def relay(upstream: StubUpstream) -> AsyncIterator[SaslRelay]:
         ("127.0.0.1", upstream.port), users=USERS, tokens=TOKENS, io_timeout=TIMEOUT
     ) as front:
         yield front
+    assert front.unexpected_errors == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,3 +421,37 @@ async def test_relays_to_a_real_broker(kafka_bootstrap: str, name: str) -> None:
             assert metadata.brokers, "the broker's own Metadata answer came back through the relay"
         finally:
             writer.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "principal"),
+    [
+        ("PLAIN", "alice"),
+        ("SCRAM-SHA-256", "alice"),
+        ("SCRAM-SHA-512", "bob"),
+        ("OAUTHBEARER", "carol"),
+    ],
+)
+async def test_librdkafka_authenticates_through_the_relay(
+    relay: SaslRelay, upstream: StubUpstream, name: str, principal: str
+) -> None:
+    """An independent client (librdkafka via confluent-kafka) against the relay's server side."""
+    admin_module = pytest.importorskip("confluent_kafka.admin")
+    upstream.advertised = relay.address  # so librdkafka never bypasses the relay
+    config: dict[str, Any] = {
+        "bootstrap.servers": f"{relay.host}:{relay.port}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": name,
+        "socket.timeout.ms": int(TIMEOUT * 1000),
+    }
+    if name == "OAUTHBEARER":
+        config["oauth_cb"] = lambda _config: (GOOD_TOKEN, time.time() + 3600)
+    else:
+        config["sasl.username"] = principal
+        config["sasl.password"] = USERS[principal]
+    admin = admin_module.AdminClient(config)
+    admin.poll(0)  # serves the oauth_cb token refresh
+    metadata = await asyncio.to_thread(admin.list_topics, timeout=TIMEOUT)
+    assert metadata.cluster_id == STUB_CLUSTER_ID
+    assert relay.records[0].mechanism == name and relay.records[0].principal == principal
+    assert relay.records[0].handshake_version == 1 and relay.records[0].authenticate_versions
