@@ -645,3 +645,34 @@ def test_cooperative_converges_after_membership_change(
             check_locally_balanced(result, subs)
             return
     pytest.fail("cooperative rebalancing did not settle within 4 rounds")
+
+
+def test_sticky_user_data_written_by_kafka_python_is_understood() -> None:
+    user_data_module = pytest.importorskip("kafka.coordinator.assignors.sticky.user_data")
+    # kafka-python 3.x prefixes the struct with an int16 version (Java does not).
+    written = user_data_module.StickyAssignorUserData([("t0", [2, 0]), ("x", [5])], 7).encode()
+    assert decode_sticky_user_data(bytes(written)) == ([TP("t0", 2), TP("t0", 0), TP("x", 5)], 7)
+
+
+def test_java_stale_generation_claims_are_invalidated() -> None:
+    # From Java AbstractStickyAssignorTest:
+    # testOwnedPartitionsAreInvalidatedForConsumerWithStaleGeneration
+    owned = [TP("topic", 0), TP("topic", 2), TP("topic2", 1)]
+    subs = {
+        "consumer1": MemberSubscription(
+            "consumer1", ["topic", "topic2"], None, owned, generation_id=2
+        ),
+        "consumer2": MemberSubscription(
+            "consumer2", ["topic", "topic2"], None, owned, generation_id=1
+        ),
+    }
+    expected = {
+        "consumer1": sorted(owned),
+        "consumer2": [TP("topic", 1), TP("topic2", 0), TP("topic2", 2)],
+    }
+    assert plain(CooperativeStickyAssignor().assign({"topic": 3, "topic2": 3}, subs)) == expected
+    for member_id, generation in (("consumer1", 2), ("consumer2", 1)):
+        subs[member_id] = MemberSubscription(
+            member_id, ["topic", "topic2"], encode_sticky_user_data(owned, generation)
+        )
+    assert plain(StickyAssignor().assign({"topic": 3, "topic2": 3}, subs)) == expected

@@ -277,40 +277,52 @@ def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: in
     return bytes(out)
 
 
+def _parse_sticky_user_data(data: bytes, offset: int) -> tuple[list[TopicPartition], int | None]:
+    """Parse the sticky user data struct at ``offset``; raises ``ValueError``/``struct.error``."""
+    (topic_count,) = _INT32.unpack_from(data, offset)
+    offset += 4
+    if topic_count < 0:
+        raise ValueError("negative topic count")
+    partitions: list[TopicPartition] = []
+    for _ in range(topic_count):
+        (name_length,) = _INT16.unpack_from(data, offset)
+        offset += 2
+        if name_length < 0 or offset + name_length > len(data):
+            raise ValueError("bad topic name length")
+        topic = data[offset : offset + name_length].decode()
+        offset += name_length
+        (partition_count,) = _INT32.unpack_from(data, offset)
+        offset += 4
+        if partition_count < 0 or offset + 4 * partition_count > len(data):
+            raise ValueError("bad partition count")
+        numbers = struct.unpack_from(f">{partition_count}i", data, offset)
+        offset += 4 * partition_count
+        partitions.extend(TopicPartition(topic, number) for number in numbers)
+    if offset + 4 <= len(data):
+        return partitions, _INT32.unpack_from(data, offset)[0]
+    return partitions, None
+
+
 def decode_sticky_user_data(data: bytes | None) -> tuple[list[TopicPartition], int | None]:
     """Decode Java's StickyAssignor user data into (partitions, generation or ``None``).
 
     Version 0 data (no generation) gives ``None``. Data that cannot be parsed counts as no previous
-    assignment at the default generation, as in Java.
+    assignment at the default generation, as in Java. Data prefixed with an int16 version 1, as
+    kafka-python 3.x writes it, is understood too.
     """
     if not data:
         return [], None
     try:
-        offset = 0
-        (topic_count,) = _INT32.unpack_from(data, offset)
-        offset += 4
-        if topic_count < 0:
-            raise ValueError("negative topic count")
-        partitions: list[TopicPartition] = []
-        for _ in range(topic_count):
-            (name_length,) = _INT16.unpack_from(data, offset)
-            offset += 2
-            if name_length < 0 or offset + name_length > len(data):
-                raise ValueError("bad topic name length")
-            topic = data[offset : offset + name_length].decode()
-            offset += name_length
-            (partition_count,) = _INT32.unpack_from(data, offset)
-            offset += 4
-            if partition_count < 0:
-                raise ValueError("negative partition count")
-            numbers = struct.unpack_from(f">{partition_count}i", data, offset)
-            offset += 4 * partition_count
-            partitions.extend(TopicPartition(topic, number) for number in numbers)
+        return _parse_sticky_user_data(data, 0)
     except (struct.error, ValueError, UnicodeDecodeError):
-        return [], DEFAULT_GENERATION
-    if offset + 4 <= len(data):
-        return partitions, _INT32.unpack_from(data, offset)[0]
-    return partitions, None
+        pass
+    # A Java count of 65,536+ topics is implausible, so a leading 0x0001 means a version prefix.
+    if data[:2] == b"\x00\x01":
+        try:
+            return _parse_sticky_user_data(data, 2)
+        except (struct.error, ValueError, UnicodeDecodeError):
+            pass
+    return [], DEFAULT_GENERATION
 
 
 def _decode_cooperative_generation(data: bytes | None) -> int | None:
