@@ -519,6 +519,12 @@ def _decode_response_body(
                 return _decode_body(response_type, frame, pos, 0), 0
             except ProtocolError:
                 pass
+            try:
+                return _decode_body(response_type, frame, pos, version), version
+            except ProtocolError:
+                # Some brokers (librdkafka's mock) send a body that fits neither version; the
+                # error code alone is enough for the client to retry with version 0.
+                return response_type(error_code=error_code), 0
     return _decode_body(response_type, frame, pos, version), version
 
 
