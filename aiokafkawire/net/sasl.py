@@ -494,17 +494,31 @@ class OAuthBearerMechanism(_MechanismBase):
         self.server_error: dict[str, Any] | None = None
 
     async def prepare(self) -> None:
-        """Fetch the token (awaiting the provider if it is asynchronous)."""
-        result = self._call_provider()
-        while inspect.isawaitable(result):
-            result = await result
-        extensions = await self._provider_extensions()
+        """Fetch the token (awaiting the provider if it is asynchronous).
+
+        An exception from the provider becomes :class:`AuthenticationError` (chained, so the
+        cause stays visible to whoever debugs it; its text is not copied into the message).
+        """
+        try:
+            result = self._call_provider()
+            while inspect.isawaitable(result):
+                result = await result
+            extensions = await self._provider_extensions()
+        except Exception as exc:
+            raise AuthenticationError(
+                f"OAUTHBEARER: the token provider failed ({type(exc).__name__})"
+            ) from exc
         self._accept(result, extensions)
 
     def start(self) -> bytes:
         """Return ``n,[a=authzid],^Aauth=Bearer <token>^A[key=value^A]*^A``."""
         if self._token is None:
-            result = self._call_provider()
+            try:
+                result = self._call_provider()
+            except Exception as exc:
+                raise AuthenticationError(
+                    f"OAUTHBEARER: the token provider failed ({type(exc).__name__})"
+                ) from exc
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited; closing avoids a "never awaited" warning

@@ -391,6 +391,24 @@ async def test_oauthbearer_server_error_is_acknowledged_then_fails() -> None:
     assert not mechanism.complete
 
 
+async def test_oauthbearer_provider_failure_is_authentication_error() -> None:
+    class IdentityProviderDown(RuntimeError):
+        pass
+
+    async def failing_provider() -> str:
+        raise IdentityProviderDown("https://idp.example/token returned 503")
+
+    with pytest.raises(AuthenticationError, match="IdentityProviderDown") as excinfo:
+        await OAuthBearerMechanism(failing_provider).prepare()
+    assert isinstance(excinfo.value.__cause__, IdentityProviderDown)
+
+    def failing_sync_provider() -> str:
+        raise IdentityProviderDown("down")
+
+    with pytest.raises(AuthenticationError):
+        OAuthBearerMechanism(failing_sync_provider).start()
+
+
 @pytest.mark.parametrize(
     "provider_result",
     [
