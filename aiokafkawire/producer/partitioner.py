@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from aiokafkawire.errors import ConfigError
+from aiokafkawire.errors import ConfigError, UnknownTopicError
 
 __all__ = [
     "CallablePartitioner",
@@ -145,15 +145,14 @@ class _StickyPartitionCache:
         previous = self._retired.pop(topic, None)
         candidates = available if available else partitions
         if not candidates:
-            raise ConfigError(f"topic {topic!r} has no partitions")
-        if len(candidates) == 1:
-            choice = candidates[0]
+            raise UnknownTopicError(f"topic {topic!r} has no partitions")
+        if len(candidates) == 1 or previous is None or previous not in candidates:
+            choice = candidates[self._random.randrange(len(candidates))]
         else:
-            randrange = self._random.randrange
-            choice = candidates[randrange(len(candidates))]
-            # Draw again rather than shift, so every other partition stays equally likely.
-            while choice == previous:
-                choice = candidates[randrange(len(candidates))]
+            # Uniform over the other candidates: draw among n-1 and step over the previous one.
+            skipped = candidates.index(previous)
+            index = self._random.randrange(len(candidates) - 1)
+            choice = candidates[index + 1 if index >= skipped else index]
         self._current[topic] = choice
         return choice
 
@@ -229,7 +228,7 @@ class RoundRobinPartitioner:
         if available:
             return available[counter % len(available)]
         if not partitions:
-            raise ConfigError(f"topic {topic!r} has no partitions")
+            raise UnknownTopicError(f"topic {topic!r} has no partitions")
         return partitions[counter % len(partitions)]
 
     def on_new_batch(self, topic: str, previous_partition: int) -> None:

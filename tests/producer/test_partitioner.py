@@ -8,13 +8,14 @@ import itertools
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafkawire.errors import ConfigError
+from aiokafkawire.errors import ConfigError, UnknownTopicError
 from aiokafkawire.producer.partitioner import (
     CallablePartitioner,
     DefaultPartitioner,
@@ -155,6 +156,23 @@ def test_sticky_with_single_or_no_available_partition() -> None:
     assert set(drive_sticky(partitioner, "one", partitions, [2], batches=5)) == {2}
     # Nothing available: fall back to all partitions, like Java.
     assert set(drive_sticky(partitioner, "none", partitions, [], batches=40)) == set(partitions)
+
+
+def test_sticky_next_partition_is_uniform_over_the_others() -> None:
+    partitioner = DefaultPartitioner(rng=random.Random(42))
+    partitions = list(range(4))
+    sequence = list(drive_sticky(partitioner, "t", partitions, partitions, batches=1201))
+    following_zero = Counter(b for a, b in itertools.pairwise(sequence) if a == 0)
+    assert set(following_zero) == {1, 2, 3}
+    expected = sum(following_zero.values()) / 3
+    assert all(abs(n - expected) < expected * 0.35 for n in following_zero.values())
+
+
+def test_topic_without_partitions_is_an_error() -> None:
+    with pytest.raises(UnknownTopicError):
+        DefaultPartitioner().partition("t", None, [], [])
+    with pytest.raises(UnknownTopicError):
+        RoundRobinPartitioner().partition("t", None, [], [])
 
 
 def test_sticky_ignores_batches_of_other_partitions() -> None:
