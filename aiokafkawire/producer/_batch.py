@@ -1,0 +1,212 @@
+"""Producer batches, delivery handles and record metadata.
+
+One :class:`ProducerBatch` per (partition, batch) holds a record builder and one asyncio future.
+Each ``send`` returns a tiny :class:`DeliveryHandle` (batch + record index + timestamp): awaiting it
+awaits the batch's future and derives the record's offset from the batch's base offset, so the hot
+path creates no future and no coroutine per record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Generator
+from typing import Any, NamedTuple
+
+from crc32c import crc32c
+
+from aiokafkawire.structs import TopicPartition
+
+__all__ = ["DeliveryHandle", "ProducerBatch", "RecordMetadata"]
+
+# Offsets of the v2 batch header fields that change when a batch is re-sequenced or its producer
+# epoch is bumped (see aiokafkawire.protocol.records._pure_v2.HEADER).
+_PRODUCER_FIELDS = struct.Struct(">qhi")
+_PRODUCER_FIELDS_POS = 43
+_CRC = struct.Struct(">I")
+_CRC_POS = 17
+_CRC_START = 21
+
+
+class RecordMetadata(NamedTuple):
+    """Where a record was written: ``offset`` is -1 with ``acks=0`` (the broker does not say)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The record's partition as a :class:`TopicPartition`."""
+        return TopicPartition(self.topic, self.partition)
+
+
+class ProducerBatch:
+    """Records bound for one partition, sent (and retried) together in one Produce request."""
+
+    __slots__ = (
+        "attempts",
+        "base_sequence",
+        "builder",
+        "closed",
+        "count",
+        "created",
+        "full",
+        "future",
+        "in_flight",
+        "magic",
+        "order",
+        "partition",
+        "payload",
+        "producer_epoch",
+        "producer_id",
+        "reserved",
+        "retry_at",
+        "topic",
+        "tp",
+    )
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        builder: Any,
+        magic: int,
+        future: asyncio.Future[tuple[int, int]],
+        created: float,
+        order: int,
+        reserved: int,
+    ) -> None:
+        self.tp = tp
+        self.topic = tp[0]
+        self.partition = tp[1]
+        self.builder = builder
+        self.magic = magic
+        self.future = future
+        self.created = created
+        self.order = order  # creation order within the producer: keeps retries in send order
+        self.reserved = reserved  # bytes of buffer_memory held until the batch is done
+        self.count = 0
+        self.full = False
+        self.closed = False  # drained at least once: no more appends
+        self.in_flight = False
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.payload: bytes | None = None
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+
+    def __repr__(self) -> str:
+        return (
+            f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
+            f"attempts={self.attempts} seq={self.base_sequence} done={self.future.done()}>"
+        )
+
+    @property
+    def done(self) -> bool:
+        """Whether the batch was delivered or failed."""
+        return self.future.done()
+
+    def estimated_size(self) -> int:
+        """Bytes this batch adds to a request (exact once built)."""
+        payload = self.payload
+        return len(payload) if payload is not None else int(self.builder.size_in_bytes)
+
+    def encode(self, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+        """The batch bytes carrying these producer fields (built once, patched on re-sequencing)."""
+        payload = self.payload
+        if payload is None:
+            if self.magic == 2:
+                builder = self.builder
+                builder.producer_id = producer_id
+                builder.producer_epoch = producer_epoch
+                builder.base_sequence = base_sequence
+            payload = self.payload = self.builder.build()
+            self.builder = None  # the records now live in the payload only
+        elif self.magic == 2 and (
+            producer_id != self.producer_id
+            or producer_epoch != self.producer_epoch
+            or base_sequence != self.base_sequence
+        ):
+            patched = bytearray(payload)
+            _PRODUCER_FIELDS.pack_into(
+                patched, _PRODUCER_FIELDS_POS, producer_id, producer_epoch, base_sequence
+            )
+            with memoryview(patched) as view:
+                _CRC.pack_into(patched, _CRC_POS, crc32c(view[_CRC_START:]))
+            payload = self.payload = bytes(patched)
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        return payload
+
+    def complete(self, base_offset: int, log_append_time: int) -> None:
+        """Resolve every handle of the batch."""
+        if not self.future.done():
+            self.future.set_result((base_offset, log_append_time))
+
+    def fail(self, exc: BaseException) -> None:
+        """Fail every handle of the batch with ``exc``."""
+        future = self.future
+        if not future.done():
+            future.set_exception(exc)
+            # Marked as retrieved: callers may drop handles they do not care about, and the
+            # error is still raised to everyone who awaits one.
+            future.exception()
+
+
+class DeliveryHandle:
+    """The delivery of one record: ``await handle`` gives its :class:`RecordMetadata`.
+
+    Raises the delivery error instead when the record could not be written.
+    """
+
+    __slots__ = ("_batch", "_index", "_timestamp")
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+
+    def __repr__(self) -> str:
+        state = "pending" if not self.done() else "done"
+        return (
+            f"<DeliveryHandle {self._batch.topic}-{self._batch.partition} #{self._index} {state}>"
+        )
+
+    @property
+    def topic(self) -> str:
+        """The record's topic."""
+        return self._batch.topic
+
+    @property
+    def partition(self) -> int:
+        """The partition the record was appended to."""
+        return self._batch.partition
+
+    def done(self) -> bool:
+        """Whether the delivery is decided (written or failed)."""
+        return self._batch.future.done()
+
+    def exception(self) -> BaseException | None:
+        """The delivery error once done (``None`` on success); raises if still pending."""
+        return self._batch.future.exception()
+
+    def result(self) -> RecordMetadata:
+        """The metadata once done; raises the delivery error, or InvalidStateError if pending."""
+        base_offset, log_append_time = self._batch.future.result()
+        return self._metadata(base_offset, log_append_time)
+
+    def _metadata(self, base_offset: int, log_append_time: int) -> RecordMetadata:
+        batch = self._batch
+        offset = base_offset + self._index if base_offset >= 0 else -1
+        timestamp = log_append_time if log_append_time >= 0 else self._timestamp
+        return RecordMetadata(batch.topic, batch.partition, offset, timestamp)
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        future = self._batch.future
+        if not future.done():
+            yield from future.__await__()
+        base_offset, log_append_time = future.result()
+        return self._metadata(base_offset, log_append_time)

@@ -1,0 +1,433 @@
+"""The sender loop: drains ready batches into one Produce request per broker and handles answers.
+
+One supervised loop per producer decides what is ready (full, lingered long enough, flushed or
+retrying after backoff), groups it by partition leader and starts one supervised task per Produce
+request, at most ``max_in_flight_requests_per_connection`` per broker.  Ordering within a
+partition survives retries: a retried batch goes back before every newer batch of its partition,
+and the partition is not drained again until all its in-flight batches have come back.  Without
+idempotence a partition has at most one batch in flight; with it, up to five, and sequence numbers
+let the broker drop duplicates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.producer._accumulator import RecordAccumulator
+from aiokafkawire.producer._batch import ProducerBatch
+from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, fenced_error
+from aiokafkawire.protocol.messages import ProduceRequest
+from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.producer")
+
+PRODUCE_KEY = ProduceRequest.API_KEY
+# Newest Produce version whose semantics we implement (v12 is transactions v2).
+PRODUCE_MAX_VERSION = 11
+# Produce versions able to carry each record format: v3+ requires magic 2.
+_MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
+IDEMPOTENT_MAX_IN_FLIGHT = 5
+_SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
+
+
+class Sender:
+    """Owns the sender loop and the Produce requests in flight of one producer."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        accumulator: RecordAccumulator,
+        txn: TransactionManager,
+        *,
+        acks: int,
+        idempotent: bool,
+        linger_ms: float,
+        max_request_size: int,
+        max_in_flight: int,
+        request_timeout_ms: int,
+        delivery_timeout_ms: int,
+        retry_backoff_ms: int,
+        on_batch_created: Callable[[TopicPartition], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.accumulator = accumulator
+        self.txn = txn
+        self.acks = acks
+        self.idempotent = idempotent
+        self.linger = linger_ms / 1000
+        self.max_request_size = max_request_size
+        self.max_in_flight = max_in_flight
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout = delivery_timeout_ms / 1000
+        self.retry_backoff = retry_backoff_ms / 1000
+        self.partition_limit = min(IDEMPOTENT_MAX_IN_FLIGHT, max_in_flight) if idempotent else 1
+        self.wakeup = asyncio.Event()
+        accumulator.wakeup = self.wakeup
+        self.flushing = 0
+        self.closing = False
+        self.in_flight_by_node: dict[int, int] = {}
+        self.in_flight_by_tp: dict[TopicPartition, int] = {}
+        self.in_flight_total = 0
+        # Partitions with a batch waiting for retry: not drained until nothing is in flight.
+        self.gated: set[TopicPartition] = set()
+        # Next sequence the broker expects per partition (after our last acknowledged batch).
+        self.acked_next: dict[TopicPartition, int] = {}
+        self._identity_epoch = (-1, -1)
+        self._identity_error: BaseException | None = None
+        self._tasks = TaskSupervisor("producer-sender", self._task_failed)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Start the sender loop."""
+        self._tasks.start("sender", self._run())
+
+    async def stop(self) -> None:
+        """Stop the loop and every request task (undecided batches are failed by the owner)."""
+        self.closing = True
+        await self._tasks.stop()
+
+    def _task_failed(self, name: str, exc: BaseException) -> None:
+        if name == "sender":
+            log.error("producer sender loop failed; restarting it", exc_info=exc)
+            if not self.closing:
+                self._tasks.start("sender", self._run())
+        else:
+            log.error("producer task %s failed", name, exc_info=exc)
+        self.wakeup.set()
+
+    @property
+    def identity_error(self) -> BaseException | None:
+        """The last error of InitProducerId, if the producer has no id because of it."""
+        return self._identity_error
+
+    # ---------------------------------------------------------------- the loop
+
+    async def _run(self) -> None:
+        wakeup = self.wakeup
+        while True:
+            wakeup.clear()
+            timeout = self._run_once(time.monotonic())
+            if wakeup.is_set():
+                await asyncio.sleep(0)  # let producers append; then go round again
+                continue
+            if timeout is None:
+                await wakeup.wait()
+            else:
+                # A timer handle, not asyncio.timeout: cheaper, and Python 3.10 has no timeout().
+                timer = asyncio.get_running_loop().call_later(max(timeout, 0.0005), wakeup.set)
+                try:
+                    await wakeup.wait()
+                finally:
+                    timer.cancel()
+
+    def _run_once(self, now: float) -> float | None:
+        """One pass: housekeeping, then drain; returns seconds until something is due."""
+        txn = self.txn
+        if txn.fatal is not None:
+            self.accumulator.abort_queued(txn.fatal)
+            return None
+        if self.idempotent and not txn.has_producer_id:
+            self._expire(now)
+            if self.in_flight_total == 0 and not self._tasks.running("init-producer-id"):
+                self._tasks.start("init-producer-id", self._init_producer_id())
+            return self._next_expiry(now)
+        if txn.transactional and txn.pending_partitions:
+            if not self._tasks.running("add-partitions"):
+                self._tasks.start("add-partitions", self._add_partitions())
+        self._expire(now)
+        return self._drain(now)
+
+    def _expire(self, now: float) -> None:
+        limit = self.delivery_timeout
+        accumulator = self.accumulator
+        for queue in accumulator.batches.values():
+            while queue and now - queue[0].created >= limit:
+                batch = queue.popleft()
+                exc = errors.KafkaTimeoutError(
+                    f"{batch.count} records for {batch.topic}-{batch.partition} expired after "
+                    f"{now - batch.created:.1f}s (delivery_timeout_ms) in {batch.attempts} attempts"
+                )
+                self._fail_batch(batch, exc)
+
+    def _next_expiry(self, now: float) -> float | None:
+        oldest = min(
+            (queue[0].created for queue in self.accumulator.batches.values() if queue),
+            default=None,
+        )
+        if oldest is None:
+            return None
+        return max(oldest + self.delivery_timeout - now, 0.0)
+
+    def _drain(self, now: float) -> float | None:
+        accumulator = self.accumulator
+        metadata = self.cluster.metadata
+        linger = self.linger
+        force = self.flushing > 0 or self.closing
+        next_due: float | None = None
+        by_node: dict[int, list[ProducerBatch]] = {}
+        need_metadata = False
+        transactional = self.txn.transactional
+        in_txn = self.txn.partitions_in_txn
+        in_flight_by_tp = self.in_flight_by_tp
+        for tp, queue in accumulator.batches.items():
+            if not queue:
+                continue
+            batch = queue[0]
+            if batch.retry_at > now:
+                due = batch.retry_at - now
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            if not (batch.full or batch.closed or force or len(queue) > 1):
+                due = batch.created + linger - now
+                if due > 0:
+                    next_due = due if next_due is None else min(next_due, due)
+                    continue
+            in_flight = in_flight_by_tp.get(tp, 0)
+            if tp in self.gated:
+                if in_flight:
+                    continue
+                self.gated.discard(tp)
+            if in_flight >= self.partition_limit:
+                continue
+            if transactional and tp not in in_txn:
+                continue  # AddPartitionsToTxn first
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                need_metadata = True
+                continue
+            by_node.setdefault(leader, []).append(batch)
+        if need_metadata:
+            self.cluster.request_update()
+            next_due = self.retry_backoff if next_due is None else min(next_due, self.retry_backoff)
+        for node, ready in by_node.items():
+            if self.in_flight_by_node.get(node, 0) >= self.max_in_flight:
+                continue
+            self._send_to(node, ready)
+        # Expiry is checked again by the next pass that anything wakes.
+        return next_due
+
+    def _send_to(self, node: int, ready: list[ProducerBatch]) -> None:
+        batches: list[ProducerBatch] = []
+        size = 0
+        txn = self.txn
+        queues = self.accumulator.batches
+        for batch in ready:
+            estimate = batch.estimated_size()
+            if batches and size + estimate > self.max_request_size:
+                break
+            size += estimate
+            queues[batch.tp].popleft()
+            batch.closed = True
+            batch.in_flight = True
+            if self.idempotent:
+                if (
+                    batch.base_sequence < 0
+                    or batch.producer_id != txn.producer_id
+                    or batch.producer_epoch != txn.producer_epoch
+                ):
+                    sequence = txn.sequence_for(batch.tp, batch.count)
+                else:
+                    sequence = batch.base_sequence
+                batch.encode(txn.producer_id, txn.producer_epoch, sequence)
+            self.in_flight_by_tp[batch.tp] = self.in_flight_by_tp.get(batch.tp, 0) + 1
+            batches.append(batch)
+        self.in_flight_by_node[node] = self.in_flight_by_node.get(node, 0) + 1
+        self.in_flight_total += 1
+        self._tasks.start("produce", self._produce(node, batches))
+
+    # ---------------------------------------------------------------- requests
+
+    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+        try:
+            try:
+                response = await self._send_produce(node, batches)
+            except errors.KafkaError as exc:
+                if isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
+                    self.cluster.request_update()
+                for batch in batches:
+                    self._attempt_failed(batch, exc)
+                return
+            if response is None:  # acks=0: written is all we learn
+                for batch in batches:
+                    self._succeeded(batch, -1, -1)
+                return
+            self._handle_response(batches, response)
+        finally:
+            self.in_flight_by_node[node] -= 1
+            self.in_flight_total -= 1
+            for batch in batches:
+                if batch.in_flight:  # cancelled (closing): nothing will answer for it any more
+                    batch.in_flight = False
+                    self._done_in_flight(batch)
+            self.wakeup.set()
+
+    async def _send_produce(self, node: int, batches: list[ProducerBatch]) -> Any:
+        connection = await self.cluster.connection(node, purpose="produce")
+        magic = batches[0].magic
+        version = connection.versions.version_for(
+            PRODUCE_KEY, max_version=_MAX_VERSION_FOR_MAGIC[magic]
+        )
+        if magic == 2 and version < 3:
+            raise errors.UnsupportedVersionForBrokerError(
+                f"broker {node} speaks Produce v{version}, too old for record batch v2"
+            )
+        txn = self.txn
+        by_topic: dict[str, list[PartitionProduceData]] = {}
+        for batch in batches:
+            if batch.payload is None:
+                batch.encode(-1, -1, -1)
+            by_topic.setdefault(batch.topic, []).append(
+                PartitionProduceData(index=batch.partition, records=batch.payload)
+            )
+            batch.attempts += 1
+        request = ProduceRequest(
+            transactional_id=txn.transactional_id,
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
+        )
+        return await connection.send(request, version)
+
+    def _handle_response(self, batches: list[ProducerBatch], response: Any) -> None:
+        results: dict[tuple[str, int], Any] = {}
+        for topic in response.responses:
+            for part in topic.partition_responses:
+                results[(topic.name, part.index)] = part
+        for batch in batches:
+            part = results.get((batch.topic, batch.partition))
+            if part is None:
+                self._attempt_failed(
+                    batch, errors.ProtocolError("the Produce response omits a partition")
+                )
+                continue
+            code = part.error_code
+            if code == 0 or code == errors.DuplicateSequenceNumberError.code:
+                self._succeeded(batch, part.base_offset, part.log_append_time_ms)
+            else:
+                message = getattr(part, "error_message", None) or (
+                    f"Produce to {batch.topic}-{batch.partition}"
+                )
+                self._attempt_failed(batch, errors.error_for_code(code)(message))
+
+    # ---------------------------------------------------------------- outcomes
+
+    def _done_in_flight(self, batch: ProducerBatch) -> None:
+        count = self.in_flight_by_tp.get(batch.tp, 0) - 1
+        if count > 0:
+            self.in_flight_by_tp[batch.tp] = count
+        else:
+            self.in_flight_by_tp.pop(batch.tp, None)
+
+    def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        batch.in_flight = False
+        self._done_in_flight(batch)
+        txn = self.txn
+        if (
+            self.idempotent
+            and batch.producer_id == txn.producer_id
+            and batch.producer_epoch == txn.producer_epoch
+        ):
+            self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
+        batch.complete(base_offset, log_append_time)
+        self.accumulator.release(batch)
+
+    def _fail_batch(self, batch: ProducerBatch, exc: BaseException) -> None:
+        batch.fail(exc)
+        self.accumulator.release(batch)
+        txn = self.txn
+        if txn.transactional:
+            txn.set_abortable(exc)
+        elif self.idempotent and batch.base_sequence >= 0 and batch.attempts:
+            # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
+            txn.request_bump(f"batch for {batch.topic}-{batch.partition} failed: {exc}")
+
+    def _attempt_failed(self, batch: ProducerBatch, exc: errors.KafkaError) -> None:
+        batch.in_flight = False
+        self._done_in_flight(batch)
+        txn = self.txn
+        tp = batch.tp
+        if isinstance(exc, FENCING_ERRORS):
+            fenced = fenced_error(exc)
+            txn.set_fatal(fenced)
+            batch.fail(fenced)
+            self.accumulator.release(batch)
+            return
+        retriable = exc.retriable
+        if self.idempotent and isinstance(exc, _SEQUENCE_ERRORS):
+            same_identity = (
+                batch.producer_id == txn.producer_id and batch.producer_epoch == txn.producer_epoch
+            )
+            if same_identity and batch.base_sequence == self.acked_next.get(tp, 0):
+                # The broker lost our state (or records): nothing earlier is pending, so waiting
+                # will not help.  A new epoch restarts the sequences (KIP-360).
+                if txn.transactional:
+                    self._fail_batch(batch, exc)
+                    return
+                txn.request_bump(f"{exc} on {tp.topic}-{tp.partition}")
+            retriable = True  # an earlier batch failed, or the epoch changes: resend in order
+        if getattr(exc, "invalid_metadata", False):
+            self.cluster.request_update()
+        now = time.monotonic()
+        if (
+            retriable
+            and not self.closing
+            and now + self.retry_backoff - batch.created < self.delivery_timeout
+        ):
+            batch.retry_at = now + self.retry_backoff
+            self.gated.add(tp)
+            self.accumulator.reenqueue(batch)
+            log.debug("retrying %r after %s", batch, exc)
+            return
+        self._fail_batch(batch, exc)
+
+    # ---------------------------------------------------------------- identity / transactions
+
+    async def _init_producer_id(self) -> None:
+        try:
+            await self.txn.init_producer_id()
+            self._identity_error = None
+            self.acked_next.clear()
+        except errors.ProducerFencedClientError as exc:
+            self.txn.set_fatal(exc)
+        except errors.KafkaError as exc:
+            # Retried by the next pass, after a pause so a dead cluster is not hammered.
+            self._identity_error = exc
+            log.warning("InitProducerId failed: %s", exc)
+            await asyncio.sleep(self.retry_backoff)
+        finally:
+            self.wakeup.set()
+
+    async def _add_partitions(self) -> None:
+        txn = self.txn
+        try:
+            await txn.add_partitions(set(txn.pending_partitions))
+        except errors.ProducerFencedClientError as exc:
+            txn.set_fatal(exc)
+        except (
+            errors.ConcurrentTransactionsError,
+            errors.KafkaConnectionError,
+            errors.KafkaTimeoutError,
+        ) as exc:
+            log.debug("AddPartitionsToTxn: %s; retrying", exc)
+            await asyncio.sleep(min(self.retry_backoff, 0.02))
+        except errors.KafkaError as exc:
+            # The transaction can only be aborted: fail the batches waiting for these partitions.
+            for tp in list(txn.pending_partitions):
+                for batch in self.accumulator.batches.get(tp, ()):
+                    batch.fail(exc)
+                    self.accumulator.release(batch)
+                queue = self.accumulator.batches.get(tp)
+                if queue is not None:
+                    queue.clear()
+            txn.pending_partitions.clear()
+        finally:
+            self.wakeup.set()

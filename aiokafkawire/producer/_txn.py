@@ -1,0 +1,414 @@
+"""Producer identity (idempotence) and transaction state.
+
+:class:`TransactionManager` holds the producer id and epoch, the next sequence number of every
+partition and, for a transactional producer, the transaction state machine.  It talks to the
+cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn; the
+sender decides *when* (it never drains batches while an epoch bump is pending).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
+from aiokafkawire.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnTopic
+from aiokafkawire.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.producer")
+
+# Newest versions whose semantics this client implements: AddPartitionsToTxn v4+ is broker-to-
+# broker, EndTxn v5 / Produce v12 are "transactions v2" (KIP-890 part 2, server-side epoch bumps).
+ADD_PARTITIONS_MAX_VERSION = 3
+END_TXN_MAX_VERSION = 4
+INIT_PRODUCER_ID_KEY = InitProducerIdRequest.API_KEY
+
+FENCING_ERRORS: tuple[type[errors.KafkaError], ...] = (
+    errors.ProducerFencedError,
+    errors.InvalidProducerEpochError,
+    errors.TransactionCoordinatorFencedError,
+)
+_COORDINATOR_ERRORS = (
+    errors.NotCoordinatorError,
+    errors.CoordinatorNotAvailableError,
+    errors.CoordinatorLoadInProgressError,
+)
+
+
+class TxnState(enum.Enum):
+    """Where a transactional producer is in its life."""
+
+    UNINITIALIZED = "uninitialized"
+    READY = "ready"
+    IN_TRANSACTION = "in_transaction"
+    COMMITTING = "committing"
+    ABORTING = "aborting"
+    ABORTABLE_ERROR = "abortable_error"
+    FATAL_ERROR = "fatal_error"
+
+
+class OffsetAndMetadata:
+    """An offset to commit with optional metadata (and leader epoch, -1 when unknown)."""
+
+    __slots__ = ("leader_epoch", "metadata", "offset")
+
+    def __init__(self, offset: int, metadata: str | None = "", leader_epoch: int = -1) -> None:
+        self.offset = offset
+        self.metadata = metadata
+        self.leader_epoch = leader_epoch
+
+    def __repr__(self) -> str:
+        return f"OffsetAndMetadata({self.offset}, {self.metadata!r}, {self.leader_epoch})"
+
+
+def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
+    """The typed error raised to the user when another producer took over our identity."""
+    exc = errors.ProducerFencedClientError(
+        f"this producer was fenced by another one with the same transactional id: {cause}"
+    )
+    exc.__cause__ = cause
+    return exc
+
+
+class TransactionManager:
+    """Producer id, epoch, per-partition sequences and the transaction state machine."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+    ) -> None:
+        self.cluster = cluster
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff = retry_backoff_ms / 1000
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.next_sequence: dict[TopicPartition, int] = {}
+        self.bump_needed = False
+        self.state = TxnState.UNINITIALIZED
+        self.fatal: BaseException | None = None
+        self.abortable: BaseException | None = None
+        self.partitions_in_txn: set[TopicPartition] = set()
+        self.pending_partitions: set[TopicPartition] = set()
+        self.offsets_added = False
+
+    # ---------------------------------------------------------------- identity
+
+    @property
+    def transactional(self) -> bool:
+        """Whether this producer has a ``transactional_id``."""
+        return self.transactional_id is not None
+
+    @property
+    def has_producer_id(self) -> bool:
+        """Whether a producer id is assigned and no epoch bump is pending."""
+        return self.producer_id >= 0 and not self.bump_needed
+
+    def sequence_for(self, tp: TopicPartition, record_count: int) -> int:
+        """Take the next ``record_count`` sequence numbers of ``tp``; returns the first."""
+        first = self.next_sequence.get(tp, 0)
+        self.next_sequence[tp] = (first + record_count) & 0x7FFFFFFF
+        return first
+
+    def request_bump(self, reason: str) -> None:
+        """Ask for a new epoch (KIP-360): sequences restart at 0 under the new epoch."""
+        if not self.bump_needed:
+            log.info("producer %d: epoch bump needed (%s)", self.producer_id, reason)
+        self.bump_needed = True
+
+    def set_fatal(self, exc: BaseException) -> None:
+        """Enter the fatal state: every later operation raises ``exc``."""
+        if self.fatal is None:
+            self.fatal = exc
+        self.state = TxnState.FATAL_ERROR
+
+    async def init_producer_id(self) -> None:
+        """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
+        deadline = time.monotonic() + max(self.request_timeout_ms / 1000, 1.0) * 2
+        backoff = self.retry_backoff
+        bump = self.bump_needed and self.producer_id >= 0
+        while True:
+            try:
+                response = await self._send_init(bump)
+                code = response.error_code
+                if code == 0:
+                    break
+                error = errors.error_for_code(code)
+                if issubclass(error, _COORDINATOR_ERRORS) and self.transactional_id:
+                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+                elif issubclass(error, FENCING_ERRORS):
+                    raise fenced_error(error("InitProducerId"))
+                elif not (error.retriable or issubclass(error, errors.ConcurrentTransactionsError)):
+                    raise error("InitProducerId failed")
+                last: Exception = error("InitProducerId")
+            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                last = exc
+            if time.monotonic() + backoff > deadline:
+                raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {last}") from last
+            log.debug("InitProducerId: %s; retrying", last)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+        if (
+            response.producer_id != self.producer_id
+            or response.producer_epoch != self.producer_epoch
+        ):
+            self.next_sequence.clear()
+        self.producer_id = response.producer_id
+        self.producer_epoch = response.producer_epoch
+        self.bump_needed = False
+        if self.state in (TxnState.UNINITIALIZED, TxnState.ABORTABLE_ERROR):
+            self.state = TxnState.READY
+        log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
+
+    async def _send_init(self, bump: bool) -> Any:
+        request = InitProducerIdRequest(
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+        )
+        if self.transactional_id is not None:
+            connection = await self.cluster.coordinator_connection(
+                self.transactional_id, "transaction", purpose="transaction"
+            )
+        else:
+            connection = await self.cluster.any_connection()
+        version = connection.versions.version_for(INIT_PRODUCER_ID_KEY)
+        if bump and version >= 3:
+            request.producer_id = self.producer_id
+            request.producer_epoch = self.producer_epoch
+        return await connection.send(request, version)
+
+    # ---------------------------------------------------------------- transaction state
+
+    def check_can_send(self) -> None:
+        """Raise unless records may be appended now."""
+        if self.fatal is not None:
+            raise self.fatal
+        if self.transactional:
+            if self.state == TxnState.ABORTABLE_ERROR:
+                raise errors.IllegalStateError(
+                    f"the transaction must be aborted first: {self.abortable}"
+                )
+            if self.state != TxnState.IN_TRANSACTION:
+                raise errors.IllegalStateError(
+                    "a transactional producer can only send inside a transaction: "
+                    "call begin_transaction() first"
+                )
+
+    def begin(self) -> None:
+        """Start a transaction (local only: the coordinator learns of it with the first add)."""
+        self._require_transactional("begin_transaction")
+        if self.fatal is not None:
+            raise self.fatal
+        if self.state != TxnState.READY:
+            raise errors.IllegalStateError(
+                f"cannot begin a transaction in state {self.state.value}"
+            )
+        self.partitions_in_txn.clear()
+        self.pending_partitions.clear()
+        self.offsets_added = False
+        self.abortable = None
+        self.state = TxnState.IN_TRANSACTION
+
+    def _require_transactional(self, operation: str) -> None:
+        if not self.transactional:
+            raise errors.IllegalStateError(f"{operation} needs a producer with a transactional_id")
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """Note that the transaction writes to ``tp`` (added before its first batch is sent)."""
+        if tp not in self.partitions_in_txn:
+            self.pending_partitions.add(tp)
+
+    def set_abortable(self, exc: BaseException) -> None:
+        """A batch or request of this transaction failed: only abort is possible now."""
+        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            self.abortable = exc
+            self.state = TxnState.ABORTABLE_ERROR
+
+    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable."""
+        assert self.transactional_id is not None
+        wanted = sorted(partitions)
+        by_topic: dict[str, list[int]] = {}
+        for tp in wanted:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        request = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=self.transactional_id,
+            v3_and_below_producer_id=self.producer_id,
+            v3_and_below_producer_epoch=self.producer_epoch,
+            v3_and_below_topics=[
+                AddPartitionsToTxnTopic(name=topic, partitions=parts)
+                for topic, parts in by_topic.items()
+            ],
+        )
+        response = await self._coordinator_request(request, ADD_PARTITIONS_MAX_VERSION)
+        failed: BaseException | None = None
+        retry = False
+        for topic_result in response.results_by_topic_v3_and_below:
+            for result in topic_result.results_by_partition:
+                code = result.partition_error_code
+                tp = TopicPartition(topic_result.name, result.partition_index)
+                if code == 0:
+                    self.partitions_in_txn.add(tp)
+                    self.pending_partitions.discard(tp)
+                    continue
+                error = errors.error_for_code(code)
+                if issubclass(error, FENCING_ERRORS):
+                    raise fenced_error(error("AddPartitionsToTxn"))
+                if issubclass(error, _COORDINATOR_ERRORS):
+                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+                    retry = True
+                elif error.retriable or issubclass(
+                    error, (errors.ConcurrentTransactionsError, errors.OperationNotAttemptedError)
+                ):
+                    retry = True
+                elif failed is None:
+                    failed = error(f"AddPartitionsToTxn {tp.topic}-{tp.partition}")
+        if failed is not None:
+            self.set_abortable(failed)
+            raise failed
+        if retry:
+            raise errors.ConcurrentTransactionsError("some partitions were not added yet")
+
+    async def _coordinator_request(self, request: Any, max_version: int) -> Any:
+        assert self.transactional_id is not None
+        connection = await self.cluster.coordinator_connection(
+            self.transactional_id, "transaction", purpose="transaction"
+        )
+        version = connection.versions.version_for(request.API_KEY, max_version=max_version)
+        try:
+            return await connection.send(request, version)
+        except errors.KafkaConnectionError:
+            self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+            raise
+
+    async def _retrying(self, operation: str, attempt: Any) -> Any:
+        """Run ``attempt()`` until it returns, retrying retriable and coordinator errors."""
+        assert self.transactional_id is not None
+        deadline = time.monotonic() + self.request_timeout_ms / 1000
+        backoff = min(self.retry_backoff, 0.02)
+        while True:
+            try:
+                return await attempt()
+            except errors.KafkaError as exc:
+                if isinstance(exc, FENCING_ERRORS):
+                    raise fenced_error(exc) from exc
+                if isinstance(exc, _COORDINATOR_ERRORS):
+                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+                elif not (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError)):
+                    raise
+                if time.monotonic() + backoff > deadline:
+                    raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
+                log.debug("%s: %s; retrying", operation, exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 0.5)
+
+    async def end_transaction(self, commit: bool) -> None:
+        """EndTxn (retried) when the coordinator knows of the transaction; then READY."""
+        if self.partitions_in_txn or self.offsets_added:
+            request = EndTxnRequest(
+                transactional_id=self.transactional_id or "",
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                committed=commit,
+            )
+
+            async def attempt() -> None:
+                response = await self._coordinator_request(request, END_TXN_MAX_VERSION)
+                errors.raise_for_code(response.error_code, "EndTxn")
+
+            await self._retrying("EndTxn", attempt)
+        self.partitions_in_txn.clear()
+        self.pending_partitions.clear()
+        self.offsets_added = False
+        self.abortable = None
+        self.state = TxnState.READY
+
+    async def send_offsets(
+        self,
+        offsets: dict[TopicPartition, int | OffsetAndMetadata],
+        group_id: str,
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+    ) -> None:
+        """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's."""
+        assert self.transactional_id is not None
+        add = AddOffsetsToTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            group_id=group_id,
+        )
+
+        async def add_offsets() -> None:
+            response = await self._coordinator_request(add, AddOffsetsToTxnRequest.MAX_VERSION)
+            errors.raise_for_code(response.error_code, "AddOffsetsToTxn")
+
+        await self._retrying("AddOffsetsToTxn", add_offsets)
+        self.offsets_added = True
+        by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
+        for tp, value in sorted(offsets.items()):
+            meta = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+            by_topic.setdefault(tp.topic, []).append(
+                TxnOffsetCommitRequestPartition(
+                    partition_index=tp.partition,
+                    committed_offset=meta.offset,
+                    committed_leader_epoch=meta.leader_epoch,
+                    committed_metadata=meta.metadata,
+                )
+            )
+        commit = TxnOffsetCommitRequest(
+            transactional_id=self.transactional_id,
+            group_id=group_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            topics=[
+                TxnOffsetCommitRequestTopic(name=topic, partitions=parts)
+                for topic, parts in by_topic.items()
+            ],
+        )
+
+        async def commit_offsets() -> None:
+            try:
+                response = await self.cluster.send_to_coordinator(
+                    group_id, commit, kind="group", purpose="group"
+                )
+            except errors.KafkaConnectionError:
+                raise
+            for topic in response.topics:
+                for part in topic.partitions:
+                    if part.error_code:
+                        error = errors.error_for_code(part.error_code)
+                        if issubclass(error, _COORDINATOR_ERRORS):
+                            self.cluster.invalidate_coordinator(group_id, "group")
+                            raise errors.KafkaConnectionError(
+                                f"group coordinator moved: {error.name}"
+                            )
+                        raise error(f"TxnOffsetCommit {topic.name}-{part.partition_index}")
+
+        await self._retrying("TxnOffsetCommit", commit_offsets)

@@ -1,0 +1,611 @@
+"""The asyncio Kafka producer.
+
+::
+
+    async with Producer(bootstrap_servers="host:9092", acks="all", compression="lz4") as producer:
+        handle = await producer.send("topic", b"value", key=b"key")
+        metadata = await handle              # RecordMetadata(topic, partition, offset, timestamp)
+
+``send`` appends the record to its partition's open batch and returns a :class:`DeliveryHandle`
+at once; it only waits when ``buffer_memory`` is used up (back-pressure, at most ``max_block_ms``)
+or the topic's metadata is not known yet.  One sender loop per producer ships batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire.client_config import split_common_options
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.producer._accumulator import RecordAccumulator
+from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch, RecordMetadata
+from aiokafkawire.producer._sender import PRODUCE_KEY, Sender
+from aiokafkawire.producer._txn import (
+    OffsetAndMetadata,
+    TransactionManager,
+    TxnState,
+)
+from aiokafkawire.producer.partitioner import Partitioner, create_partitioner
+from aiokafkawire.protocol.records import CompressionType
+from aiokafkawire.structs import TopicPartition
+
+__all__ = ["Producer"]
+
+log = logging.getLogger("aiokafkawire.producer")
+
+COMPRESSION_TYPES: dict[str | None, CompressionType] = {
+    None: CompressionType.NONE,
+    "none": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+# Upper bound of what a record adds to a batch beyond key, value and headers (v2 record and
+# legacy message framing), plus a batch header: used to refuse records that can never be sent.
+_RECORD_OVERHEAD = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
+_HEADER_OVERHEAD = 10
+
+Serializer = Callable[[Any], bytes | None]
+
+
+def _parse_acks(acks: int | str) -> int:
+    if acks in ("all", -1, "-1"):
+        return -1
+    if acks in (0, 1, "0", "1"):
+        return int(acks)
+    raise errors.ConfigError(f"acks must be 0, 1 or 'all' (-1), not {acks!r}")
+
+
+class Producer:
+    """An asyncio Kafka producer; see the module docstring and :meth:`send`.
+
+    Options (besides the common connection options of
+    :class:`~aiokafkawire.client_config.CommonConfig`):
+
+    - ``acks``: 0 (do not wait), 1 (leader), ``"all"``/-1 (all in-sync replicas; default).
+    - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
+    - ``linger_ms`` (default 5): how long a batch may wait for more records.
+    - ``batch_size`` (16384): uncompressed bytes per partition batch.
+    - ``max_request_size`` (1 MiB): limit of a Produce request and of one record.
+    - ``buffer_memory`` (32 MiB): bytes of undelivered batches before ``send`` blocks.
+    - ``max_block_ms`` (60000): how long ``send`` may block (buffer full, metadata) before
+      :class:`~aiokafkawire.errors.BufferFullError` / ``UnknownTopicError``.
+    - ``delivery_timeout_ms`` (120000): give up on a record this long after ``send``.
+    - ``retry_backoff_ms`` (100), ``request_timeout_ms`` (30000),
+      ``max_in_flight_requests_per_connection`` (5).
+    - ``enable_idempotence`` (default: on when ``acks="all"``): producer id + sequence numbers,
+      so retries never duplicate or reorder records.  Explicitly ``True`` requires ``acks="all"``.
+    - ``transactional_id``: enables transactions (implies idempotence);
+      ``transaction_timeout_ms`` (60000).
+    - ``partitioner``: a name, class, instance or function (see
+      :func:`~aiokafkawire.producer.partitioner.create_partitioner`).
+    - ``key_serializer`` / ``value_serializer``: callables turning keys/values into bytes.
+    """
+
+    def __init__(
+        self,
+        *,
+        acks: int | str = "all",
+        compression: str | None = None,
+        compression_type: str | None = None,
+        linger_ms: float = 5,
+        batch_size: int = 16384,
+        max_request_size: int = 1_048_576,
+        buffer_memory: int = 33_554_432,
+        max_block_ms: int = 60_000,
+        delivery_timeout_ms: int = 120_000,
+        enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
+        partitioner: Any = None,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+        **options: Any,
+    ) -> None:
+        """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
+        common, unknown = split_common_options(options)
+        if unknown:
+            raise errors.ConfigError(f"unknown producer options: {sorted(unknown)}")
+        self.config = common
+        self.acks = _parse_acks(acks)
+        codec_name = compression if compression is not None else compression_type
+        if isinstance(codec_name, str):
+            codec_name = codec_name.lower()
+        if codec_name not in COMPRESSION_TYPES:
+            raise errors.ConfigError(
+                f"compression must be one of None, 'gzip', 'snappy', 'lz4', 'zstd', "
+                f"not {codec_name!r}"
+            )
+        self.compression_type = COMPRESSION_TYPES[codec_name]
+        for name, value in (
+            ("batch_size", batch_size),
+            ("max_request_size", max_request_size),
+            ("buffer_memory", buffer_memory),
+        ):
+            if value <= 0:
+                raise errors.ConfigError(f"{name} must be positive, not {value}")
+        if linger_ms < 0 or max_block_ms < 0 or delivery_timeout_ms <= 0:
+            raise errors.ConfigError(
+                "linger_ms and max_block_ms must be >= 0, delivery_timeout_ms > 0"
+            )
+        if delivery_timeout_ms < linger_ms + common.request_timeout_ms:
+            raise errors.ConfigError(
+                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms "
+                f"({linger_ms} + {common.request_timeout_ms}), not {delivery_timeout_ms}"
+            )
+        if transactional_id is not None:
+            if enable_idempotence is False:
+                raise errors.ConfigError(
+                    "a transactional producer is idempotent: enable_idempotence=False "
+                    "conflicts with transactional_id"
+                )
+            enable_idempotence = True
+        if enable_idempotence:
+            if self.acks != -1:
+                raise errors.ConfigError(
+                    f"enable_idempotence=True (or transactional_id) requires acks='all', "
+                    f"got acks={acks!r}; set acks='all' or enable_idempotence=False"
+                )
+            if common.max_in_flight_requests_per_connection > 5:
+                raise errors.ConfigError(
+                    "enable_idempotence=True allows at most 5 max_in_flight_requests_per_connection"
+                )
+        self._idempotence_setting = enable_idempotence
+        # Default: idempotent whenever acks="all" allows it (decided for good at start()).
+        self.idempotent = bool(enable_idempotence) or (
+            enable_idempotence is None and self.acks == -1
+        )
+        self.transactional_id = transactional_id
+        self.linger_ms = linger_ms
+        self.batch_size = batch_size
+        self.max_request_size = max_request_size
+        self.buffer_memory = buffer_memory
+        self.max_block_ms = max_block_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.partitioner: Partitioner = create_partitioner(partitioner)
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self._cluster: Cluster | None = None
+        self._accumulator = RecordAccumulator(
+            batch_size=batch_size,
+            buffer_memory=buffer_memory,
+            compression_type=int(self.compression_type),
+            transactional=transactional_id is not None,
+        )
+        self._sender: Sender | None = None
+        self._txn: TransactionManager | None = None
+        self._partition_cache: dict[str, tuple[list[int], list[int]]] = {}
+        self._cached_metadata: Any = None
+        self._started = False
+        self._closed = False
+        self._closing: asyncio.Future[None] | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return f"<Producer acks={self.acks} idempotent={self.idempotent} {state}>"
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Connect to the cluster, choose the record format and (if needed) get a producer id."""
+        if self._started:
+            return
+        if self._closed:
+            raise errors.ClientClosedError("the producer is closed")
+        cluster = self._cluster = self.config.build_cluster()
+        try:
+            await cluster.start()
+            connection = await cluster.any_connection()
+            versions = connection.versions
+            if not versions.supports(PRODUCE_KEY):
+                raise errors.UnsupportedVersionForBrokerError("the broker does not support Produce")
+            produce_version = versions.version_for(PRODUCE_KEY)
+            self._accumulator.magic = (
+                2 if produce_version >= 3 else 1 if produce_version == 2 else 0
+            )
+            if self._accumulator.magic < 2 and self.compression_type == CompressionType.ZSTD:
+                raise errors.ConfigError("zstd compression needs a broker with Produce v7+")
+            if self.idempotent and self._accumulator.magic < 2:
+                if self._idempotence_setting:
+                    raise errors.ConfigError(
+                        "enable_idempotence needs Produce v3+ (Kafka 0.11+); "
+                        f"the broker speaks v{produce_version}"
+                    )
+                self.idempotent = False
+            if self.idempotent and not versions.supports(22):  # InitProducerId
+                if self._idempotence_setting:
+                    raise errors.ConfigError("enable_idempotence needs InitProducerId support")
+                self.idempotent = False
+            txn = self._txn = TransactionManager(
+                cluster,
+                transactional_id=self.transactional_id,
+                transaction_timeout_ms=self.transaction_timeout_ms,
+                request_timeout_ms=self.config.request_timeout_ms,
+                retry_backoff_ms=self.config.retry_backoff_ms,
+            )
+            if self.transactional_id is not None:
+                await txn.init_producer_id()
+            max_in_flight = self.config.max_in_flight_requests_per_connection
+            self._sender = Sender(
+                cluster,
+                self._accumulator,
+                txn,
+                acks=self.acks,
+                idempotent=self.idempotent,
+                linger_ms=self.linger_ms,
+                max_request_size=self.max_request_size,
+                max_in_flight=max_in_flight,
+                request_timeout_ms=self.config.request_timeout_ms,
+                delivery_timeout_ms=self.delivery_timeout_ms,
+                retry_backoff_ms=self.config.retry_backoff_ms,
+            )
+            self._sender.start()
+        except BaseException:
+            await cluster.close()
+            raise
+        self._started = True
+
+    async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
+        """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
+
+        ``timeout`` bounds the flush (seconds); records still undelivered then fail with
+        :class:`~aiokafkawire.errors.ClientClosedError`.
+        """
+        if self._closing is not None:
+            await asyncio.shield(self._closing)
+            return
+        self._closing = asyncio.get_running_loop().create_future()
+        self._closed = True
+        try:
+            if self._started and flush and self._sender is not None:
+                try:
+                    await self._flush(timeout)
+                except (TimeoutError, errors.KafkaError) as exc:
+                    log.warning("producer close: flush did not complete: %s", exc)
+            if self._sender is not None:
+                await self._sender.stop()
+            self._accumulator.fail_all(errors.ClientClosedError("the producer was closed"))
+            if self._cluster is not None:
+                await self._cluster.close()
+        finally:
+            self._closing.set_result(None)
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # ---------------------------------------------------------------- sending
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> DeliveryHandle:
+        """Append a record to its partition's batch; returns its :class:`DeliveryHandle`.
+
+        ``timestamp`` is in milliseconds since the epoch (default: now).  Waits only while the
+        buffer is full or the topic's metadata is unknown (up to ``max_block_ms``).  Raises
+        :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
+        ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``.
+        """
+        if self._closed or not self._started:
+            if self._closed:
+                raise errors.ClientClosedError("send() on a closed producer")
+            raise errors.IllegalStateError("start the producer (or use `async with`) first")
+        if self.key_serializer is not None:
+            key = self.key_serializer(key)
+        if self.value_serializer is not None:
+            value = self.value_serializer(value)
+        txn = self._txn
+        assert txn is not None
+        if txn.fatal is not None or txn.transactional:
+            txn.check_can_send()
+        header_list = list(headers) if headers else None
+        size = _RECORD_OVERHEAD
+        if key is not None:
+            size += len(key)
+        if value is not None:
+            size += len(value)
+        if header_list:
+            for header_key, header_value in header_list:
+                size += len(header_key) + _HEADER_OVERHEAD
+                if header_value is not None:
+                    size += len(header_value)
+        if size > self.max_request_size or size > self.buffer_memory:
+            raise errors.RecordTooLargeError(
+                f"the record is about {size} bytes, more than max_request_size "
+                f"({self.max_request_size}) or buffer_memory ({self.buffer_memory})"
+            )
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        cluster = self._cluster
+        assert cluster is not None
+        if cluster.metadata is not self._cached_metadata:
+            self._partition_cache.clear()
+            self._cached_metadata = cluster.metadata
+        cached = self._partition_cache.get(topic)
+        if cached is None:
+            cached = await self._partitions_of(topic)
+        all_partitions, available = cached
+        explicit = partition is not None
+        if partition is None:
+            partition = self.partitioner.partition(topic, key, all_partitions, available)
+        elif not 0 <= partition < len(all_partitions):
+            raise errors.ConfigError(
+                f"topic {topic!r} has {len(all_partitions)} partitions; {partition} is not one"
+            )
+        accumulator = self._accumulator
+        queue = accumulator.batches.get((topic, partition))  # type: ignore[call-overload]
+        if queue:
+            batch = queue[-1]
+            if not batch.closed:
+                index = batch.count
+                if batch.builder.append(timestamp, key, value, header_list):
+                    batch.count = index + 1
+                    return DeliveryHandle(batch, index, timestamp)
+                batch.full = True
+                if key is None and not explicit:
+                    # KIP-480: a keyless record moves on to the next sticky partition.
+                    self.partitioner.on_new_batch(topic, partition)
+                    partition = self.partitioner.partition(topic, key, all_partitions, available)
+        return await self._append_new_batch(
+            TopicPartition(topic, partition), timestamp, key, value, header_list, size
+        )
+
+    async def _append_new_batch(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        size: int,
+    ) -> DeliveryHandle:
+        accumulator = self._accumulator
+        reserve = max(self.batch_size, size)
+        if accumulator.available < reserve:
+            await accumulator.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
+            if self._closed:
+                accumulator.available += reserve
+                raise errors.ClientClosedError("the producer was closed while send() waited")
+        else:
+            accumulator.available -= reserve
+        queue = accumulator.batches.get(tp)
+        if queue:
+            # Another send may have opened a batch for this partition while we waited.
+            batch = queue[-1]
+            if not batch.closed:
+                index = batch.count
+                if batch.builder.append(timestamp, key, value, headers):
+                    accumulator.available += reserve
+                    batch.count = index + 1
+                    return DeliveryHandle(batch, index, timestamp)
+                batch.full = True
+        txn = self._txn
+        assert txn is not None
+        if txn.transactional:
+            txn.maybe_add_partition(tp)
+        batch = accumulator.new_batch(tp, reserve, time.monotonic())
+        batch.builder.append(timestamp, key, value, headers)
+        batch.count = 1
+        assert self._sender is not None
+        self._sender.wakeup.set()
+        return DeliveryHandle(batch, 0, timestamp)
+
+    async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
+        cluster = self._cluster
+        assert cluster is not None
+        info = cluster.metadata.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
+        entry = (info.partition_ids, info.available_partitions)
+        if cluster.metadata is self._cached_metadata:
+            self._partition_cache[topic] = entry
+        return entry
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> RecordMetadata:
+        """:meth:`send`, then wait for the delivery (sends the batch without lingering)."""
+        handle = await self.send(
+            topic, value, key, partition=partition, timestamp=timestamp, headers=headers
+        )
+        if not handle.done():
+            # Nobody else will add to this batch soon enough to be worth the linger.
+            handle._batch.full = True
+            assert self._sender is not None
+            self._sender.wakeup.set()
+        return await handle
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send every buffered record now and wait until each is delivered or failed.
+
+        Raises ``TimeoutError`` if ``timeout`` (seconds) passes first.
+        """
+        if not self._started:
+            return
+        await self._flush(timeout)
+
+    async def _flush(self, timeout: float | None) -> None:
+        sender = self._sender
+        assert sender is not None
+        pending: list[ProducerBatch] = list(self._accumulator.incomplete)
+        if not pending:
+            return
+        sender.flushing += 1
+        sender.wakeup.set()
+        try:
+            futures = [batch.future for batch in pending]
+            _, not_done = await asyncio.wait(futures, timeout=timeout)
+            if not_done:
+                raise TimeoutError(f"flush: {len(not_done)} batches undelivered after {timeout}s")
+        finally:
+            sender.flushing -= 1
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic`` (waits for its metadata, up to ``max_block_ms``)."""
+        if not self._started:
+            raise errors.IllegalStateError("start the producer first")
+        cluster = self._cluster
+        assert cluster is not None
+        info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
+        return info.partition_ids
+
+    # ---------------------------------------------------------------- transactions
+
+    def _transaction_manager(self, operation: str) -> TransactionManager:
+        if self._closed:
+            raise errors.ClientClosedError(f"{operation}() on a closed producer")
+        txn = self._txn
+        if txn is None or not self._started:
+            raise errors.IllegalStateError("start the producer first")
+        if not txn.transactional:
+            raise errors.IllegalStateError(f"{operation}() needs a transactional_id")
+        if txn.fatal is not None:
+            raise txn.fatal
+        return txn
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: records sent until commit/abort belong to it."""
+        self._transaction_manager("begin_transaction").begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver the transaction's records, then commit it (EndTxn).
+
+        If any record failed, the transaction is aborted instead and the error is raised.
+        """
+        txn = self._transaction_manager("commit_transaction")
+        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to commit (state {txn.state.value})")
+        if txn.state == TxnState.IN_TRANSACTION:
+            await self._flush(None)
+        if txn.fatal is not None:
+            raise txn.fatal
+        if txn.state == TxnState.ABORTABLE_ERROR:
+            cause = txn.abortable
+            raise errors.IllegalStateError(
+                f"the transaction cannot commit, abort it: {cause}"
+            ) from cause
+        txn.state = TxnState.COMMITTING
+        try:
+            await txn.end_transaction(commit=True)
+        except errors.ProducerFencedClientError as exc:
+            txn.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            txn.set_abortable(exc)
+            raise
+
+    async def abort_transaction(self) -> None:
+        """Drop the transaction's unsent records and abort it (its records stay invisible)."""
+        txn = self._transaction_manager("abort_transaction")
+        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to abort (state {txn.state.value})")
+        sender = self._sender
+        assert sender is not None
+        txn.state = TxnState.ABORTING
+        self._accumulator.abort_queued(
+            errors.IllegalStateError("the transaction was aborted before this record was sent")
+        )
+        in_flight = [b.future for b in self._accumulator.incomplete]
+        if in_flight:
+            await asyncio.wait(in_flight)
+        if txn.fatal is not None:
+            raise txn.fatal
+        try:
+            await txn.end_transaction(commit=False)
+        except errors.ProducerFencedClientError as exc:
+            txn.set_fatal(exc)
+            raise
+        if txn.bump_needed:
+            await txn.init_producer_id()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` commits on success, aborts on an exception."""
+        await self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            txn = self._txn
+            if (
+                txn is not None
+                and txn.fatal is None
+                and txn.state
+                in (
+                    TxnState.IN_TRANSACTION,
+                    TxnState.ABORTABLE_ERROR,
+                )
+            ):
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: dict[TopicPartition, int | OffsetAndMetadata],
+        group_id: str | None = None,
+        *,
+        group_metadata: Any = None,
+    ) -> None:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        Pass ``group_id``, or ``group_metadata`` (an object with ``group_id``, and optionally
+        ``generation_id``, ``member_id`` and ``group_instance_id``) for fencing of zombie members.
+        """
+        txn = self._transaction_manager("send_offsets_to_transaction")
+        if txn.state != TxnState.IN_TRANSACTION:
+            raise errors.IllegalStateError(
+                f"send_offsets_to_transaction needs an open transaction (state {txn.state.value})"
+            )
+        generation_id, member_id, instance_id = -1, "", None
+        if group_metadata is not None:
+            group_id = group_metadata.group_id
+            generation_id = getattr(group_metadata, "generation_id", -1)
+            member_id = getattr(group_metadata, "member_id", "")
+            instance_id = getattr(group_metadata, "group_instance_id", None)
+        if not group_id:
+            raise errors.ConfigError("send_offsets_to_transaction needs group_id or group_metadata")
+        try:
+            await txn.send_offsets(offsets, group_id, generation_id, member_id, instance_id)
+        except errors.ProducerFencedClientError as exc:
+            txn.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            txn.set_abortable(exc)
+            raise
+
+    # ---------------------------------------------------------------- introspection
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of ``buffer_memory`` held by undelivered batches."""
+        return self._accumulator.buffer_memory - self._accumulator.available
+
+    @property
+    def record_format(self) -> int:
+        """The record format (magic 0, 1 or 2) chosen for the cluster at start."""
+        return self._accumulator.magic
