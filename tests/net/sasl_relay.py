@@ -14,7 +14,8 @@ broker's SASL authenticator (SaslServerAuthenticator in Apache Kafka):
 * on failure it answers SASL_AUTHENTICATION_FAILED (58) with a message and closes (in v0 raw
   mode it just closes, as Kafka does); any other request before authentication closes the
   connection;
-* after success every byte is relayed both ways between the client and the upstream broker.
+* after success every byte is relayed both ways between the client and the upstream broker;
+* with a server ``ssl_context`` the client side is TLS (SASL_SSL).
 
 Every connection is a task the relay owns; :meth:`SaslRelay.stop` cancels and awaits them all.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -194,8 +196,9 @@ class SaslRelay:
 
     ``users`` maps usernames to passwords for PLAIN and SCRAM (the SCRAM credentials are
     derived with scramp at ``scram_iterations``); ``tokens`` maps accepted OAUTHBEARER tokens to
-    their principal; ``required_extensions`` must be sent with OAUTHBEARER tokens.  Use it as an
-    async context manager, or call :meth:`start` and :meth:`stop`.
+    their principal; ``required_extensions`` must be sent with OAUTHBEARER tokens; with a server
+    ``ssl_context`` clients connect over TLS (SASL_SSL), the upstream leg stays plaintext.
+    Use it as an async context manager, or call :meth:`start` and :meth:`stop`.
     """
 
     def __init__(
@@ -208,8 +211,10 @@ class SaslRelay:
         required_extensions: Mapping[str, str] | None = None,
         scram_iterations: int = 4096,
         io_timeout: float = 10.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.upstream = upstream
+        self.ssl_context = ssl_context
         self.mechanisms = tuple(mechanisms)
         unknown = set(self.mechanisms) - set(ALL_MECHANISMS)
         if unknown:
@@ -242,7 +247,9 @@ class SaslRelay:
 
     async def start(self) -> None:
         """Listen on an ephemeral loopback port (see :attr:`port`)."""
-        self._server = await asyncio.start_server(self._on_connection, self.host, 0)
+        self._server = await asyncio.start_server(
+            self._on_connection, self.host, 0, ssl=self.ssl_context
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:

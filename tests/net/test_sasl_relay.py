@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import struct
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 from sasl_relay import SaslRelay
 
 from aiokafkawire.errors import (
@@ -23,12 +26,14 @@ from aiokafkawire.errors import (
     UnsupportedSaslMechanismError,
     error_for_code,
 )
+from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
 from aiokafkawire.net.sasl import (
     OAuthBearerMechanism,
     OAuthBearerToken,
     SaslMechanism,
     create_mechanism,
 )
+from aiokafkawire.net.tls import create_ssl_context
 from aiokafkawire.protocol.framing import KafkaFraming, decode_request_header, encode_response
 from aiokafkawire.protocol.messages.api_versions import (
     ApiVersion,
@@ -455,3 +460,87 @@ async def test_librdkafka_authenticates_through_the_relay(
     assert metadata.cluster_id == STUB_CLUSTER_ID
     assert relay.records[0].mechanism == name and relay.records[0].principal == principal
     assert relay.records[0].handshake_version == 1 and relay.records[0].authenticate_versions
+
+
+# ---------------------------------------------------------------------------------------------
+# The library's own BrokerConnection through the relay (SASL_PLAINTEXT and SASL_SSL)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "principal"),
+    [
+        ("PLAIN", "alice"),
+        ("SCRAM-SHA-256", "alice"),
+        ("SCRAM-SHA-512", "bob"),
+        ("OAUTHBEARER", "carol"),
+    ],
+)
+async def test_broker_connection_authenticates_through_the_relay(
+    relay: SaslRelay, upstream: StubUpstream, name: str, principal: str
+) -> None:
+    upstream.advertised = relay.address
+    config = ConnectionConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism=name,
+        sasl_username=principal,
+        sasl_password=USERS.get(principal),
+        sasl_oauth_token_provider=lambda: GOOD_TOKEN,
+        request_timeout_ms=int(TIMEOUT * 1000),
+        connect_timeout_ms=int(TIMEOUT * 1000),
+    )
+    connection = await BrokerConnection.open(*relay.address, config)
+    try:
+        metadata = await asyncio.wait_for(connection.send(MetadataRequest(topics=None)), TIMEOUT)
+        assert metadata.cluster_id == STUB_CLUSTER_ID
+    finally:
+        connection.close()
+        await asyncio.wait_for(connection.wait_closed(), TIMEOUT)
+    assert relay.records[0].principal == principal
+
+
+async def test_broker_connection_wrong_password_is_typed(relay: SaslRelay) -> None:
+    config = ConnectionConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_username="alice",
+        sasl_password="wrong-password",
+        request_timeout_ms=int(TIMEOUT * 1000),
+        connect_timeout_ms=int(TIMEOUT * 1000),
+    )
+    with pytest.raises(SaslAuthenticationFailedError) as excinfo:
+        await BrokerConnection.open(*relay.address, config)
+    assert "wrong-password" not in str(excinfo.value)
+
+
+async def test_broker_connection_sasl_ssl(upstream: StubUpstream, tmp_path: Path) -> None:
+    """SASL_SSL end to end: create_ssl_context + trustme certificates + SCRAM over TLS."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    async with SaslRelay(
+        ("127.0.0.1", upstream.port), users=USERS, io_timeout=TIMEOUT, ssl_context=server_context
+    ) as relay:
+        upstream.advertised = relay.address
+        config = ConnectionConfig(
+            security_protocol="SASL_SSL",
+            ssl_context=create_ssl_context(cafile=str(ca_file)),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_username="bob",
+            sasl_password="bob-secret",
+            request_timeout_ms=int(TIMEOUT * 1000),
+            connect_timeout_ms=int(TIMEOUT * 1000),
+        )
+        connection = await BrokerConnection.open(*relay.address, config)
+        try:
+            metadata = await asyncio.wait_for(
+                connection.send(MetadataRequest(topics=None)), TIMEOUT
+            )
+            assert metadata.brokers[0].port == relay.port
+        finally:
+            connection.close()
+            await asyncio.wait_for(connection.wait_closed(), TIMEOUT)
+        assert relay.records[0].principal == "bob"
+        assert relay.unexpected_errors == []
