@@ -396,3 +396,22 @@ def _legacy_message(
 def _gzip(data: bytes) -> bytes:
     compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
     return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize(("magic", "codec"), CODECS_BY_MAGIC)
+def test_estimate_size_is_an_upper_bound(impl: ModuleType, magic: int, codec: int) -> None:
+    for timestamp, key, value, headers in SAMPLE:
+        headers = headers if magic == 2 else []
+        estimate = impl.estimate_size_in_bytes(magic, codec, key, value, headers)
+        actual = len(build(impl, magic, 0, [(timestamp, key, value, headers)]))
+        assert actual <= estimate <= actual + 40
+    with pytest.raises(UnknownMagicError):
+        impl.estimate_size_in_bytes(5, 0, None, None)
+
+
+def test_is_full(impl: ModuleType) -> None:
+    for magic in (0, 1, 2):
+        builder = impl.RecordBatchBuilder(magic=magic, batch_size=200)
+        assert not builder.is_full()
+        builder.append(1, None, b"x" * 300)
+        assert builder.is_full()

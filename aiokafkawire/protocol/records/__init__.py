@@ -50,6 +50,7 @@ LegacyRecordBatchBuilder = _impl.LegacyRecordBatchBuilder
 RecordBatch = _impl.RecordBatch
 LegacyRecordBatch = _impl.LegacyRecordBatch
 build_control_batch = _impl.build_control_batch
+estimate_size_in_bytes = _impl.estimate_size_in_bytes
 iter_batches = _impl.iter_batches
 #: The name used in docs/DESIGN.md.
 read_records = iter_batches
@@ -67,6 +68,7 @@ __all__ = [
     "RecordBatchBuilder",
     "TimestampType",
     "build_control_batch",
+    "estimate_size_in_bytes",
     "iter_batches",
     "read_records",
 ]

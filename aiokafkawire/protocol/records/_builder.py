@@ -68,6 +68,10 @@ class RecordBatchBuilder:
         """Return the finished batch; afterwards :meth:`append` is refused."""
         raise NotImplementedError  # pragma: no cover
 
+    def is_full(self) -> bool:
+        """Whether the uncompressed size has reached ``batch_size``."""
+        raise NotImplementedError  # pragma: no cover
+
     @property
     def record_count(self) -> int:
         """Number of records appended so far."""

@@ -6,6 +6,7 @@ import struct
 from collections.abc import Iterator
 
 from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+from aiokafkawire.protocol.records import _pure_legacy, _pure_v2
 from aiokafkawire.protocol.records._builder import RecordBatchBuilder
 from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatch, LegacyRecordBatchBuilder
 from aiokafkawire.protocol.records._pure_v2 import (
@@ -13,7 +14,7 @@ from aiokafkawire.protocol.records._pure_v2 import (
     RecordBatch,
     build_control_batch,
 )
-from aiokafkawire.protocol.records._types import LOG_OVERHEAD, Buffer
+from aiokafkawire.protocol.records._types import LOG_OVERHEAD, Buffer, Headers
 
 __all__ = [
     "DefaultRecordBatchBuilder",
@@ -22,6 +23,7 @@ __all__ = [
     "RecordBatch",
     "RecordBatchBuilder",
     "build_control_batch",
+    "estimate_size_in_bytes",
     "iter_batches",
 ]
 
@@ -67,3 +69,22 @@ def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]
             )
         yield batch
         pos = end
+
+
+def estimate_size_in_bytes(
+    magic: int,
+    compression_type: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None = None,
+) -> int:
+    """Upper bound of the size of a batch (or message set) holding only this record.
+
+    The uncompressed size (plus a wrapper message for compressed magic 0/1), as the Java
+    producer uses to refuse records larger than ``max.request.size``.
+    """
+    if magic == 2:
+        return _pure_v2.estimate_size(key, value, headers)
+    if magic in (0, 1):
+        return _pure_legacy.estimate_size(magic, key, value, bool(compression_type))
+    raise UnknownMagicError(f"unknown record batch magic {magic}")

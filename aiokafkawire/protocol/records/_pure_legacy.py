@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from typing import Any
+from collections.abc import Iterator
 
 from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
 from aiokafkawire.protocol.records._builder import RecordBatchBuilder
@@ -281,7 +281,7 @@ class LegacyRecordBatch:
             )
         return records
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
 
     def __len__(self) -> int:
@@ -422,13 +422,15 @@ class LegacyRecordBatchBuilder(RecordBatchBuilder):
         self._buffer = bytearray()
         return built
 
-    @staticmethod
-    def estimate_size_in_bytes(
-        magic: int, key: bytes | None, value: bytes | None, compressed: bool = False
-    ) -> int:
-        """Upper bound of the size of a message set holding just this message."""
-        size = _message_size(magic, key, value)
-        return size + _message_size(magic, None, b"") if compressed else size
+    def is_full(self) -> bool:
+        """Whether the uncompressed size has reached ``batch_size``."""
+        return len(self._buffer) >= self._batch_size
+
+
+def estimate_size(magic: int, key: bytes | None, value: bytes | None, compressed: bool) -> int:
+    """Upper bound of the size of a message set holding just this message."""
+    size = _message_size(magic, key, value)
+    return size + _message_size(magic, None, b"") if compressed else size
 
 
 def _message_size(magic: int, key: bytes | None, value: bytes | None) -> int:

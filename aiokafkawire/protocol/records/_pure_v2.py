@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any
+from collections.abc import Iterator
 
 from crc32c import crc32c
 
@@ -357,7 +357,7 @@ class RecordBatch:
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
 
     def __len__(self) -> int:
@@ -536,17 +536,16 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
         self._buffer = bytearray()
         return built
 
-    @staticmethod
-    def estimate_size_in_bytes(
-        key: bytes | None, value: bytes | None, headers: Headers | None = None
-    ) -> int:
-        """Upper bound of the size of a batch holding just this record (uncompressed)."""
-        size = HEADER_SIZE + 5 + 1 + 10 + 5 + 5 + 5 + 5
-        size += len(key) if key is not None else 0
-        size += len(value) if value is not None else 0
-        if headers:
-            size += len(_encode_headers(headers))
-        return size
+
+def estimate_size(key: bytes | None, value: bytes | None, headers: Headers | None = None) -> int:
+    """Upper bound of the size of a batch holding just this record (uncompressed)."""
+    # header + record length, attributes, timestamp delta, offset delta, key/value lengths
+    size = HEADER_SIZE + 5 + 1 + 10 + 5 + 5 + 5 + 5
+    size += len(key) if key is not None else 0
+    size += len(value) if value is not None else 0
+    if headers:
+        size += len(_encode_headers(headers))
+    return size
 
 
 def _finish(
