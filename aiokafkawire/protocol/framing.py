@@ -485,8 +485,14 @@ class KafkaFraming:
         return ResponseEvent(correlation_id, expected.api_key, version, response)
 
 
-def _decode_body(message_type: Any, frame: bytes, pos: int, version: int) -> Any:
-    """Decode the body that fills ``frame`` from ``pos`` to its end."""
+def _decode_body(
+    message_type: Any, frame: bytes, pos: int, version: int, *, allow_trailing: bool = False
+) -> Any:
+    """Decode the body that fills ``frame`` from ``pos`` to its end.
+
+    ``allow_trailing`` tolerates bytes after the last field, as the Java client and librdkafka do
+    for responses (librdkafka's mock broker appends one to some flexible responses).
+    """
     name = getattr(message_type, "__name__", repr(message_type))
     try:
         decode_from = getattr(message_type, "decode_from", None)
@@ -500,7 +506,7 @@ def _decode_body(message_type: Any, frame: bytes, pos: int, version: int) -> Any
         # Any failure inside a generated decoder (short buffer, bad UTF-8, invalid varint...) means
         # the peer sent bytes that are not this message: report it as a protocol violation.
         raise ProtocolError(f"cannot decode {name} v{version}: {exc!r}") from exc
-    if end != len(frame):
+    if end != len(frame) and not (allow_trailing and end < len(frame)):
         raise ProtocolError(f"{name} v{version}: {len(frame) - end} unexpected trailing bytes")
     return message
 
@@ -525,7 +531,7 @@ def _decode_response_body(
                 # Some brokers (librdkafka's mock) send a body that fits neither version; the
                 # error code alone is enough for the client to retry with version 0.
                 return response_type(error_code=error_code), 0
-    return _decode_body(response_type, frame, pos, version), version
+    return _decode_body(response_type, frame, pos, version, allow_trailing=True), version
 
 
 # -- server side ------------------------------------------------------------------------------

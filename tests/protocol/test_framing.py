@@ -375,13 +375,22 @@ def test_truncated_body_is_a_protocol_error(cut: int) -> None:
     assert_dead(framing, caught.value)
 
 
-def test_trailing_bytes_after_a_body_are_a_protocol_error() -> None:
+def test_trailing_bytes_after_a_response_body_are_ignored() -> None:
+    # As in the Java client and librdkafka: a broker may append bytes (librdkafka's mock does).
     framing = KafkaFraming()
     correlation_id = sent_metadata(framing, 1)
-    body = metadata_response(1).encode(1)
+    response = metadata_response(1)
+    body = response.encode(1)
+    (event,) = framing.receive_data(response_frame(correlation_id, body + b"\x00"))
+    assert event.response == response
+    assert not framing.closed
+
+
+def test_trailing_bytes_after_a_request_body_are_a_protocol_error() -> None:
+    framing = KafkaFraming("c")
+    _, frame, _ = framing.send_request(messages.MetadataRequest(topics=None), 1)
     with pytest.raises(ProtocolError, match="trailing"):
-        framing.receive_data(response_frame(correlation_id, body + b"\x00"))
-    assert framing.closed
+        decode_request(frame[4:] + b"\x00")
 
 
 def test_frame_too_short_for_a_correlation_id() -> None:
