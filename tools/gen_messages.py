@@ -109,6 +109,8 @@ PY_TYPES = {
 }
 
 SUPPORT_MODULE = "aiokafkawire.protocol.messages._support"
+#: Base class of a spec's top-level class, by spec type; nested structs derive from Message.
+BASE_CLASSES = {"data": "VersionedData", "request": "RequestMessage", "response": "ResponseMessage"}
 
 
 # ------------------------------------------------------------------------------------ model
@@ -886,7 +888,8 @@ def schema_literal(fld: Field) -> str:
 
 def class_source(spec: Spec, struct: Struct, writer: ModuleWriter) -> str:
     is_top = struct is spec.top
-    base = "VersionedData" if is_top and spec.kind == "data" else "Message"
+    base = BASE_CLASSES.get(spec.kind, "Message") if is_top else "Message"
+    writer.helper(base)
     lines = [f"class {struct.class_name}({base}):"]
     if is_top:
         doc = f"Kafka {spec.name}."
@@ -1129,9 +1132,6 @@ def generate_module(specs: list[Spec], module_doc: str) -> str:
         imports.append("")
     support = set(writer.helpers)
     support.discard("ProtocolError")
-    support.add("Message")
-    if any(s.kind == "data" for s in specs):
-        support.add("VersionedData")
     if writer.uses_missing:
         support.add("MISSING")
     if uses_zero_uuid:
@@ -1178,13 +1178,23 @@ def render_init(
         "``decode(buf, version)``, class attributes ``API_KEY``, ``MIN_VERSION``, ``MAX_VERSION``,",
         "``FLEXIBLE_VERSION``, ``HEADER_VERSIONS`` (request header v1/v2, response header v0/v1 by",
         "version; also ``header_version(version)``), and ``RESPONSE_TYPE``/``REQUEST_TYPE``.",
+        "Nested structs live in the per-API modules (``messages.metadata.MetadataRequestTopic``).",
+        "``decode_from(buf, pos, version) -> (obj, end)`` and ``encode_into(out, version)`` nest.",
+        "The consumer-protocol structures add ``encode_versioned()``/``decode_versioned()`` for",
+        "the int16-version-prefixed bytes inside JoinGroup/SyncGroup.",
         '"""',
         "",
         "from __future__ import annotations",
         "",
         "from enum import IntEnum",
         "",
-        "from aiokafkawire.protocol.messages._support import Message, VersionedData",
+        "from aiokafkawire.protocol.messages._support import (",
+        "    ApiMessage,",
+        "    Message,",
+        "    RequestMessage,",
+        "    ResponseMessage,",
+        "    VersionedData,",
+        ")",
     ]
     for module, names in modules:
         names = sorted(names)
@@ -1206,10 +1216,10 @@ def render_init(
     for api_key, base, _req, _resp in apis:
         lines.append(f"    {snake_case(base).upper()} = {api_key}")
     lines += ["", ""]
-    lines.append("REQUEST_TYPES: dict[int, type[Message]] = {")
+    lines.append("REQUEST_TYPES: dict[int, type[RequestMessage]] = {")
     lines.extend(f"    {k}: {req.name}," for k, _b, req, _r in apis)
     lines.append("}")
-    lines.append("RESPONSE_TYPES: dict[int, type[Message]] = {")
+    lines.append("RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {")
     lines.extend(f"    {k}: {resp.name}," for k, _b, _q, resp in apis)
     lines.append("}")
     lines.append("#: api key -> (lowest, highest) version in the specs, for version negotiation.")
@@ -1220,8 +1230,17 @@ def render_init(
     lines.append("")
     exported = sorted(
         [n for _m, names in modules for n in names]
-        + ["ApiKey", "Message", "REQUEST_TYPES", "RESPONSE_TYPES", "SUPPORTED_VERSIONS",
-           "VersionedData"]
+        + [
+            "ApiKey",
+            "ApiMessage",
+            "Message",
+            "REQUEST_TYPES",
+            "RESPONSE_TYPES",
+            "SUPPORTED_VERSIONS",
+            "RequestMessage",
+            "ResponseMessage",
+            "VersionedData",
+        ]
     )
     lines.append("__all__ = [")
     lines.extend(f"    {q(n)}," for n in sorted(exported, key=isort_key))

@@ -125,12 +125,17 @@ def message_strategy(
 def all_cases() -> Iterator[Any]:
     for api_key in sorted(REQUEST_TYPES):
         for cls in (REQUEST_TYPES[api_key], RESPONSE_TYPES[api_key]):
-            for version in range(cls.MIN_VERSION, cls.MAX_VERSION + 1):  # type: ignore[attr-defined]
+            for version in range(cls.MIN_VERSION, cls.MAX_VERSION + 1):
                 yield pytest.param(cls, version, id=f"{cls.__name__}-v{version}")
-    for cls in (RequestHeader, ResponseHeader, ConsumerProtocolSubscription,
-                ConsumerProtocolAssignment):
-        for version in range(cls.MIN_VERSION, cls.MAX_VERSION + 1):
-            yield pytest.param(cls, version, id=f"{cls.__name__}-v{version}")
+    others: tuple[Any, ...] = (
+        RequestHeader,
+        ResponseHeader,
+        ConsumerProtocolSubscription,
+        ConsumerProtocolAssignment,
+    )
+    for other in others:
+        for version in range(other.MIN_VERSION, other.MAX_VERSION + 1):
+            yield pytest.param(other, version, id=f"{other.__name__}-v{version}")
 
 
 def is_flexible(cls: Any, version: int) -> bool:
@@ -236,11 +241,11 @@ def test_header_versions() -> None:
     assert MetadataResponse.REQUEST_TYPE is MetadataRequest
     for api_key, request_cls in REQUEST_TYPES.items():
         response_cls = RESPONSE_TYPES[api_key]
-        assert request_cls.API_KEY == response_cls.API_KEY == api_key  # type: ignore[attr-defined]
-        first_flexible = request_cls.FLEXIBLE_VERSION  # type: ignore[attr-defined]
-        for version in range(request_cls.MAX_VERSION + 1):  # type: ignore[attr-defined]
+        assert request_cls.API_KEY == response_cls.API_KEY == api_key
+        first_flexible = request_cls.FLEXIBLE_VERSION
+        for version in range(request_cls.MAX_VERSION + 1):
             flexible = first_flexible is not None and version >= first_flexible
-            assert request_cls.HEADER_VERSIONS[version] == (2 if flexible else 1)  # type: ignore[attr-defined]
+            assert request_cls.HEADER_VERSIONS[version] == (2 if flexible else 1)
 
 
 # ------------------------------------------------------------------------------- defaults, errors
@@ -441,7 +446,7 @@ def test_invalid_lengths_are_protocol_errors() -> None:
 @given(st.sampled_from(sorted(RESPONSE_TYPES)), st.binary(max_size=64), st.integers(0, 20))
 def test_garbage_never_escapes_as_other_exceptions(api_key: int, data: bytes, version: int) -> None:
     cls = RESPONSE_TYPES[api_key]
-    version = min(version, cls.MAX_VERSION)  # type: ignore[attr-defined]
+    version = min(version, cls.MAX_VERSION)
     try:
         cls.decode(data, version)
     except ProtocolError:
@@ -493,7 +498,7 @@ def test_registries_cover_the_specs(spec_root: Path) -> None:
             "validVersions"
         ] else (int(spec["validVersions"]),) * 2
         assert SUPPORTED_VERSIONS[api_key] == (lo, hi)
-        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == (lo, hi)  # type: ignore[attr-defined]
+        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == (lo, hi)
 
 
 # ------------------------------------------------------------------------------------ generator

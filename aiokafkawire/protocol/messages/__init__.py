@@ -5,13 +5,23 @@ Every request/response class has ``encode(version) -> bytes`` (body only) and
 ``decode(buf, version)``, class attributes ``API_KEY``, ``MIN_VERSION``, ``MAX_VERSION``,
 ``FLEXIBLE_VERSION``, ``HEADER_VERSIONS`` (request header v1/v2, response header v0/v1 by
 version; also ``header_version(version)``), and ``RESPONSE_TYPE``/``REQUEST_TYPE``.
+Nested structs live in the per-API modules (``messages.metadata.MetadataRequestTopic``).
+``decode_from(buf, pos, version) -> (obj, end)`` and ``encode_into(out, version)`` nest.
+The consumer-protocol structures add ``encode_versioned()``/``decode_versioned()`` for
+the int16-version-prefixed bytes inside JoinGroup/SyncGroup.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from aiokafkawire.protocol.messages._support import Message, VersionedData
+from aiokafkawire.protocol.messages._support import (
+    ApiMessage,
+    Message,
+    RequestMessage,
+    ResponseMessage,
+    VersionedData,
+)
 from aiokafkawire.protocol.messages.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -156,7 +166,7 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
 
 
-REQUEST_TYPES: dict[int, type[Message]] = {
+REQUEST_TYPES: dict[int, type[RequestMessage]] = {
     0: ProduceRequest,
     1: FetchRequest,
     2: ListOffsetsRequest,
@@ -195,7 +205,7 @@ REQUEST_TYPES: dict[int, type[Message]] = {
     68: ConsumerGroupHeartbeatRequest,
     69: ConsumerGroupDescribeRequest,
 }
-RESPONSE_TYPES: dict[int, type[Message]] = {
+RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {
     0: ProduceResponse,
     1: FetchResponse,
     2: ListOffsetsResponse,
@@ -286,6 +296,7 @@ __all__ = [
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "ApiKey",
+    "ApiMessage",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "ConsumerGroupDescribeRequest",
@@ -350,7 +361,9 @@ __all__ = [
     "ProduceRequest",
     "ProduceResponse",
     "RequestHeader",
+    "RequestMessage",
     "ResponseHeader",
+    "ResponseMessage",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",

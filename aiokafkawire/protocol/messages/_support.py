@@ -30,7 +30,11 @@ __all__ = [
     "MISSING",
     "ZERO_UUID",
     "AbsentFieldError",
+    "ApiMessage",
     "Message",
+    "RequestMessage",
+    "ResponseMessage",
+    "VersionedData",
     "read_unsigned_varint",
 ]
 
@@ -145,6 +149,45 @@ class Message:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
         return f"{type(self).__name__}({fields})"
+
+
+class ApiMessage(Message):
+    """Base of the generated request and response classes (class attributes typed here)."""
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int]
+    MIN_VERSION: ClassVar[int]
+    MAX_VERSION: ClassVar[int]
+    #: First flexible version (compact encodings, tagged fields), or None.
+    FLEXIBLE_VERSION: ClassVar[int | None]
+    #: The spec marks its newest version as unstable (brokers may not enable it).
+    LATEST_VERSION_UNSTABLE: ClassVar[bool]
+    #: Header version by API version: request header v1/v2, response header v0/v1.
+    HEADER_VERSIONS: ClassVar[tuple[int, ...]]
+
+    @classmethod
+    def header_version(cls, version: int) -> int:
+        """The request/response header version that goes with API ``version``."""
+        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+            raise EncodeError(f"{cls.__name__} has no version {version}")
+        return cls.HEADER_VERSIONS[version]
+
+
+class RequestMessage(ApiMessage):
+    """Base of the generated request classes."""
+
+    __slots__ = ()
+
+    RESPONSE_TYPE: ClassVar[type[ResponseMessage]]
+
+
+class ResponseMessage(ApiMessage):
+    """Base of the generated response classes."""
+
+    __slots__ = ()
+
+    REQUEST_TYPE: ClassVar[type[RequestMessage]]
 
 
 class VersionedData(Message):

@@ -7,7 +7,8 @@ from struct import Struct
 from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_string,
     read_string,
     read_unknown_tagged_fields,
@@ -26,7 +27,7 @@ _S__ih = Struct(">ih")
 _S__qh = Struct(">qh")
 
 
-class AddOffsetsToTxnRequest(Message):
+class AddOffsetsToTxnRequest(RequestMessage):
     """Kafka AddOffsetsToTxnRequest."""
 
     __slots__ = (
@@ -74,7 +75,7 @@ class AddOffsetsToTxnRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class AddOffsetsToTxnResponse(Message):
+class AddOffsetsToTxnResponse(ResponseMessage):
     """Kafka AddOffsetsToTxnResponse."""
 
     __slots__ = (

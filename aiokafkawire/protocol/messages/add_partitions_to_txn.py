@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_int32_array,
@@ -38,7 +40,7 @@ _S__qh = Struct(">qh")
 _S__qho = Struct(">qh?")
 
 
-class AddPartitionsToTxnRequest(Message):
+class AddPartitionsToTxnRequest(RequestMessage):
     """Kafka AddPartitionsToTxnRequest."""
 
     __slots__ = (
@@ -166,7 +168,7 @@ class AddPartitionsToTxnTopic(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class AddPartitionsToTxnResponse(Message):
+class AddPartitionsToTxnResponse(ResponseMessage):
     """Kafka AddPartitionsToTxnResponse."""
 
     __slots__ = (

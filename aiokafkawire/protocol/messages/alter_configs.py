@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_string,
@@ -37,7 +39,7 @@ _S__i = Struct(">i")
 _S__o = Struct(">?")
 
 
-class AlterConfigsRequest(Message):
+class AlterConfigsRequest(RequestMessage):
     """Kafka AlterConfigsRequest."""
 
     __slots__ = (
@@ -140,7 +142,7 @@ class AlterableConfig(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class AlterConfigsResponse(Message):
+class AlterConfigsResponse(ResponseMessage):
     """Kafka AlterConfigsResponse."""
 
     __slots__ = (

@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
@@ -36,7 +38,7 @@ _S__o = Struct(">?")
 _S__q = Struct(">q")
 
 
-class ApiVersionsRequest(Message):
+class ApiVersionsRequest(RequestMessage):
     """Kafka ApiVersionsRequest."""
 
     __slots__ = (
@@ -74,7 +76,7 @@ class ApiVersionsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ApiVersionsResponse(Message):
+class ApiVersionsResponse(ResponseMessage):
     """Kafka ApiVersionsResponse."""
 
     __slots__ = (

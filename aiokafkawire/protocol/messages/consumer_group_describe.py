@@ -11,6 +11,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     ZERO_UUID,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_int32_array,
     read_compact_nullable_string,
@@ -37,7 +39,7 @@ _S__ii = Struct(">ii")
 _S__o = Struct(">?")
 
 
-class ConsumerGroupDescribeRequest(Message):
+class ConsumerGroupDescribeRequest(RequestMessage):
     """Kafka ConsumerGroupDescribeRequest."""
 
     __slots__ = (
@@ -75,7 +77,7 @@ class ConsumerGroupDescribeRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ConsumerGroupDescribeResponse(Message):
+class ConsumerGroupDescribeResponse(ResponseMessage):
     """Kafka ConsumerGroupDescribeResponse."""
 
     __slots__ = (

@@ -12,6 +12,8 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_int32_array,
     read_compact_nullable_array_length,
@@ -38,7 +40,7 @@ _S__ih = Struct(">ih")
 _S__ii = Struct(">ii")
 
 
-class ConsumerGroupHeartbeatRequest(Message):
+class ConsumerGroupHeartbeatRequest(RequestMessage):
     """Kafka ConsumerGroupHeartbeatRequest."""
 
     __slots__ = (
@@ -146,7 +148,7 @@ class TopicPartitions(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ConsumerGroupHeartbeatResponse(Message):
+class ConsumerGroupHeartbeatResponse(ResponseMessage):
     """Kafka ConsumerGroupHeartbeatResponse."""
 
     __slots__ = (

@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_int32_array,
@@ -42,7 +44,7 @@ _S__i = Struct(">i")
 _S__io = Struct(">i?")
 
 
-class CreatePartitionsRequest(Message):
+class CreatePartitionsRequest(RequestMessage):
     """Kafka CreatePartitionsRequest."""
 
     __slots__ = (
@@ -145,7 +147,7 @@ class CreatePartitionsAssignment(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class CreatePartitionsResponse(Message):
+class CreatePartitionsResponse(ResponseMessage):
     """Kafka CreatePartitionsResponse."""
 
     __slots__ = (

@@ -12,6 +12,8 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
@@ -51,7 +53,7 @@ _S__io = Struct(">i?")
 _S__obo = Struct(">?b?")
 
 
-class CreateTopicsRequest(Message):
+class CreateTopicsRequest(RequestMessage):
     """Kafka CreateTopicsRequest."""
 
     __slots__ = (
@@ -199,7 +201,7 @@ class CreatableReplicaAssignment(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class CreateTopicsResponse(Message):
+class CreateTopicsResponse(ResponseMessage):
     """Kafka CreateTopicsResponse."""
 
     __slots__ = (

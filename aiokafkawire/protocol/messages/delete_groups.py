@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
@@ -31,7 +33,7 @@ _S__h = Struct(">h")
 _S__i = Struct(">i")
 
 
-class DeleteGroupsRequest(Message):
+class DeleteGroupsRequest(RequestMessage):
     """Kafka DeleteGroupsRequest."""
 
     __slots__ = (
@@ -64,7 +66,7 @@ class DeleteGroupsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DeleteGroupsResponse(Message):
+class DeleteGroupsResponse(ResponseMessage):
     """Kafka DeleteGroupsResponse."""
 
     __slots__ = (

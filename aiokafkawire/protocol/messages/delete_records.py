@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
@@ -32,7 +34,7 @@ _S__iq = Struct(">iq")
 _S__iqh = Struct(">iqh")
 
 
-class DeleteRecordsRequest(Message):
+class DeleteRecordsRequest(RequestMessage):
     """Kafka DeleteRecordsRequest."""
 
     __slots__ = (
@@ -130,7 +132,7 @@ class DeleteRecordsPartition(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DeleteRecordsResponse(Message):
+class DeleteRecordsResponse(ResponseMessage):
     """Kafka DeleteRecordsResponse."""
 
     __slots__ = (

@@ -12,6 +12,8 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_string,
@@ -39,7 +41,7 @@ _S__h = Struct(">h")
 _S__i = Struct(">i")
 
 
-class DeleteTopicsRequest(Message):
+class DeleteTopicsRequest(RequestMessage):
     """Kafka DeleteTopicsRequest."""
 
     __slots__ = (
@@ -112,7 +114,7 @@ class DeleteTopicState(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DeleteTopicsResponse(Message):
+class DeleteTopicsResponse(ResponseMessage):
     """Kafka DeleteTopicsResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
@@ -33,7 +35,7 @@ _S__o = Struct(">?")
 _S__ob = Struct(">?b")
 
 
-class DescribeClusterRequest(Message):
+class DescribeClusterRequest(RequestMessage):
     """Kafka DescribeClusterRequest."""
 
     __slots__ = (
@@ -71,7 +73,7 @@ class DescribeClusterRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DescribeClusterResponse(Message):
+class DescribeClusterResponse(ResponseMessage):
     """Kafka DescribeClusterResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_array_length,
@@ -43,7 +45,7 @@ _S__oo = Struct(">??")
 _S__ooo = Struct(">???")
 
 
-class DescribeConfigsRequest(Message):
+class DescribeConfigsRequest(RequestMessage):
     """Kafka DescribeConfigsRequest."""
 
     __slots__ = (
@@ -121,7 +123,7 @@ class DescribeConfigsResource(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DescribeConfigsResponse(Message):
+class DescribeConfigsResponse(ResponseMessage):
     """Kafka DescribeConfigsResponse."""
 
     __slots__ = (

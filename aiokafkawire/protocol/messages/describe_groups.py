@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_bytes,
     read_compact_array_length,
@@ -41,7 +43,7 @@ _S__i = Struct(">i")
 _S__o = Struct(">?")
 
 
-class DescribeGroupsRequest(Message):
+class DescribeGroupsRequest(RequestMessage):
     """Kafka DescribeGroupsRequest."""
 
     __slots__ = (
@@ -79,7 +81,7 @@ class DescribeGroupsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DescribeGroupsResponse(Message):
+class DescribeGroupsResponse(ResponseMessage):
     """Kafka DescribeGroupsResponse."""
 
     __slots__ = (

@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_int32_array,
     read_compact_nullable_string,
@@ -32,7 +34,7 @@ _S__ih = Struct(">ih")
 _S__qiiqiq = Struct(">qiiqiq")
 
 
-class DescribeProducersRequest(Message):
+class DescribeProducersRequest(RequestMessage):
     """Kafka DescribeProducersRequest."""
 
     __slots__ = (
@@ -95,7 +97,7 @@ class TopicRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DescribeProducersResponse(Message):
+class DescribeProducersResponse(ResponseMessage):
     """Kafka DescribeProducersResponse."""
 
     __slots__ = (

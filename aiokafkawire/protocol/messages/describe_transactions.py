@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_int32_array,
     read_compact_string,
@@ -30,7 +32,7 @@ _S__i = Struct(">i")
 _S__iqqh = Struct(">iqqh")
 
 
-class DescribeTransactionsRequest(Message):
+class DescribeTransactionsRequest(RequestMessage):
     """Kafka DescribeTransactionsRequest."""
 
     __slots__ = (
@@ -63,7 +65,7 @@ class DescribeTransactionsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class DescribeTransactionsResponse(Message):
+class DescribeTransactionsResponse(ResponseMessage):
     """Kafka DescribeTransactionsResponse."""
 
     __slots__ = (

@@ -7,7 +7,8 @@ from struct import Struct
 from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_string,
     read_string,
     read_unknown_tagged_fields,
@@ -27,7 +28,7 @@ _S__ihqh = Struct(">ihqh")
 _S__qho = Struct(">qh?")
 
 
-class EndTxnRequest(Message):
+class EndTxnRequest(RequestMessage):
     """Kafka EndTxnRequest."""
 
     __slots__ = (
@@ -75,7 +76,7 @@ class EndTxnRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class EndTxnResponse(Message):
+class EndTxnResponse(ResponseMessage):
     """Kafka EndTxnResponse."""
 
     __slots__ = (

@@ -13,6 +13,8 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
@@ -68,7 +70,7 @@ _S__qi = Struct(">qi")
 _S__qq = Struct(">qq")
 
 
-class FetchRequest(Message):
+class FetchRequest(RequestMessage):
     """Kafka FetchRequest."""
 
     __slots__ = (
@@ -313,7 +315,7 @@ class ReplicaState(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class FetchResponse(Message):
+class FetchResponse(ResponseMessage):
     """Kafka FetchResponse."""
 
     __slots__ = (

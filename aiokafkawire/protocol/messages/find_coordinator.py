@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
@@ -36,7 +38,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 
 
-class FindCoordinatorRequest(Message):
+class FindCoordinatorRequest(RequestMessage):
     """Kafka FindCoordinatorRequest."""
 
     __slots__ = (
@@ -79,7 +81,7 @@ class FindCoordinatorRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class FindCoordinatorResponse(Message):
+class FindCoordinatorResponse(ResponseMessage):
     """Kafka FindCoordinatorResponse."""
 
     __slots__ = (

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     AbsentFieldError,
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
@@ -32,7 +33,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 
 
-class HeartbeatRequest(Message):
+class HeartbeatRequest(RequestMessage):
     """Kafka HeartbeatRequest."""
 
     __slots__ = (
@@ -80,7 +81,7 @@ class HeartbeatRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class HeartbeatResponse(Message):
+class HeartbeatResponse(ResponseMessage):
     """Kafka HeartbeatResponse."""
 
     __slots__ = (

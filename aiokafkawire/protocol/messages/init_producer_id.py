@@ -8,7 +8,8 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     AbsentFieldError,
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_nullable_string,
     read_nullable_string,
     read_unknown_tagged_fields,
@@ -28,7 +29,7 @@ _S__ihqh = Struct(">ihqh")
 _S__iqh = Struct(">iqh")
 
 
-class InitProducerIdRequest(Message):
+class InitProducerIdRequest(RequestMessage):
     """Kafka InitProducerIdRequest."""
 
     __slots__ = (
@@ -76,7 +77,7 @@ class InitProducerIdRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class InitProducerIdResponse(Message):
+class InitProducerIdResponse(ResponseMessage):
     """Kafka InitProducerIdResponse."""
 
     __slots__ = (

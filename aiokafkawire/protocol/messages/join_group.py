@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_bytes,
     read_compact_array_length,
@@ -43,7 +45,7 @@ _S__ii = Struct(">ii")
 _S__o = Struct(">?")
 
 
-class JoinGroupRequest(Message):
+class JoinGroupRequest(RequestMessage):
     """Kafka JoinGroupRequest."""
 
     __slots__ = (
@@ -141,7 +143,7 @@ class JoinGroupRequestProtocol(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class JoinGroupResponse(Message):
+class JoinGroupResponse(ResponseMessage):
     """Kafka JoinGroupResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_string,
@@ -36,7 +38,7 @@ _S__h = Struct(">h")
 _S__ih = Struct(">ih")
 
 
-class LeaveGroupRequest(Message):
+class LeaveGroupRequest(RequestMessage):
     """Kafka LeaveGroupRequest."""
 
     __slots__ = (
@@ -114,7 +116,7 @@ class MemberIdentity(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class LeaveGroupResponse(Message):
+class LeaveGroupResponse(ResponseMessage):
     """Kafka LeaveGroupResponse."""
 
     __slots__ = (

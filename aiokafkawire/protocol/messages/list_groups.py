@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
@@ -32,7 +34,7 @@ _S__h = Struct(">h")
 _S__ih = Struct(">ih")
 
 
-class ListGroupsRequest(Message):
+class ListGroupsRequest(RequestMessage):
     """Kafka ListGroupsRequest."""
 
     __slots__ = (
@@ -70,7 +72,7 @@ class ListGroupsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ListGroupsResponse(Message):
+class ListGroupsResponse(ResponseMessage):
     """Kafka ListGroupsResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
@@ -40,7 +42,7 @@ _S__iq = Struct(">iq")
 _S__iqi = Struct(">iqi")
 
 
-class ListOffsetsRequest(Message):
+class ListOffsetsRequest(RequestMessage):
     """Kafka ListOffsetsRequest."""
 
     __slots__ = (
@@ -158,7 +160,7 @@ class ListOffsetsPartition(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ListOffsetsResponse(Message):
+class ListOffsetsResponse(ResponseMessage):
     """Kafka ListOffsetsResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_compact_array_length,
     read_compact_int64_array,
     read_compact_string,
@@ -30,7 +32,7 @@ _S__ih = Struct(">ih")
 _S__q = Struct(">q")
 
 
-class ListTransactionsRequest(Message):
+class ListTransactionsRequest(RequestMessage):
     """Kafka ListTransactionsRequest."""
 
     __slots__ = (
@@ -73,7 +75,7 @@ class ListTransactionsRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ListTransactionsResponse(Message):
+class ListTransactionsResponse(ResponseMessage):
     """Kafka ListTransactionsResponse."""
 
     __slots__ = (

@@ -12,6 +12,8 @@ from aiokafkawire.protocol.messages._support import (
     ZERO_UUID,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_int32_array,
@@ -52,7 +54,7 @@ _S__oo = Struct(">??")
 _S__ooo = Struct(">???")
 
 
-class MetadataRequest(Message):
+class MetadataRequest(RequestMessage):
     """Kafka MetadataRequest."""
 
     __slots__ = (
@@ -130,7 +132,7 @@ class MetadataRequestTopic(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class MetadataResponse(Message):
+class MetadataResponse(ResponseMessage):
     """Kafka MetadataResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_string,
@@ -40,7 +42,7 @@ _S__iqq = Struct(">iqq")
 _S__q = Struct(">q")
 
 
-class OffsetCommitRequest(Message):
+class OffsetCommitRequest(RequestMessage):
     """Kafka OffsetCommitRequest."""
 
     __slots__ = (
@@ -173,7 +175,7 @@ class OffsetCommitRequestPartition(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class OffsetCommitResponse(Message):
+class OffsetCommitResponse(ResponseMessage):
     """Kafka OffsetCommitResponse."""
 
     __slots__ = (

@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_string,
     write_array_length,
@@ -26,7 +28,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 
 
-class OffsetDeleteRequest(Message):
+class OffsetDeleteRequest(RequestMessage):
     """Kafka OffsetDeleteRequest."""
 
     __slots__ = (
@@ -104,7 +106,7 @@ class OffsetDeleteRequestPartition(Message):
         self.partition_index = partition_index
 
 
-class OffsetDeleteResponse(Message):
+class OffsetDeleteResponse(ResponseMessage):
     """Kafka OffsetDeleteResponse."""
 
     __slots__ = (

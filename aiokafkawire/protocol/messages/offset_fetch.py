@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_int32_array,
@@ -45,7 +47,7 @@ _S__iqi = Struct(">iqi")
 _S__o = Struct(">?")
 
 
-class OffsetFetchRequest(Message):
+class OffsetFetchRequest(RequestMessage):
     """Kafka OffsetFetchRequest."""
 
     __slots__ = (
@@ -193,7 +195,7 @@ class OffsetFetchRequestTopic(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class OffsetFetchResponse(Message):
+class OffsetFetchResponse(ResponseMessage):
     """Kafka OffsetFetchResponse."""
 
     __slots__ = (

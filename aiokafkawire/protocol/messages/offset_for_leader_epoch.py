@@ -9,6 +9,8 @@ from typing import ClassVar
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
@@ -34,7 +36,7 @@ _S__ii = Struct(">ii")
 _S__iii = Struct(">iii")
 
 
-class OffsetForLeaderEpochRequest(Message):
+class OffsetForLeaderEpochRequest(RequestMessage):
     """Kafka OffsetForLeaderEpochRequest."""
 
     __slots__ = (
@@ -137,7 +139,7 @@ class OffsetForLeaderPartition(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class OffsetForLeaderEpochResponse(Message):
+class OffsetForLeaderEpochResponse(ResponseMessage):
     """Kafka OffsetForLeaderEpochResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
@@ -47,7 +49,7 @@ _S__ihqqq = Struct(">ihqqq")
 _S__ii = Struct(">ii")
 
 
-class ProduceRequest(Message):
+class ProduceRequest(RequestMessage):
     """Kafka ProduceRequest."""
 
     __slots__ = (
@@ -155,7 +157,7 @@ class PartitionProduceData(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class ProduceResponse(Message):
+class ProduceResponse(ResponseMessage):
     """Kafka ProduceResponse."""
 
     __slots__ = (

@@ -7,7 +7,8 @@ from struct import Struct
 from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_bytes,
     read_compact_bytes,
     read_compact_nullable_string,
@@ -30,7 +31,7 @@ _S__h = Struct(">h")
 _S__q = Struct(">q")
 
 
-class SaslAuthenticateRequest(Message):
+class SaslAuthenticateRequest(RequestMessage):
     """Kafka SaslAuthenticateRequest."""
 
     __slots__ = (
@@ -63,7 +64,7 @@ class SaslAuthenticateRequest(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class SaslAuthenticateResponse(Message):
+class SaslAuthenticateResponse(ResponseMessage):
     """Kafka SaslAuthenticateResponse."""
 
     __slots__ = (

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
-    Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_string,
     write_array_length,
@@ -24,7 +25,7 @@ _new = object.__new__
 _S__h = Struct(">h")
 
 
-class SaslHandshakeRequest(Message):
+class SaslHandshakeRequest(RequestMessage):
     """Kafka SaslHandshakeRequest."""
 
     __slots__ = (
@@ -52,7 +53,7 @@ class SaslHandshakeRequest(Message):
         self.mechanism = mechanism
 
 
-class SaslHandshakeResponse(Message):
+class SaslHandshakeResponse(ResponseMessage):
     """Kafka SaslHandshakeResponse."""
 
     __slots__ = (

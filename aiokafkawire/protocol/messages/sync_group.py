@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_bytes,
     read_compact_array_length,
@@ -41,7 +43,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 
 
-class SyncGroupRequest(Message):
+class SyncGroupRequest(RequestMessage):
     """Kafka SyncGroupRequest."""
 
     __slots__ = (
@@ -134,7 +136,7 @@ class SyncGroupRequestAssignment(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class SyncGroupResponse(Message):
+class SyncGroupResponse(ResponseMessage):
     """Kafka SyncGroupResponse."""
 
     __slots__ = (

@@ -10,6 +10,8 @@ from aiokafkawire.protocol.messages._support import (
     MISSING,
     AbsentFieldError,
     Message,
+    RequestMessage,
+    ResponseMessage,
     read_array_length,
     read_compact_array_length,
     read_compact_nullable_string,
@@ -40,7 +42,7 @@ _S__qh = Struct(">qh")
 _S__qhi = Struct(">qhi")
 
 
-class TxnOffsetCommitRequest(Message):
+class TxnOffsetCommitRequest(RequestMessage):
     """Kafka TxnOffsetCommitRequest."""
 
     __slots__ = (
@@ -178,7 +180,7 @@ class TxnOffsetCommitRequestPartition(Message):
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
-class TxnOffsetCommitResponse(Message):
+class TxnOffsetCommitResponse(ResponseMessage):
     """Kafka TxnOffsetCommitResponse."""
 
     __slots__ = (
