@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -46,7 +47,9 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
-async def _start_echo_server(server_context: ssl.SSLContext) -> AsyncIterator[int]:
+@contextlib.asynccontextmanager
+async def _echo_server(server_context: ssl.SSLContext) -> AsyncIterator[int]:
+    """Run a TLS echo server on an ephemeral loopback port for the ``async with`` body."""
     server = await asyncio.start_server(_echo, "127.0.0.1", 0, ssl=server_context)
     try:
         yield server.sockets[0].getsockname()[1]
@@ -60,7 +63,7 @@ async def echo_port(server_cert: trustme.LeafCert) -> AsyncIterator[int]:
     """Port of a TLS echo server presenting a certificate for localhost / 127.0.0.1."""
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_cert.configure_cert(server_context)
-    async for port in _start_echo_server(server_context):
+    async with _echo_server(server_context) as port:
         yield port
 
 
@@ -71,7 +74,7 @@ async def mtls_echo_port(ca: trustme.CA, server_cert: trustme.LeafCert) -> Async
     server_cert.configure_cert(server_context)
     ca.configure_trust(server_context)
     server_context.verify_mode = ssl.CERT_REQUIRED
-    async for port in _start_echo_server(server_context):
+    async with _echo_server(server_context) as port:
         yield port
 
 
@@ -102,6 +105,15 @@ def test_defaults_are_strict() -> None:
 async def test_connects_with_cafile(echo_port: int, ca_file: str) -> None:
     version = await _round_trip(echo_port, create_ssl_context(cafile=ca_file), "localhost")
     assert version in ("TLSv1.2", "TLSv1.3")
+
+
+async def test_tls_1_2_server_is_accepted(server_cert: trustme.LeafCert, ca_file: str) -> None:
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.maximum_version = ssl.TLSVersion.TLSv1_2
+    server_cert.configure_cert(server_context)
+    async with _echo_server(server_context) as port:
+        version = await _round_trip(port, create_ssl_context(cafile=ca_file), "localhost")
+        assert version == "TLSv1.2"
 
 
 async def test_connects_with_cadata_and_ip_address(echo_port: int, ca: trustme.CA) -> None:
