@@ -10,8 +10,9 @@ specs; it is an implementation independent of ours.  This module
 * builds kafka-python objects from such values, encodes them, and turns decoded kafka-python
   objects back into logical values.
 
-The adapter for our generated classes lives in the golden test module, so this file only depends on
-the specs and kafka-python.
+* builds our generated objects from logical values and back (``ours_build``/``ours_value``).
+
+kafka-python is imported lazily, so the spec and value helpers work without it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import io
 import json
 import random
 import re
+import sys
 import uuid
 import warnings
 import zlib
@@ -304,6 +306,53 @@ class ValueGenerator:
 def seed_for(*parts: object) -> str:
     """A seed string for a test case."""
     return "/".join(str(part) for part in parts)
+
+
+# ------------------------------------------------------------------------------ our classes side
+
+
+def _nested_class(owner: type, type_name: str) -> type:
+    return getattr(sys.modules[owner.__module__], type_name.removeprefix("[]"))
+
+
+def _schema(cls: Any) -> dict[str, tuple[Any, ...]]:
+    return {entry[0]: entry for entry in cls._SCHEMA}
+
+
+def ours_build(cls: type, fields: list[SpecField], value: dict[str, Any]) -> Any:
+    """One of our generated objects holding a logical value."""
+    schema = _schema(cls)
+    kwargs: dict[str, Any] = {}
+    for spec_field in fields:
+        if spec_field.attr not in value:
+            continue
+        item = value[spec_field.attr]
+        if spec_field.is_struct and item is not None:
+            assert spec_field.fields is not None
+            sub = _nested_class(cls, schema[spec_field.attr][1])
+            if spec_field.is_array:
+                item = [ours_build(sub, spec_field.fields, element) for element in item]
+            else:
+                item = ours_build(sub, spec_field.fields, item)
+        kwargs[spec_field.attr] = item
+    return cls(**kwargs)
+
+
+def ours_value(obj: Any, fields: list[SpecField], version: int) -> dict[str, Any]:
+    """The logical value of one of our objects (fields present in ``version`` only)."""
+    value: dict[str, Any] = {}
+    for spec_field in fields:
+        if not spec_field.present(version):
+            continue
+        item = getattr(obj, spec_field.attr)
+        if spec_field.is_struct and item is not None:
+            assert spec_field.fields is not None
+            if spec_field.is_array:
+                item = [ours_value(element, spec_field.fields, version) for element in item]
+            else:
+                item = ours_value(item, spec_field.fields, version)
+        value[spec_field.attr] = item
+    return value
 
 
 # ------------------------------------------------------------------------------ kafka-python side

@@ -18,7 +18,6 @@ instead (case ids end in ``engine``), so the encoder is still an independent imp
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import pytest
@@ -28,7 +27,6 @@ pytest.importorskip("kafka.protocol.api_message", reason="kafka-python 3.x is no
 from _kafka_python_bridge import (
     KpMessage,
     MessageSpec,
-    SpecField,
     ValueGenerator,
     api_specs,
     kafka_python_message,
@@ -40,6 +38,8 @@ from _kafka_python_bridge import (
     kp_request_header,
     kp_response_header,
     kp_value,
+    ours_build,
+    ours_value,
     seed_for,
 )
 
@@ -57,53 +57,6 @@ from aiokafkawire.protocol.framing import (
 # Typed loosely: the generated registries are typed as the Message base class.
 REQUEST_TYPES: dict[int, Any] = messages.REQUEST_TYPES
 RESPONSE_TYPES: dict[int, Any] = messages.RESPONSE_TYPES
-
-# ---------------------------------------------------------------------------------- our adapter
-
-
-def _nested_class(owner: type, type_name: str) -> type:
-    return getattr(sys.modules[owner.__module__], type_name.removeprefix("[]"))
-
-
-def _schema(cls: Any) -> dict[str, tuple[Any, ...]]:
-    return {entry[0]: entry for entry in cls._SCHEMA}
-
-
-def ours_build(cls: type, fields: list[SpecField], value: dict[str, Any]) -> Any:
-    """One of our generated objects holding a logical value."""
-    schema = _schema(cls)
-    kwargs: dict[str, Any] = {}
-    for spec_field in fields:
-        if spec_field.attr not in value:
-            continue
-        item = value[spec_field.attr]
-        if spec_field.is_struct and item is not None:
-            assert spec_field.fields is not None
-            sub = _nested_class(cls, schema[spec_field.attr][1])
-            if spec_field.is_array:
-                item = [ours_build(sub, spec_field.fields, element) for element in item]
-            else:
-                item = ours_build(sub, spec_field.fields, item)
-        kwargs[spec_field.attr] = item
-    return cls(**kwargs)
-
-
-def ours_value(obj: Any, fields: list[SpecField], version: int) -> dict[str, Any]:
-    """The logical value of one of our objects (fields present in ``version`` only)."""
-    value: dict[str, Any] = {}
-    for spec_field in fields:
-        if not spec_field.present(version):
-            continue
-        item = getattr(obj, spec_field.attr)
-        if spec_field.is_struct and item is not None:
-            assert spec_field.fields is not None
-            if spec_field.is_array:
-                item = [ours_value(element, spec_field.fields, version) for element in item]
-            else:
-                item = ours_value(item, spec_field.fields, version)
-        value[spec_field.attr] = item
-    return value
-
 
 # ---------------------------------------------------------------------------------- the cases
 
