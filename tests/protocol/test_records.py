@@ -23,6 +23,7 @@ from aiokafkawire.protocol import records as records_api
 from aiokafkawire.protocol.records import _pure
 from aiokafkawire.protocol.records._types import (
     CompressionType,
+    ControlRecord,
     ControlRecordType,
     TimestampType,
 )
@@ -36,7 +37,10 @@ CODECS_BY_MAGIC = [
     if not (codec == CompressionType.ZSTD and magic < 2)
 ]
 
-SAMPLE = [
+Sample = tuple[int, "bytes | None", "bytes | None", list[tuple[str, "bytes | None"]]]
+Row = tuple[object, ...]
+
+SAMPLE: list[Sample] = [
     # (timestamp, key, value, headers)
     (1_700_000_000_000, b"key-0", b"value-0", [("h1", b"v1")]),
     (1_700_000_000_005, None, b"value with null key", []),
@@ -49,14 +53,15 @@ SAMPLE = [
 @pytest.fixture(params=IMPLS, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
 def impl(request: pytest.FixtureRequest) -> ModuleType:
     """Every implementation of the records interface that is importable here."""
-    return request.param  # type: ignore[no-any-return]
+    module: ModuleType = request.param
+    return module
 
 
 def build(
     impl: ModuleType,
     magic: int,
     codec: int,
-    records: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    records: list[Sample],
     **kwargs: object,
 ) -> bytes:
     builder = impl.RecordBatchBuilder(
@@ -68,7 +73,7 @@ def build(
     return bytes(builder.build())
 
 
-def read_all(impl: ModuleType, data: bytes, **kwargs: bool) -> list[tuple[object, ...]]:
+def read_all(impl: ModuleType, data: bytes | bytearray | memoryview, **kwargs: bool) -> list[Row]:
     return [
         (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
         for batch in impl.iter_batches(data, **kwargs)
@@ -76,10 +81,8 @@ def read_all(impl: ModuleType, data: bytes, **kwargs: bool) -> list[tuple[object
     ]
 
 
-def expected(
-    magic: int, base_offset: int, records: list[tuple[int, bytes | None, bytes | None, list]]
-) -> list[tuple[object, ...]]:
-    out = []
+def expected(magic: int, base_offset: int, records: list[Sample]) -> list[Row]:
+    out: list[Row] = []
     for i, (timestamp, key, value, headers) in enumerate(records):
         if magic == 0:
             timestamp, ts_type = -1, TimestampType.NO_TIMESTAMP_TYPE
@@ -305,7 +308,11 @@ def test_builder_rejects_invalid_settings(impl: ModuleType) -> None:
 
 
 def test_large_offsets_and_negative_timestamp_delta(impl: ModuleType) -> None:
-    records = [(10_000, b"a", b"1", []), (9_000, b"b", b"2", []), (10**12, b"c", b"3", [])]
+    records: list[Sample] = [
+        (10_000, b"a", b"1", []),
+        (9_000, b"b", b"2", []),
+        (10**12, b"c", b"3", []),
+    ]
     data = build(impl, 2, 0, records, base_offset=2**40)
     assert read_all(impl, data) == expected(2, 2**40, records)
 
@@ -345,7 +352,7 @@ def _consume(data: bytes, check_crcs: bool) -> None:
     for batch in _pure.iter_batches(data, check_crcs=check_crcs):
         for record in batch:
             _ = (record.offset, record.key, record.value, record.headers)
-            if record.is_control:
+            if isinstance(record, ControlRecord):
                 _ = (record.control_type, record.coordinator_epoch)
         _ = (batch.base_offset, batch.last_offset, batch.compression_type, batch.timestamp_type)
 

@@ -100,7 +100,8 @@ LIBRARIES = _libraries()
 
 @pytest.fixture(params=LIBRARIES, ids=lambda lib: lib.name)
 def lib(request: pytest.FixtureRequest) -> Library:
-    return request.param  # type: ignore[no-any-return]
+    library: Library = request.param
+    return library
 
 
 def _skip_unsupported(lib: Library, magic: int, codec: int) -> None:
@@ -130,7 +131,7 @@ def write_theirs(lib: Library, magic: int, codec: int, records: list[Sample]) ->
 
 
 def read_theirs(lib: Library, data: bytes) -> list[tuple[object, ...]]:
-    out = []
+    out: list[tuple[object, ...]] = []
     for magic, view in _split(data):
         batch = lib.default_batch(view) if magic == 2 else lib.legacy_batch(view, magic)
         if magic == 2:

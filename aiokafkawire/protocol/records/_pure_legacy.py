@@ -268,7 +268,10 @@ class LegacyRecordBatch:
             elif wrapper_timestamp_type == _LOG_APPEND_TIME:
                 timestamp, timestamp_type = wrapper.timestamp, _LOG_APPEND_TIME
             else:
-                timestamp, timestamp_type = message.timestamp, _CREATE_TIME
+                timestamp = message.timestamp
+                timestamp_type = (
+                    _LOG_APPEND_TIME if message.attributes & ATTR_TIMESTAMP_TYPE else _CREATE_TIME
+                )
             records.append(
                 Record(
                     message.offset + offset_shift,
