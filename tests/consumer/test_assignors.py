@@ -185,6 +185,69 @@ def test_member_order_follows_java_utf16_comparison() -> None:
     }
 
 
+def racks_by_global_index(
+    partitions: Mapping[str, int], rack_count: int, shift: Mapping[str, int] | None = None
+) -> dict[TopicPartition, set[str]]:
+    """Replication factor 1: partitions numbered across topics (sorted), rack = index % racks."""
+    racks: dict[TopicPartition, set[str]] = {}
+    index = 0
+    for topic in sorted(partitions):
+        for p in range(partitions[topic]):
+            racks[TP(topic, p)] = {f"rack{(index + (shift or {}).get(topic, 0)) % rack_count}"}
+            index += 1
+    return racks
+
+
+def parse(text: str) -> list[TopicPartition]:
+    return [TP(item.split("-")[0], int(item.split("-")[1])) for item in text.split(", ")]
+
+
+def test_range_rack_aware_uniform_subscription_matches_java() -> None:
+    # Java RangeAssignorTest.testRackAwareAssignmentWithUniformSubscription, replication factor 1.
+    partitions = {"t1": 6, "t2": 7, "t3": 2}
+    subs = {
+        f"consumer{i}": MemberSubscription(f"consumer{i}", ["t1", "t2", "t3"], rack_id=f"rack{i}")
+        for i in range(3)
+    }
+    result = plain(
+        RangeAssignor().assign(
+            partitions, subs, partition_racks=racks_by_global_index(partitions, 3)
+        )
+    )
+    assert result == {
+        "consumer0": parse("t1-0, t1-3, t2-0, t2-3, t2-6"),
+        "consumer1": parse("t1-1, t1-4, t2-1, t2-4, t3-0"),
+        "consumer2": parse("t1-2, t1-5, t2-2, t2-5, t3-1"),
+    }
+    # Without rack information the plain (Java "nonRackAwareAssignment") result comes back.
+    assert plain(RangeAssignor().assign(partitions, subs)) == {
+        "consumer0": parse("t1-0, t1-1, t2-0, t2-1, t2-2, t3-0"),
+        "consumer1": parse("t1-2, t1-3, t2-3, t2-4, t3-1"),
+        "consumer2": parse("t1-4, t1-5, t2-5, t2-6"),
+    }
+
+
+def test_range_rack_aware_keeps_copartitioned_topics_together() -> None:
+    partitions = {"t1": 4, "t2": 4}
+    subs = {
+        "a": MemberSubscription("a", ["t1", "t2"], rack_id="rack0"),
+        "b": MemberSubscription("b", ["t1", "t2"], rack_id="rack1"),
+    }
+    aligned = {tp: {f"rack{tp.partition % 2}"} for tp in all_partitions(partitions, {"t1", "t2"})}
+    result = plain(RangeAssignor().assign(partitions, subs, partition_racks=aligned))
+    assert result == {
+        "a": parse("t1-0, t1-2, t2-0, t2-2"),
+        "b": parse("t1-1, t1-3, t2-1, t2-3"),
+    }
+    # Partition p of t1 and t2 never share a rack: keep them together rather than match racks.
+    crossed = {
+        tp: {f"rack{(tp.partition + (tp.topic == 't2')) % 2}"}
+        for tp in all_partitions(partitions, {"t1", "t2"})
+    }
+    result = plain(RangeAssignor().assign(partitions, subs, partition_racks=crossed))
+    assert result == {"a": parse("t1-0, t1-1, t2-0, t2-1"), "b": parse("t1-2, t1-3, t2-2, t2-3")}
+
+
 # --- round robin ----------------------------------------------------------------------------------
 
 
@@ -676,3 +739,51 @@ def test_java_stale_generation_claims_are_invalidated() -> None:
             member_id, ["topic", "topic2"], encode_sticky_user_data(owned, generation)
         )
     assert plain(StickyAssignor().assign({"topic": 3, "topic2": 3}, subs)) == expected
+
+
+@given(
+    setup=group_setups(),
+    rack_count=st.integers(1, 3),
+    member_racks=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=8, max_size=8),
+)
+@settings(max_examples=80, deadline=None)
+def test_range_rack_aware_keeps_per_topic_quotas(
+    setup: tuple[dict[str, int], dict[str, list[str]]],
+    rack_count: int,
+    member_racks: list[int | None],
+) -> None:
+    partitions, members = setup
+    subs = {
+        m: MemberSubscription(m, topics, rack_id=None if rack is None else f"rack{rack}")
+        for (m, topics), rack in zip(members.items(), member_racks, strict=False)
+    }
+    racks = racks_by_global_index(partitions, rack_count)
+    result = RangeAssignor().assign(partitions, subs, partition_racks=racks)
+    check_valid(result, partitions, subs)
+    plain_result = RangeAssignor().assign(partitions, subs)
+    for topic in partitions:
+        counts = sorted(
+            sum(tp.topic == topic for tp in a.partitions)
+            for m, a in result.items()
+            if topic in subs[m].topics
+        )
+        plain_counts = sorted(
+            sum(tp.topic == topic for tp in a.partitions)
+            for m, a in plain_result.items()
+            if topic in subs[m].topics
+        )
+        assert counts == plain_counts  # same quotas as without racks
+    if all(s.rack_id is None for s in subs.values()) or rack_count == 1:
+        assert plain(result) == plain(plain_result)
+
+
+@pytest.mark.parametrize(
+    "assignor",
+    [RangeAssignor(), RoundRobinAssignor(), StickyAssignor(), CooperativeStickyAssignor()],
+)
+def test_every_assignor_accepts_partition_racks(assignor: RangeAssignor) -> None:
+    partitions = {"t": 5}
+    subs = {m: MemberSubscription(m, ["t"], rack_id="rack0") for m in ("a", "b")}
+    racks = {TP("t", p): {"rack0", "rack1"} for p in range(5)}
+    with_racks = assignor.assign(partitions, subs, partition_racks=racks)
+    assert plain(with_racks) == plain(assignor.assign(partitions, subs))

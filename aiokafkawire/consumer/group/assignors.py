@@ -37,6 +37,7 @@ __all__ = [
     "MemberAssignment",
     "MemberSubscription",
     "PartitionAssignor",
+    "PartitionRacks",
     "RangeAssignor",
     "RoundRobinAssignor",
     "StickyAssignor",
@@ -172,6 +173,113 @@ class _StatelessAssignorBase:
 # --- range ----------------------------------------------------------------------------------------
 
 
+PartitionRacks = Mapping[TopicPartition, Collection[str]]
+"""The racks holding replicas of each partition (from metadata), for rack-aware assignment."""
+
+
+class _RangeTopicState:
+    """Range assignment of one topic in progress: quotas, counts and unassigned partitions."""
+
+    __slots__ = (
+        "counts",
+        "member_racks",
+        "needs_rack_matching",
+        "partition_racks",
+        "per_member",
+        "topic",
+        "unassigned",
+        "with_extra",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition_count: int,
+        members: list[str],
+        member_racks: Mapping[str, str | None],
+        partition_racks: PartitionRacks | None,
+    ) -> None:
+        self.topic = topic
+        self.counts = {member_id: 0 for member_id in members}  # in assignment order
+        self.per_member, self.with_extra = divmod(partition_count, len(members))
+        # An insertion-ordered dict serves as an ordered set of partition numbers.
+        self.unassigned = dict.fromkeys(range(partition_count))
+        self.member_racks = member_racks
+        racks = partition_racks or {}
+        self.partition_racks = [
+            frozenset(racks.get(TopicPartition(topic, p), ())) for p in range(partition_count)
+        ]
+        self.needs_rack_matching = self._rack_matching_helps(members)
+
+    def _rack_matching_helps(self, members: list[str]) -> bool:
+        """KIP-881: match racks only if members have racks, some replicas are on them, and
+        partitions are not all on the same set of racks (then any member is as good)."""
+        consumer_racks = {self.member_racks[m] for m in members} - {None}
+        all_racks = frozenset().union(*self.partition_racks)
+        if not consumer_racks or consumer_racks.isdisjoint(all_racks):
+            return False
+        return any(racks != all_racks for racks in self.partition_racks)
+
+    def racks_match(self, member_id: str, partition: int) -> bool:
+        rack = self.member_racks[member_id]
+        return rack is None or rack in self.partition_racks[partition]
+
+    def max_assignable(self, member_id: str) -> int:
+        quota = self.per_member + (1 if self.with_extra > 0 else 0)
+        return max(0, quota - self.counts[member_id])
+
+    def give(
+        self, member_id: str, partitions: list[int], assignment: dict[str, list[TopicPartition]]
+    ) -> None:
+        assignment[member_id].extend(TopicPartition(self.topic, p) for p in partitions)
+        self.counts[member_id] += len(partitions)
+        if self.counts[member_id] > self.per_member:
+            self.with_extra -= 1
+        for partition in partitions:
+            del self.unassigned[partition]
+
+    def assign_ranges(
+        self, assignment: dict[str, list[TopicPartition]], *, rack_matched_only: bool
+    ) -> None:
+        """Give each member, in order, the first unassigned partitions it may take."""
+        for member_id in self.counts:
+            if not self.unassigned:
+                return
+            limit = self.max_assignable(member_id)
+            chosen: list[int] = []
+            for partition in self.unassigned:
+                if len(chosen) >= limit:
+                    break
+                if not rack_matched_only or self.racks_match(member_id, partition):
+                    chosen.append(partition)
+            if chosen:
+                self.give(member_id, chosen, assignment)
+
+
+def _assign_copartitioned_by_rack(
+    members: Sequence[str],
+    partition_count: int,
+    states: list[_RangeTopicState],
+    assignment: dict[str, list[TopicPartition]],
+) -> None:
+    """Topics with the same members and partition count: give partition p of every one of them
+    to the same member, the first whose rack holds all of them (Java's co-partitioning rule)."""
+    remaining = list(members)
+    for partition in range(partition_count):
+        for member_id in remaining:
+            if all(
+                s.racks_match(member_id, partition) and s.max_assignable(member_id) > 0
+                for s in states
+            ):
+                for state in states:
+                    state.give(member_id, [partition], assignment)
+                if not any(s.max_assignable(member_id) > 0 for s in states):
+                    remaining.remove(member_id)
+                break
+        if not remaining:
+            return
+
+
 class RangeAssignor(_StatelessAssignorBase):
     """Java's ``RangeAssignor``: per topic, contiguous partition ranges in member order.
 
@@ -179,6 +287,10 @@ class RangeAssignor(_StatelessAssignorBase):
     ones by member id); each gets ``count // members`` partitions and the first
     ``count % members`` get one more. Topics are independent, so the same members get the extra
     partitions of every topic.
+
+    Rack awareness (KIP-881): given ``partition_racks`` and members with a ``rack_id``, each
+    member first takes, within its quota, partitions with a replica on its rack (co-partitioned
+    topics together), and the rest is assigned as above.
     """
 
     name = "range"
@@ -187,6 +299,8 @@ class RangeAssignor(_StatelessAssignorBase):
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, MemberSubscription],
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, MemberAssignment]:
         """Assign contiguous ranges of each topic's partitions (see the class docstring)."""
         assignment = _empty_assignment(subscriptions)
@@ -194,20 +308,43 @@ class RangeAssignor(_StatelessAssignorBase):
         for member_id in _ordered_members(subscriptions):
             for topic in dict.fromkeys(subscriptions[member_id].topics):
                 members_per_topic.setdefault(topic, []).append(member_id)
-        for topic in _sorted_strings(members_per_topic):
-            partition_count = partitions_per_topic.get(topic)
-            if partition_count is None:
-                continue
-            members = members_per_topic[topic]
-            per_member, with_extra = divmod(partition_count, len(members))
-            start = 0
-            for index, member_id in enumerate(members):
-                length = per_member + (1 if index < with_extra else 0)
-                assignment[member_id].extend(
-                    TopicPartition(topic, partition) for partition in range(start, start + length)
-                )
-                start += length
+        member_racks = {member_id: s.rack_id for member_id, s in subscriptions.items()}
+        states = [
+            _RangeTopicState(
+                topic,
+                partitions_per_topic[topic],
+                members_per_topic[topic],
+                member_racks,
+                partition_racks,
+            )
+            for topic in _sorted_strings(members_per_topic)
+            if partitions_per_topic.get(topic, 0) > 0
+        ]
+        rack_aware = any(state.needs_rack_matching for state in states)
+        if rack_aware:
+            self._assign_rack_matched(states, assignment)
+        for state in states:
+            state.assign_ranges(assignment, rack_matched_only=False)
+        if rack_aware:
+            for partitions in assignment.values():
+                partitions.sort()
         return _wrap(assignment)
+
+    @staticmethod
+    def _assign_rack_matched(
+        states: list[_RangeTopicState], assignment: dict[str, list[TopicPartition]]
+    ) -> None:
+        # Topics with the same members and the same partition count are co-partitioned: their
+        # partition p goes to one member together, as the rack-unaware assignment would do.
+        groups: dict[tuple[tuple[str, ...], int], list[_RangeTopicState]] = {}
+        for state in states:
+            key = (tuple(state.counts), len(state.partition_racks))
+            groups.setdefault(key, []).append(state)
+        for (members, partition_count), group in groups.items():
+            if len(group) > 1:
+                _assign_copartitioned_by_rack(members, partition_count, group, assignment)
+            elif group[0].needs_rack_matching:
+                group[0].assign_ranges(assignment, rack_matched_only=True)
 
 
 # --- round robin ----------------------------------------------------------------------------------
@@ -227,8 +364,10 @@ class RoundRobinAssignor(_StatelessAssignorBase):
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, MemberSubscription],
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, MemberAssignment]:
-        """Deal the partitions out in turn (see the class docstring)."""
+        """Deal the partitions out in turn (see the class docstring); racks play no part."""
         assignment = _empty_assignment(subscriptions)
         members = _ordered_members(subscriptions)
         if not members:
@@ -562,8 +701,13 @@ class StickyAssignor:
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, MemberSubscription],
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, MemberAssignment]:
-        """Balanced assignment keeping partitions with their previous owners where possible."""
+        """Balanced assignment keeping partitions with their previous owners where possible.
+
+        ``partition_racks`` is accepted for a uniform call but not used yet (no rack matching).
+        """
         claims: dict[str, tuple[int, Sequence[TopicPartition]]] = {}
         for member_id, subscription in subscriptions.items():
             partitions, generation = decode_sticky_user_data(subscription.user_data)
@@ -610,8 +754,13 @@ class CooperativeStickyAssignor:
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, MemberSubscription],
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, MemberAssignment]:
-        """Sticky assignment minus the partitions that must first be revoked from their owner."""
+        """Sticky assignment minus the partitions that must first be revoked from their owner.
+
+        ``partition_racks`` is accepted for a uniform call but not used yet (no rack matching).
+        """
         claims: dict[str, tuple[int, Sequence[TopicPartition]]] = {}
         claimants: dict[TopicPartition, list[str]] = {}
         for member_id, subscription in subscriptions.items():
