@@ -105,3 +105,16 @@ def test_missing_library_fails_only_that_codec(monkeypatch: pytest.MonkeyPatch) 
     assert codecs.decompress(CompressionType.LZ4, codecs.compress(CompressionType.LZ4, b"ok")) == (
         b"ok"
     )
+
+
+def test_snappy_falls_back_to_python_snappy(monkeypatch: pytest.MonkeyPatch) -> None:
+    snappy = pytest.importorskip("snappy")  # imported before cramjam is hidden below
+    monkeypatch.setattr(codecs, "_modules", {})
+    monkeypatch.setitem(sys.modules, "cramjam", None)
+    data = codecs.compress(CompressionType.SNAPPY, PAYLOAD)
+    assert codecs.decompress(CompressionType.SNAPPY, data) == PAYLOAD
+    assert codecs._modules == {"snappy": snappy}
+    monkeypatch.setattr(codecs, "_modules", {})
+    monkeypatch.setitem(sys.modules, "snappy", None)
+    with pytest.raises(CompressionLibraryMissingError, match="python-snappy"):
+        codecs.decompress(CompressionType.SNAPPY, data)
