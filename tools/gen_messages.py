@@ -420,12 +420,20 @@ class ModuleWriter:
         self.bodies: dict[tuple[str, str, str], str] = {}  # (kind, class, body) -> name
         self.uses_uuid_type = False
         self.uses_missing = False
+        self.array_tables: set[str] = set()  # struct codes of NUMBER_ARRAY_STRUCTS used
 
     # ---- helpers
 
     def helper(self, name: str) -> str:
         self.helpers.add(name)
         return name
+
+    def array_table(self, type_name: str) -> str:
+        """Module constant holding the precompiled short-array structs of a number type."""
+        code = FIXED[type_name][0]
+        self.helper("NUMBER_ARRAY_STRUCTS")
+        self.array_tables.add(code)
+        return f"_A_{type_name}"
 
     def struct_const(self, fmt: str) -> str:
         name = self.structs_fmt.get(fmt)
@@ -577,8 +585,19 @@ class ModuleWriter:
         flex = self.field_flexible(fld, version, flexible)
         nullable = version in fld.nullable
         if fld.is_array and self.is_number_array(fld):
-            writer = self.fixed_array_codec("write", fld.type_name, flex, nullable)
-            em.line(f"{self.helper(writer)}({out}, {value})")
+            # Short arrays inline (one precompiled struct for count and values), others via helper.
+            writer = self.helper(self.fixed_array_codec("write", fld.type_name, flex, nullable))
+            table = self.array_table(fld.type_name)
+            em.line(f"v = {value}")
+            small = "v is not None and len(v) < 32" if nullable else "len(v) < 32"
+            with em.block(f"if {small}:"):
+                if flex:
+                    em.line(f"{out}.append(len(v) + 1)")
+                else:
+                    em.line(f"{out} += {self.struct_const('>i')}.pack(len(v))")
+                em.line(f"{out} += {table}[len(v)].pack(*v)")
+            with em.block("else:"):
+                em.line(f"{writer}({out}, v)")
             return
         if fld.is_array:
             em.line(f"v = {value}")
@@ -794,8 +813,19 @@ class ModuleWriter:
         nullable: bool,
     ) -> None:
         if self.is_number_array(fld):
-            reader = self.fixed_array_codec("read", fld.type_name, flex, nullable)
-            em.line(f"{target}, pos = {self.helper(reader)}(buf, pos)")
+            reader = self.helper(self.fixed_array_codec("read", fld.type_name, flex, nullable))
+            table = self.array_table(fld.type_name)
+            width = FIXED[fld.type_name][1]
+            prefix = 1 if flex else 4
+            if flex:
+                em.line("n = buf[pos] - 1")
+            else:
+                em.line(f"(n,) = {self.struct_const('>i')}.unpack_from(buf, pos)")
+            with em.block("if 0 <= n < 32:"):
+                em.line(f"{target} = list({table}[n].unpack_from(buf, pos + {prefix}))")
+                em.line(f"pos += {prefix} + {width} * n")
+            with em.block("else:"):
+                em.line(f"{target}, pos = {reader}(buf, pos)")
             return
         elem_min = 1
         if fld.struct is not None:
@@ -1144,6 +1174,9 @@ def generate_module(specs: list[Spec], module_doc: str) -> str:
     consts = ["_new = object.__new__"]
     for fmt, name in sorted(writer.structs_fmt.items(), key=lambda kv: kv[1]):
         consts.append(f"{name} = Struct({q(fmt)})")
+    code_to_type = {code: t for t, (code, _w) in FIXED.items()}
+    for code in sorted(writer.array_tables):
+        consts.append(f"_A_{code_to_type[code]} = NUMBER_ARRAY_STRUCTS[{q(code)}]")
     all_names = sorted(s.top.class_name for s in specs)
     exports = ["__all__ = ["] + [f"    {q(n)}," for n in all_names] + ["]"]
     parts = [

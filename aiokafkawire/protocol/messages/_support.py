@@ -368,11 +368,11 @@ def _check_end(buf: bytes, end: int) -> None:
 
 
 def read_string(buf: bytes, pos: int) -> tuple[str, int]:
-    """int16-length string; null is a protocol error."""
+    """int16-length string; a null is read as "" (librdkafka sends null hosts in error answers)."""
     (n,) = _unpack_i16(buf, pos)
     pos += 2
     if n < 0:
-        raise ProtocolError("null string in a non-nullable field")
+        return "", pos
     end = pos + n
     if end > len(buf):
         _check_end(buf, end)
@@ -392,14 +392,14 @@ def read_nullable_string(buf: bytes, pos: int) -> tuple[str | None, int]:
 
 
 def read_compact_string(buf: bytes, pos: int) -> tuple[str, int]:
-    """Unsigned-varint (length + 1) string; null is a protocol error."""
+    """Unsigned-varint (length + 1) string; a null is read as "" (see :func:`read_string`)."""
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
     if n == 0:
-        raise ProtocolError("null string in a non-nullable field")
+        return "", pos
     end = pos + n - 1
     if end > len(buf):
         _check_end(buf, end)
@@ -581,8 +581,13 @@ def check_tagged_end(pos: int, end: int) -> None:
 
 # ------------------------------------------------------------ arrays of fixed-width numbers
 
-# Precompiled structs for the common short arrays; longer ones go through struct's format cache.
-_SMALL_ARRAY = 32
+# Precompiled structs for the common short arrays (by struct code, indexed by element count);
+# generated code uses them inline, longer arrays go through struct's own format cache.
+SMALL_ARRAY = 32
+NUMBER_ARRAY_STRUCTS: dict[str, tuple[struct.Struct, ...]] = {
+    code: tuple(struct.Struct(f">{n}{code}") for n in range(SMALL_ARRAY))
+    for code in ("b", "h", "i", "q", "H", "I", "d", "?")
+}
 
 ArrayReader = Callable[[bytes, int], tuple[Any, int]]
 ArrayWriter = Callable[[bytearray, Any], None]
@@ -592,63 +597,49 @@ def _fixed_array_codec(code: str, width: int, compact: bool, nullable: bool) -> 
     ArrayReader, ArrayWriter
 ]:
     """Reader and writer of an array of one fixed-width number type, length prefix included."""
-    structs = tuple(struct.Struct(f">{n}{code}") for n in range(_SMALL_ARRAY))
+    structs = NUMBER_ARRAY_STRUCTS[code]
     null_marker = b"\x00" if compact else _NULL_I32
+    small = SMALL_ARRAY
 
-    def unpack(buf: bytes, pos: int, n: int) -> tuple[list[Any] | None, int]:
-        if n < 0:
-            if nullable:
-                return None, pos
-            raise ProtocolError(f"invalid array length {n}")
-        if n < _SMALL_ARRAY:
-            return list(structs[n].unpack_from(buf, pos)), pos + n * width
-        if n > len(buf) - pos:
-            raise ProtocolError(f"invalid array length {n}")
-        return list(struct.unpack_from(f">{n}{code}", buf, pos)), pos + n * width
-
-    def pack(values: list[Any]) -> bytes:
-        n = len(values)
-        if n < _SMALL_ARRAY:
-            return structs[n].pack(*values)
-        return struct.pack(f">{n}{code}", *values)
-
-    if compact:
-
-        def read(buf: bytes, pos: int) -> tuple[list[Any] | None, int]:
+    def read(buf: bytes, pos: int) -> tuple[list[Any] | None, int]:
+        if compact:
             n = buf[pos]
             if n < 0x80:
                 pos += 1
             else:
                 n, pos = _uvarint(buf, pos)
-            return unpack(buf, pos, n - 1)
-
-        def write(out: bytearray, values: list[Any] | None) -> None:
-            if values is None:
-                if not nullable:
-                    raise EncodeError("null array in a non-nullable field")
-                out += null_marker
-                return
-            n = len(values) + 1
-            if n < 0x80:
-                out.append(n)
-            else:
-                out += encode_unsigned_varint(n)
-            out += pack(values)
-
-    else:
-
-        def read(buf: bytes, pos: int) -> tuple[list[Any] | None, int]:
+            n -= 1
+        else:
             (n,) = _unpack_i32(buf, pos)
-            return unpack(buf, pos + 4, n)
+            pos += 4
+        if 0 <= n < small:
+            return list(structs[n].unpack_from(buf, pos)), pos + n * width
+        if n < 0:
+            if nullable:
+                return None, pos
+            raise ProtocolError(f"invalid array length {n}")
+        if n > len(buf) - pos:
+            raise ProtocolError(f"invalid array length {n}")
+        return list(struct.unpack_from(f">{n}{code}", buf, pos)), pos + n * width
 
-        def write(out: bytearray, values: list[Any] | None) -> None:
-            if values is None:
-                if not nullable:
-                    raise EncodeError("null array in a non-nullable field")
-                out += null_marker
-                return
-            out += _pack_i32(len(values))
-            out += pack(values)
+    def write(out: bytearray, values: list[Any] | None) -> None:
+        if values is None:
+            if not nullable:
+                raise EncodeError("null array in a non-nullable field")
+            out += null_marker
+            return
+        n = len(values)
+        if compact:
+            if n < 0x7F:
+                out.append(n + 1)
+            else:
+                out += encode_unsigned_varint(n + 1)
+        else:
+            out += _pack_i32(n)
+        if n < small:
+            out += structs[n].pack(*values)
+        else:
+            out += struct.pack(f">{n}{code}", *values)
 
     return read, write
 

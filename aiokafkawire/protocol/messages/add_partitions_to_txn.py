@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -38,6 +39,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__qh = Struct(">qh")
 _S__qho = Struct(">qh?")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class AddPartitionsToTxnRequest(RequestMessage):
@@ -312,20 +314,35 @@ class AddPartitionsToTxnPartitionResult(Message):
 
 def _enc_AddPartitionsToTxnTopic_v0(out, obj):
     write_string(out, obj.name)
-    write_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_AddPartitionsToTxnTopic_v0(buf, pos):
     obj = _new(AddPartitionsToTxnTopic)
     obj.name, pos = read_string(buf, pos)
-    obj.partitions, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.partitions, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_AddPartitionsToTxnTopic_v3(out, obj):
     write_compact_string(out, obj.name)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -335,7 +352,12 @@ def _enc_AddPartitionsToTxnTopic_v3(out, obj):
 def _dec_AddPartitionsToTxnTopic_v3(buf, pos):
     obj = _new(AddPartitionsToTxnTopic)
     obj.name, pos = read_compact_string(buf, pos)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

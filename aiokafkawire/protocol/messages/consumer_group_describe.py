@@ -9,6 +9,7 @@ from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     ZERO_UUID,
     Message,
     RequestMessage,
@@ -37,6 +38,7 @@ _S__h = Struct(">h")
 _S__i = Struct(">i")
 _S__ii = Struct(">ii")
 _S__o = Struct(">?")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class ConsumerGroupDescribeRequest(RequestMessage):
@@ -345,7 +347,12 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf, pos):
 def _enc_TopicPartitions_v0(out, obj):
     out += _S__16s.pack(obj.topic_id.bytes)
     write_compact_string(out, obj.topic_name)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -358,7 +365,12 @@ def _dec_TopicPartitions_v0(buf, pos):
     pos += 16
     obj.topic_id = uuid_from_bytes(raw_topic_id)
     obj.topic_name, pos = read_compact_string(buf, pos)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     ZERO_UUID,
     AbsentFieldError,
     Message,
@@ -38,6 +39,7 @@ _S__16s = Struct(">16s")
 _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__ii = Struct(">ii")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class ConsumerGroupHeartbeatRequest(RequestMessage):
@@ -238,7 +240,12 @@ class Assignment(Message):
 
 def _enc_TopicPartitions_v0(out, obj):
     out += _S__16s.pack(obj.topic_id.bytes)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -250,7 +257,12 @@ def _dec_TopicPartitions_v0(buf, pos):
     (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
     pos += 16
     obj.topic_id = uuid_from_bytes(raw_topic_id)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

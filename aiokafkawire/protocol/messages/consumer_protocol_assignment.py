@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from struct import Struct
+
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     Message,
     VersionedData,
     read_array_length,
@@ -22,6 +25,8 @@ __all__ = [
 ]
 
 _new = object.__new__
+_S__i = Struct(">i")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class ConsumerProtocolAssignment(VersionedData):
@@ -80,13 +85,23 @@ class TopicPartition(Message):
 
 def _enc_TopicPartition_v0(out, obj):
     write_string(out, obj.topic)
-    write_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_TopicPartition_v0(buf, pos):
     obj = _new(TopicPartition)
     obj.topic, pos = read_string(buf, pos)
-    obj.partitions, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.partitions, pos = read_int32_array(buf, pos)
     return obj, pos
 
 

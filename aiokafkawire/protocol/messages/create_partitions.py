@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     Message,
     RequestMessage,
     ResponseMessage,
@@ -42,6 +43,7 @@ _new = object.__new__
 _S__h = Struct(">h")
 _S__i = Struct(">i")
 _S__io = Struct(">i?")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class CreatePartitionsRequest(RequestMessage):
@@ -221,18 +223,33 @@ class CreatePartitionsTopicResult(Message):
 
 
 def _enc_CreatePartitionsAssignment_v0(out, obj):
-    write_int32_array(out, obj.broker_ids)
+    v = obj.broker_ids
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_CreatePartitionsAssignment_v0(buf, pos):
     obj = _new(CreatePartitionsAssignment)
-    obj.broker_ids, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.broker_ids = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.broker_ids, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_CreatePartitionsAssignment_v2(out, obj):
-    write_compact_int32_array(out, obj.broker_ids)
+    v = obj.broker_ids
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -241,7 +258,12 @@ def _enc_CreatePartitionsAssignment_v2(out, obj):
 
 def _dec_CreatePartitionsAssignment_v2(buf, pos):
     obj = _new(CreatePartitionsAssignment)
-    obj.broker_ids, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.broker_ids = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.broker_ids, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     ZERO_UUID,
     AbsentFieldError,
     Message,
@@ -51,6 +52,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__io = Struct(">i?")
 _S__obo = Struct(">?b?")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class CreateTopicsRequest(RequestMessage):
@@ -346,21 +348,36 @@ class CreatableTopicConfigs(Message):
 
 def _enc_CreatableReplicaAssignment_v0(out, obj):
     out += _S__i.pack(obj.partition_index)
-    write_int32_array(out, obj.broker_ids)
+    v = obj.broker_ids
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_CreatableReplicaAssignment_v0(buf, pos):
     obj = _new(CreatableReplicaAssignment)
     (obj.partition_index,) = _S__i.unpack_from(buf, pos)
     pos += 4
-    obj.broker_ids, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.broker_ids = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.broker_ids, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_CreatableReplicaAssignment_v5(out, obj):
     out += _S__i.pack(obj.partition_index)
-    write_compact_int32_array(out, obj.broker_ids)
+    v = obj.broker_ids
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -371,7 +388,12 @@ def _dec_CreatableReplicaAssignment_v5(buf, pos):
     obj = _new(CreatableReplicaAssignment)
     (obj.partition_index,) = _S__i.unpack_from(buf, pos)
     pos += 4
-    obj.broker_ids, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.broker_ids = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.broker_ids, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     Message,
     RequestMessage,
     ResponseMessage,
@@ -32,6 +33,7 @@ _new = object.__new__
 _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__qiiqiq = Struct(">qiiqiq")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class DescribeProducersRequest(RequestMessage):
@@ -257,7 +259,12 @@ class ProducerState(Message):
 
 def _enc_TopicRequest_v0(out, obj):
     write_compact_string(out, obj.name)
-    write_compact_int32_array(out, obj.partition_indexes)
+    v = obj.partition_indexes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -267,7 +274,12 @@ def _enc_TopicRequest_v0(out, obj):
 def _dec_TopicRequest_v0(buf, pos):
     obj = _new(TopicRequest)
     obj.name, pos = read_compact_string(buf, pos)
-    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     Message,
     RequestMessage,
     ResponseMessage,
@@ -30,6 +31,7 @@ _new = object.__new__
 _S__h = Struct(">h")
 _S__i = Struct(">i")
 _S__iqqh = Struct(">iqqh")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class DescribeTransactionsRequest(RequestMessage):
@@ -222,7 +224,12 @@ def _dec_DescribeTransactionsRequest_v0(buf, pos):
 
 def _enc_TopicData_v0(out, obj):
     write_compact_string(out, obj.topic)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -232,7 +239,12 @@ def _enc_TopicData_v0(out, obj):
 def _dec_TopicData_v0(buf, pos):
     obj = _new(TopicData)
     obj.topic, pos = read_compact_string(buf, pos)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

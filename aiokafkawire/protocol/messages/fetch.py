@@ -10,6 +10,7 @@ from uuid import UUID
 from aiokafkawire.errors import ProtocolError
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     ZERO_UUID,
     AbsentFieldError,
     Message,
@@ -68,6 +69,7 @@ _S__iqi = Struct(">iqi")
 _S__iqqi = Struct(">iqqi")
 _S__qi = Struct(">qi")
 _S__qq = Struct(">qq")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class FetchRequest(RequestMessage):
@@ -980,21 +982,36 @@ def _dec_FetchTopic_v17(buf, pos):
 
 def _enc_ForgottenTopic_v7(out, obj):
     write_string(out, obj.topic)
-    write_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_ForgottenTopic_v7(buf, pos):
     obj = _new(ForgottenTopic)
     obj.topic_id = ZERO_UUID
     obj.topic, pos = read_string(buf, pos)
-    obj.partitions, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.partitions, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_ForgottenTopic_v12(out, obj):
     write_compact_string(out, obj.topic)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -1005,7 +1022,12 @@ def _dec_ForgottenTopic_v12(buf, pos):
     obj = _new(ForgottenTopic)
     obj.topic_id = ZERO_UUID
     obj.topic, pos = read_compact_string(buf, pos)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -1016,7 +1038,12 @@ def _dec_ForgottenTopic_v12(buf, pos):
 
 def _enc_ForgottenTopic_v13(out, obj):
     out += _S__16s.pack(obj.topic_id.bytes)
-    write_compact_int32_array(out, obj.partitions)
+    v = obj.partitions
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -1029,7 +1056,12 @@ def _dec_ForgottenTopic_v13(buf, pos):
     (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
     pos += 16
     obj.topic_id = uuid_from_bytes(raw_topic_id)
-    obj.partitions, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partitions = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partitions, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -40,6 +41,7 @@ _S__ihqqi = Struct(">ihqqi")
 _S__iiq = Struct(">iiq")
 _S__iq = Struct(">iq")
 _S__iqi = Struct(">iqi")
+_A_int64 = NUMBER_ARRAY_STRUCTS["q"]
 
 
 class ListOffsetsRequest(RequestMessage):
@@ -607,7 +609,12 @@ def _enc_ListOffsetsPartitionResponse_v0(out, obj):
     if obj.leader_epoch != -1:
         raise AbsentFieldError("ListOffsetsPartitionResponse", "leader_epoch")
     out += _S__ih.pack(obj.partition_index, obj.error_code)
-    write_int64_array(out, obj.old_style_offsets)
+    v = obj.old_style_offsets
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int64[len(v)].pack(*v)
+    else:
+        write_int64_array(out, v)
 
 
 def _dec_ListOffsetsPartitionResponse_v0(buf, pos):
@@ -617,7 +624,12 @@ def _dec_ListOffsetsPartitionResponse_v0(buf, pos):
     obj.leader_epoch = -1
     obj.partition_index, obj.error_code = _S__ih.unpack_from(buf, pos)
     pos += 6
-    obj.old_style_offsets, pos = read_int64_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.old_style_offsets = list(_A_int64[n].unpack_from(buf, pos + 4))
+        pos += 4 + 8 * n
+    else:
+        obj.old_style_offsets, pos = read_int64_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -30,6 +31,7 @@ __all__ = [
 _new = object.__new__
 _S__ih = Struct(">ih")
 _S__q = Struct(">q")
+_A_int64 = NUMBER_ARRAY_STRUCTS["q"]
 
 
 class ListTransactionsRequest(RequestMessage):
@@ -167,7 +169,12 @@ def _enc_ListTransactionsRequest_v0(out, obj):
     write_compact_array_length(out, v)
     for e in v:
         write_compact_string(out, e)
-    write_compact_int64_array(out, obj.producer_id_filters)
+    v = obj.producer_id_filters
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int64[len(v)].pack(*v)
+    else:
+        write_compact_int64_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -183,7 +190,12 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
         e, pos = read_compact_string(buf, pos)
         state_filters_items.append(e)
     obj.state_filters = state_filters_items
-    obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.producer_id_filters = list(_A_int64[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -197,7 +209,12 @@ def _enc_ListTransactionsRequest_v1(out, obj):
     write_compact_array_length(out, v)
     for e in v:
         write_compact_string(out, e)
-    write_compact_int64_array(out, obj.producer_id_filters)
+    v = obj.producer_id_filters
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int64[len(v)].pack(*v)
+    else:
+        write_compact_int64_array(out, v)
     out += _S__q.pack(obj.duration_filter)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
@@ -213,7 +230,12 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
         e, pos = read_compact_string(buf, pos)
         state_filters_items.append(e)
     obj.state_filters = state_filters_items
-    obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.producer_id_filters = list(_A_int64[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
     (obj.duration_filter,) = _S__q.unpack_from(buf, pos)
     pos += 8
     if buf[pos]:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     ZERO_UUID,
     AbsentFieldError,
     Message,
@@ -52,6 +53,7 @@ _S__i = Struct(">i")
 _S__o = Struct(">?")
 _S__oo = Struct(">??")
 _S__ooo = Struct(">???")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class MetadataRequest(RequestMessage):
@@ -718,8 +720,18 @@ def _dec_MetadataResponseBroker_v9(buf, pos):
 
 def _enc_MetadataResponsePartition_v0(out, obj):
     out += _S__hii.pack(obj.error_code, obj.partition_index, obj.leader_id)
-    write_int32_array(out, obj.replica_nodes)
-    write_int32_array(out, obj.isr_nodes)
+    v = obj.replica_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
+    v = obj.isr_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_MetadataResponsePartition_v0(buf, pos):
@@ -728,17 +740,42 @@ def _dec_MetadataResponsePartition_v0(buf, pos):
     obj.offline_replicas = []
     obj.error_code, obj.partition_index, obj.leader_id = _S__hii.unpack_from(buf, pos)
     pos += 10
-    obj.replica_nodes, pos = read_int32_array(buf, pos)
-    obj.isr_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.replica_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.replica_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.isr_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.isr_nodes, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v5(out, obj):
     out += _S__hii.pack(obj.error_code, obj.partition_index, obj.leader_id)
-    write_int32_array(out, obj.replica_nodes)
-    write_int32_array(out, obj.isr_nodes)
-    write_int32_array(out, obj.offline_replicas)
+    v = obj.replica_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
+    v = obj.isr_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
+    v = obj.offline_replicas
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_MetadataResponsePartition_v5(buf, pos):
@@ -746,18 +783,48 @@ def _dec_MetadataResponsePartition_v5(buf, pos):
     obj.leader_epoch = -1
     obj.error_code, obj.partition_index, obj.leader_id = _S__hii.unpack_from(buf, pos)
     pos += 10
-    obj.replica_nodes, pos = read_int32_array(buf, pos)
-    obj.isr_nodes, pos = read_int32_array(buf, pos)
-    obj.offline_replicas, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.replica_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.replica_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.isr_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.isr_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.offline_replicas = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.offline_replicas, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v7(out, obj):
     out += _S__hiii.pack(obj.error_code, obj.partition_index, obj.leader_id, obj.leader_epoch)
-    write_int32_array(out, obj.replica_nodes)
-    write_int32_array(out, obj.isr_nodes)
-    write_int32_array(out, obj.offline_replicas)
+    v = obj.replica_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
+    v = obj.isr_nodes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
+    v = obj.offline_replicas
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_MetadataResponsePartition_v7(buf, pos):
@@ -769,18 +836,48 @@ def _dec_MetadataResponsePartition_v7(buf, pos):
         obj.leader_epoch,
     ) = _S__hiii.unpack_from(buf, pos)
     pos += 14
-    obj.replica_nodes, pos = read_int32_array(buf, pos)
-    obj.isr_nodes, pos = read_int32_array(buf, pos)
-    obj.offline_replicas, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.replica_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.replica_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.isr_nodes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.isr_nodes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.offline_replicas = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.offline_replicas, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_MetadataResponsePartition_v9(out, obj):
     out += _S__hiii.pack(obj.error_code, obj.partition_index, obj.leader_id, obj.leader_epoch)
-    write_compact_int32_array(out, obj.replica_nodes)
-    write_compact_int32_array(out, obj.isr_nodes)
-    write_compact_int32_array(out, obj.offline_replicas)
+    v = obj.replica_nodes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
+    v = obj.isr_nodes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
+    v = obj.offline_replicas
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -796,9 +893,24 @@ def _dec_MetadataResponsePartition_v9(buf, pos):
         obj.leader_epoch,
     ) = _S__hiii.unpack_from(buf, pos)
     pos += 14
-    obj.replica_nodes, pos = read_compact_int32_array(buf, pos)
-    obj.isr_nodes, pos = read_compact_int32_array(buf, pos)
-    obj.offline_replicas, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.replica_nodes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.replica_nodes, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.isr_nodes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.isr_nodes, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.offline_replicas = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.offline_replicas, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    NUMBER_ARRAY_STRUCTS,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -45,6 +46,7 @@ _S__i = Struct(">i")
 _S__iq = Struct(">iq")
 _S__iqi = Struct(">iqi")
 _S__o = Struct(">?")
+_A_int32 = NUMBER_ARRAY_STRUCTS["i"]
 
 
 class OffsetFetchRequest(RequestMessage):
@@ -430,20 +432,35 @@ class OffsetFetchResponsePartition(Message):
 
 def _enc_OffsetFetchRequestTopic_v0(out, obj):
     write_string(out, obj.name)
-    write_int32_array(out, obj.partition_indexes)
+    v = obj.partition_indexes
+    if len(v) < 32:
+        out += _S__i.pack(len(v))
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_int32_array(out, v)
 
 
 def _dec_OffsetFetchRequestTopic_v0(buf, pos):
     obj = _new(OffsetFetchRequestTopic)
     obj.name, pos = read_string(buf, pos)
-    obj.partition_indexes, pos = read_int32_array(buf, pos)
+    (n,) = _S__i.unpack_from(buf, pos)
+    if 0 <= n < 32:
+        obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 4))
+        pos += 4 + 4 * n
+    else:
+        obj.partition_indexes, pos = read_int32_array(buf, pos)
     obj.unknown_tagged_fields = None
     return obj, pos
 
 
 def _enc_OffsetFetchRequestTopic_v6(out, obj):
     write_compact_string(out, obj.name)
-    write_compact_int32_array(out, obj.partition_indexes)
+    v = obj.partition_indexes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -453,7 +470,12 @@ def _enc_OffsetFetchRequestTopic_v6(out, obj):
 def _dec_OffsetFetchRequestTopic_v6(buf, pos):
     obj = _new(OffsetFetchRequestTopic)
     obj.name, pos = read_compact_string(buf, pos)
-    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -464,7 +486,12 @@ def _dec_OffsetFetchRequestTopic_v6(buf, pos):
 
 def _enc_OffsetFetchRequestTopics_v8(out, obj):
     write_compact_string(out, obj.name)
-    write_compact_int32_array(out, obj.partition_indexes)
+    v = obj.partition_indexes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
     else:
@@ -474,7 +501,12 @@ def _enc_OffsetFetchRequestTopics_v8(out, obj):
 def _dec_OffsetFetchRequestTopics_v8(buf, pos):
     obj = _new(OffsetFetchRequestTopics)
     obj.name, pos = read_compact_string(buf, pos)
-    obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
