@@ -422,3 +422,17 @@ def test_is_full(impl: ModuleType) -> None:
         assert not builder.is_full()
         builder.append(1, None, b"x" * 300)
         assert builder.is_full()
+
+
+def test_empty_batch_kept_by_compaction(impl: ModuleType) -> None:
+    """A batch whose records were all compacted away: no records, offsets still advance."""
+    header = struct.pack(
+        ">bhiqqqhii", 2, 0x10 | CompressionType.LZ4, 9, 1000, 1000, 77, 1, 5, 0
+    )  # magic .. record count, no payload although the codec is lz4
+    body = struct.pack(">I", crc32c.crc32c(header[1:]))
+    data = struct.pack(">qii", 500, 4 + 1 + len(body) + len(header) - 1, -1)
+    data += header[:1] + body + header[1:]
+    (batch,) = impl.iter_batches(data)
+    assert list(batch) == []
+    assert (batch.base_offset, batch.last_offset, batch.next_offset) == (500, 509, 510)
+    assert (batch.producer_id, batch.base_sequence) == (77, 5)

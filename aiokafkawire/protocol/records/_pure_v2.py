@@ -328,6 +328,9 @@ class RecordBatch:
         return records
 
     def _decode(self) -> list[Record]:
+        if self.record_count == 0:
+            # Compaction keeps emptied batches (for producer state); Java skips their payload.
+            return []
         attributes = self.attributes
         codec = attributes & ATTR_CODEC_MASK
         if codec:
