@@ -1,0 +1,126 @@
+"""Records produced here are read back exactly by librdkafka (confluent-kafka), on both brokers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aiokafkawire.producer import Producer, RecordMetadata
+from aiokafkawire.testing import MockCluster
+
+from _producer_helpers import ck, read_back, unique_topic
+
+BASE_TS = 1_700_000_000_000
+
+
+def _records(count: int) -> list[dict[str, object]]:
+    """Keys, null keys, null values (tombstones), empty values, headers and explicit timestamps."""
+    records: list[dict[str, object]] = []
+    for i in range(count):
+        kind = i % 5
+        if kind == 0:
+            records.append({"key": b"key-%d" % i, "value": b"value-%d" % i * 7})
+        elif kind == 1:
+            records.append({"key": None, "value": bytes(range(256)) * 3})
+        elif kind == 2:
+            records.append({"key": b"tomb-%d" % i, "value": None})
+        elif kind == 3:
+            records.append({"key": b"", "value": b"", "headers": [("empty", b"")]})
+        else:
+            records.append(
+                {
+                    "key": b"h-%d" % i,
+                    "value": b"with headers",
+                    "headers": [("trace", b"id-%d" % i), ("nul", None), ("ünï", b"\x00\xff")],
+                }
+            )
+        records[-1]["timestamp"] = BASE_TS + i * 1000
+    return records
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
+async def test_every_codec_reads_back_exactly(kafka_bootstrap: str, compression: str | None):
+    topic = unique_topic(f"codec-{compression}")
+    records = _records(60)
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap,
+        compression=compression,
+        allow_auto_create_topics=True,
+        linger_ms=20,
+        batch_size=2000,  # several batches per partition
+    ) as producer:
+        handles = [
+            await producer.send(
+                topic,
+                r["value"],
+                r["key"],
+                partition=0,
+                timestamp=r["timestamp"],
+                headers=r.get("headers"),
+            )  # type: ignore[arg-type]
+            for r in records
+        ]
+        metadata = [await h for h in handles]
+    assert all(isinstance(m, RecordMetadata) for m in metadata)
+    offsets = [m.offset for m in metadata]
+    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+    read = await read_back(kafka_bootstrap, topic, len(records))
+    assert len(read) == len(records)
+    assert [r.offset for r in read] == offsets
+    for sent, got in zip(records, read):
+        assert got.partition == 0
+        assert got.key == sent["key"]
+        assert got.value == sent["value"]
+        assert got.timestamp == sent["timestamp"]
+        assert got.headers == list(sent.get("headers") or [])
+
+
+async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap: str):
+    topic = unique_topic("murmur")
+    keys = [b"key-%d" % i for i in range(150)] + [b"", b"\x00\xff", "ключ".encode()]
+
+    def produce_with_librdkafka() -> None:
+        producer = ck.Producer(
+            {
+                "bootstrap.servers": kafka_bootstrap,
+                "partitioner": "murmur2_random",
+                "linger.ms": 5,
+            }
+        )
+        for key in keys:
+            producer.produce(topic, value=b"librdkafka", key=key)
+        assert producer.flush(30) == 0
+
+    async with Producer(bootstrap_servers=kafka_bootstrap, allow_auto_create_topics=True) as ours:
+        # Create the topic first, so both producers see the same partition count.
+        partitions = await ours.partitions_for(topic)
+        assert len(partitions) > 1
+        await asyncio.to_thread(produce_with_librdkafka)
+        handles = [await ours.send(topic, b"ours", key) for key in keys]
+        ours_by_key = {key: (await h).partition for key, h in zip(keys, handles)}
+
+    read = await read_back(kafka_bootstrap, topic, 2 * len(keys))
+    theirs_by_key = {r.key: r.partition for r in read if r.value == b"librdkafka"}
+    assert len(theirs_by_key) == len(keys)
+    assert ours_by_key == theirs_by_key
+    assert len(set(ours_by_key.values())) > 1  # the keys really were spread
+
+
+async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: MockCluster):
+    topic = unique_topic("sticky")
+    mock_cluster.create_topic(topic, partitions=4)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, batch_size=1024, linger_ms=50
+    ) as producer:
+        handles = [await producer.send(topic, b"x" * 100) for _ in range(300)]
+        metadata = [await h for h in handles]
+    partitions = [m.partition for m in metadata]
+    # KIP-480: consecutive keyless records share a partition until its batch fills up.
+    switches = sum(1 for a, b in zip(partitions, partitions[1:]) if a != b)
+    assert 1 <= switches < 100
+    read = await read_back(mock_cluster.bootstrap_servers, topic, 300)
+    assert sorted((r.partition, r.offset) for r in read) == sorted(
+        (m.partition, m.offset) for m in metadata
+    )
