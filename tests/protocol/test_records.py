@@ -436,3 +436,33 @@ def test_empty_batch_kept_by_compaction(impl: ModuleType) -> None:
     assert list(batch) == []
     assert (batch.base_offset, batch.last_offset, batch.next_offset) == (500, 509, 510)
     assert (batch.producer_id, batch.base_sequence) == (77, 5)
+
+
+def test_producer_state_set_at_drain_and_rewritten(impl: ModuleType) -> None:
+    builder = impl.RecordBatchBuilder(magic=2, compression_type=CompressionType.GZIP)
+    for timestamp, key, value, headers in SAMPLE[:3]:
+        builder.append(timestamp, key, value, headers)
+    builder.set_producer_state(4000, 2, 17, True)
+    data = builder.build()
+    with pytest.raises(IllegalStateError):
+        builder.set_producer_state(1, 1, 1, False)
+    (batch,) = impl.iter_batches(data)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4000, 2, 17)
+    assert batch.is_transactional
+    rewritten = impl.rewrite_producer_state(
+        data, producer_id=4001, producer_epoch=0, base_sequence=0, is_transactional=False
+    )
+    assert crc32c.crc32c(rewritten[21:]) == struct.unpack_from(">I", rewritten, 17)[0]
+    (batch,) = impl.iter_batches(rewritten)  # the CRC is checked here too
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4001, 0, 0)
+    assert not batch.is_transactional
+    assert batch.compression_type == CompressionType.GZIP
+    assert read_all(impl, rewritten) == read_all(impl, data)
+    with pytest.raises(EncodeError):
+        impl.rewrite_producer_state(
+            build(impl, 1, 0, SAMPLE[:1]), producer_id=1, producer_epoch=1, base_sequence=1
+        )
+    legacy = impl.RecordBatchBuilder(magic=1)
+    legacy.set_producer_state(-1, -1, -1, False)
+    with pytest.raises(EncodeError):
+        legacy.set_producer_state(1, 0, 0, False)

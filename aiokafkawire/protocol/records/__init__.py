@@ -52,6 +52,7 @@ LegacyRecordBatch = _impl.LegacyRecordBatch
 build_control_batch = _impl.build_control_batch
 estimate_size_in_bytes = _impl.estimate_size_in_bytes
 iter_batches = _impl.iter_batches
+rewrite_producer_state = _impl.rewrite_producer_state
 #: The name used in docs/DESIGN.md.
 read_records = iter_batches
 
@@ -71,4 +72,5 @@ __all__ = [
     "estimate_size_in_bytes",
     "iter_batches",
     "read_records",
+    "rewrite_producer_state",
 ]

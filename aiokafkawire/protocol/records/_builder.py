@@ -68,6 +68,12 @@ class RecordBatchBuilder:
         """Return the finished batch; afterwards :meth:`append` is refused."""
         raise NotImplementedError  # pragma: no cover
 
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None:
+        """Set the idempotence/transaction fields before :meth:`build` (magic 2 only)."""
+        raise NotImplementedError  # pragma: no cover
+
     def is_full(self) -> bool:
         """Whether the uncompressed size has reached ``batch_size``."""
         raise NotImplementedError  # pragma: no cover

@@ -13,6 +13,7 @@ from aiokafkawire.protocol.records._pure_v2 import (
     DefaultRecordBatchBuilder,
     RecordBatch,
     build_control_batch,
+    rewrite_producer_state,
 )
 from aiokafkawire.protocol.records._types import LOG_OVERHEAD, Buffer, Headers
 
@@ -25,6 +26,7 @@ __all__ = [
     "build_control_batch",
     "estimate_size_in_bytes",
     "iter_batches",
+    "rewrite_producer_state",
 ]
 
 AnyBatch = RecordBatch | LegacyRecordBatch

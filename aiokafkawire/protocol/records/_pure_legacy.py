@@ -384,6 +384,13 @@ class LegacyRecordBatchBuilder(RecordBatchBuilder):
         self._count = count + 1
         return True
 
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None:
+        """Refused unless all "none": magic 0/1 have no producer fields."""
+        if (producer_id, producer_epoch, base_sequence, is_transactional) != (-1, -1, -1, False):
+            raise EncodeError(f"magic {self.magic} cannot carry transactions or producer ids")
+
     @property
     def record_count(self) -> int:
         """Number of messages appended so far."""

@@ -379,7 +379,12 @@ def _now_ms() -> int:
 
 
 class DefaultRecordBatchBuilder(RecordBatchBuilder):
-    """Builds one magic 2 record batch; records go straight into one growing bytearray."""
+    """Builds one magic 2 record batch; records go straight into one growing bytearray.
+
+    The producer fields (``producer_id``, ``producer_epoch``, ``base_sequence``,
+    ``is_transactional``) are read by :meth:`build`, so an idempotent producer may assign them
+    when it drains the batch (:meth:`set_producer_state`).
+    """
 
     __slots__ = (
         "_base_timestamp",
@@ -488,6 +493,17 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             self._max_timestamp = timestamp_ms
         self._count = count + 1
         return True
+
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None:
+        """Set the idempotence/transaction fields before :meth:`build`."""
+        if self._built is not None:
+            raise IllegalStateError("the batch is already built; use rewrite_producer_state()")
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
 
     @property
     def record_count(self) -> int:
@@ -631,10 +647,38 @@ def build_control_batch(
     )
 
 
-def check_crc(batch: RecordBatch) -> None:
-    """Raise CorruptRecordError unless the batch's CRC matches."""
-    if not batch.validate_crc():
-        raise CorruptRecordError(
-            f"CRC-32C mismatch in record batch at offset {batch.base_offset} "
-            f"(stored {batch.crc:#010x})"
+_PRODUCER_STATE = struct.Struct(">qhi")
+_PRODUCER_STATE_POS = 43  # producerId, producerEpoch, baseSequence
+_ATTRIBUTES = struct.Struct(">h")
+_ATTRIBUTES_POS = 21
+
+
+def rewrite_producer_state(
+    batch: bytes,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    is_transactional: bool | None = None,
+) -> bytes:
+    """Return a built v2 batch with new producer fields and a recomputed CRC-32C.
+
+    For a producer that must resend a batch under a new epoch or sequence (KIP-360) without
+    re-encoding the records.
+    """
+    if len(batch) < HEADER_SIZE or batch[_MAGIC_POS] != 2:
+        raise EncodeError("producer state can only be rewritten in a built magic 2 batch")
+    out = bytearray(batch)
+    _PRODUCER_STATE.pack_into(out, _PRODUCER_STATE_POS, producer_id, producer_epoch, base_sequence)
+    if is_transactional is not None:
+        (attributes,) = _ATTRIBUTES.unpack_from(out, _ATTRIBUTES_POS)
+        attributes = (
+            attributes | ATTR_TRANSACTIONAL
+            if is_transactional
+            else attributes & ~ATTR_TRANSACTIONAL
         )
+        _ATTRIBUTES.pack_into(out, _ATTRIBUTES_POS, attributes)
+    with memoryview(out) as view:
+        crc = crc32c(view[_CRC_START:])
+    _UINT32.pack_into(out, _CRC_POS, crc)
+    return bytes(out)
