@@ -3,7 +3,8 @@
 This is the one interface the rest of the client uses.  The implementation behind it is chosen
 once at import (``_impl``): a compiled accelerator module ``_accel`` when one is installed, else
 the pure-Python :mod:`aiokafkawire.protocol.records._pure`, which stays importable and testable on
-its own.  An accelerator must provide the same names as ``_pure``.
+its own (set ``AIOKAFKAWIRE_PURE_PYTHON=1`` to force it).  An accelerator must provide the same
+names as ``_pure``.
 
 Reading::
 
@@ -21,6 +22,7 @@ Writing::
 from __future__ import annotations
 
 import importlib
+import os
 from types import ModuleType
 
 from aiokafkawire.protocol.records import _pure
@@ -35,7 +37,9 @@ from aiokafkawire.protocol.records._types import (
 
 
 def _choose_impl() -> ModuleType:
-    """The accelerator when installed, else the pure-Python implementation."""
+    """The accelerator when installed (unless AIOKAFKAWIRE_PURE_PYTHON is set), else pure Python."""
+    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+        return _pure
     try:
         return importlib.import_module("aiokafkawire.protocol.records._accel")
     except ImportError:
