@@ -1,4 +1,4 @@
-"""The admin client against real Kafka-protocol brokers nobody here wrote (Tansu, librdkafka mock)."""
+"""The admin client against brokers nobody here wrote (Tansu, librdkafka's mock cluster)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def unique(prefix: str) -> str:
 async def test_topic_lifecycle_on_tansu(tansu_broker) -> None:
     name = unique("admin-topic")
     async with Admin(bootstrap_servers=tansu_broker.bootstrap_servers) as admin:
-        created = await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])
+        created = await admin.create_topics(
+            [NewTopic(name, num_partitions=3, replication_factor=1)]
+        )
         assert created[name].ok, created[name].error
         again = await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])
         assert isinstance(again[name].error, errors.TopicAlreadyExistsError)
@@ -33,7 +35,7 @@ async def test_topic_lifecycle_on_tansu(tansu_broker) -> None:
         assert name in await admin.list_topics()
         described = await admin.describe_topics([name, unique("missing")])
         assert described[name].partition_ids == [0, 1, 2]
-        missing = [info for n, info in described.items() if n != name][0]
+        missing = next(info for n, info in described.items() if n != name)
         assert missing.error_code != 0
 
         cluster = await admin.describe_cluster()
