@@ -226,10 +226,19 @@ class MockCluster:
     ``RuntimeError`` after :meth:`close`.
     """
 
-    def __init__(self, num_brokers: int = 3, *, log_level: int = 3) -> None:
+    def __init__(
+        self,
+        num_brokers: int = 3,
+        *,
+        group_initial_rebalance_delay_ms: int | None = None,
+        log_level: int = 3,
+    ) -> None:
         """Create and start the cluster.
 
-        ``log_level`` is librdkafka's syslog level for the owning handle (3 = errors only).
+        ``group_initial_rebalance_delay_ms`` sets the broker setting of that name (librdkafka's
+        default, ``None``, is 3000 ms before the first classic-group assignment; 0 makes group
+        tests fast).  ``log_level`` is librdkafka's syslog level for the owning handle (3 =
+        errors only).
         """
         if num_brokers < 1:
             raise ConfigError("a mock cluster needs at least one broker")
@@ -248,6 +257,8 @@ class MockCluster:
             self._addresses[broker_id] = (host, int(port))
         self.num_brokers = num_brokers
         self._default_api_versions: dict[int, tuple[int, int]] | None = None
+        if group_initial_rebalance_delay_ms is not None:
+            self.set_group_initial_rebalance_delay(group_initial_rebalance_delay_ms)
 
     def _create(self, num_brokers: int, log_level: int) -> tuple[int, int]:
         lib = self._lib

@@ -3,7 +3,8 @@
 Fixtures:
 
 - ``tansu_broker`` (session): a :class:`TansuBroker`, started the first time a test asks for it.
-- ``mock_cluster`` (function): a 3-broker :class:`MockCluster`.
+- ``mock_cluster`` (function): a 3-broker :class:`MockCluster`.  Fixture clusters start with
+  ``group_initial_rebalance_delay_ms=0`` so that group tests do not wait 3 s for a first join.
 - ``mock_cluster_factory`` (function): ``factory(num_brokers=3) -> MockCluster``.
 - ``kafka_bootstrap`` (function, parametrized): a bootstrap string (a :class:`KafkaBootstrap`,
   i.e. a ``str`` with a ``.kind``) for each backend: ``"tansu"`` and ``"mock"`` by default; when
@@ -82,7 +83,7 @@ def tansu_broker() -> Iterator[TansuBroker]:
 
 def _new_mock_cluster(num_brokers: int) -> MockCluster:
     try:
-        return MockCluster(num_brokers)
+        return MockCluster(num_brokers, group_initial_rebalance_delay_ms=0)
     except BrokerUnavailableError as exc:
         pytest.skip(f"librdkafka mock cluster unavailable: {exc}")
 

@@ -1,7 +1,6 @@
 """The pytest plugin's fixtures, used directly and inside a separate pytest run.
 
-Run with ``-p aiokafkawire.testing.pytest_plugin`` until the package's pytest11 entry point is
-installed.
+The plugin is loaded through the package's pytest11 entry point (``pip install -e .``).
 """
 
 from __future__ import annotations

@@ -176,6 +176,39 @@ def test_cleared_errors_are_not_served(cluster: MockCluster) -> None:
     assert _produce(cluster.bootstrap_servers, "cleared", [b"x"]) == [(None, 0)]
 
 
+def test_transport_error_drops_the_connection(cluster: MockCluster) -> None:
+    host, port = cluster.broker_address(1)
+    cluster.push_request_errors(18, [-195])  # librdkafka's _TRANSPORT: disconnect instead
+    with pytest.raises(OSError):
+        probe_api_versions(host, port, version=0)
+    assert probe_api_versions(host, port, version=0).error_code == 0  # consumed
+
+
+def test_group_initial_rebalance_delay_is_configurable() -> None:
+    with MockCluster(1, group_initial_rebalance_delay_ms=0) as cluster:
+        cluster.create_topic("grouped", 1, 1)
+        _produce(cluster.bootstrap_servers, "grouped", [b"g"])
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "fast-group",
+                "auto.offset.reset": "earliest",
+                **QUIET,
+            }
+        )
+        started = time.monotonic()
+        try:
+            consumer.subscribe(["grouped"])
+            message = None
+            while message is None and time.monotonic() - started < 10:
+                message = consumer.poll(0.1)
+        finally:
+            consumer.close()
+        assert message is not None and message.value() == b"g"
+        # librdkafka's default delay is 3 s before the first assignment
+        assert time.monotonic() - started < 2.5
+
+
 def test_broker_error_with_delay(cluster: MockCluster) -> None:
     cluster.create_topic("slow", 1, 1)
     cluster.set_partition_leader("slow", 0, 1)
