@@ -59,6 +59,8 @@ _MAX_CORRELATION_ID = 0x7FFFFFFF
 # Compacting the receive buffer moves the unread tail to the front; doing it only once the consumed
 # prefix is large keeps the total copying linear in the bytes received.
 _COMPACT_THRESHOLD = 64 * 1024
+# Frames at least this large are collected chunk by chunk and joined once (see FrameSplitter).
+_LARGE_FRAME = 256 * 1024
 
 _SIZE = struct.Struct(">i")
 _REQUEST_HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
@@ -225,26 +227,35 @@ class FrameSplitter:
     """Cuts a byte stream into the bodies of size-prefixed Kafka frames.
 
     Feed it chunks of any size; it returns each complete frame body (without the 4-byte size) as
-    ``bytes``.  The unread tail lives in one ``bytearray`` with a read offset, compacted only when
-    the consumed prefix grows large, so the work stays linear in the bytes received.
+    ``bytes``.  Small frames are assembled in one ``bytearray`` with a read offset, compacted only
+    when the consumed prefix grows large, so the work stays linear in the bytes received.  A large
+    frame (a big Fetch response) is instead collected as a list of chunks and joined once at the
+    end, so its bytes are copied only once however many reads it spans.
     """
 
-    __slots__ = ("_buffer", "_max_frame_size", "_offset")
+    __slots__ = ("_buffer", "_large_chunks", "_large_missing", "_max_frame_size", "_offset")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buffer = bytearray()
         self._offset = 0
         self._max_frame_size = max_frame_size
+        # Pieces of the large frame being received (None when there is none) and its missing bytes.
+        self._large_chunks: list[bytes] | None = None
+        self._large_missing = 0
 
     @property
     def buffered(self) -> int:
         """Number of received bytes not yet returned as part of a frame."""
+        if self._large_chunks is not None:
+            return 4 + sum(len(chunk) for chunk in self._large_chunks)
         return len(self._buffer) - self._offset
 
     def clear(self) -> None:
         """Drop every buffered byte."""
         self._buffer = bytearray()
         self._offset = 0
+        self._large_chunks = None
+        self._large_missing = 0
 
     def _check_size(self, size: int) -> None:
         if size < 0:
@@ -258,47 +269,94 @@ class FrameSplitter:
         """Add received bytes; return the bodies of the frames completed by them, in order.
 
         Raises :class:`ProtocolError` on a negative size and :class:`FrameTooLargeError` on a size
-        above the maximum, as soon as the 4 size bytes have arrived.
+        above the maximum, as soon as the 4 size bytes have arrived (the splitter is then unusable).
         """
         frames: list[bytes] = []
-        buffer = self._buffer
-        if self._offset == len(buffer):
-            # Nothing buffered: cut whole frames straight out of the chunk, buffering only the rest.
-            view = memoryview(data).cast("B")
-            pos = 0
-            end = len(view)
-            while end - pos >= 4:
-                (size,) = _SIZE.unpack_from(view, pos)
-                self._check_size(size)
-                if end - pos - 4 < size:
-                    break
-                frames.append(bytes(view[pos + 4 : pos + 4 + size]))
-                pos += 4 + size
-            if pos < end:
-                self._buffer = bytearray(view[pos:])
-                self._offset = 0
-            elif buffer:
-                self.clear()
+        if (
+            self._large_chunks is not None
+            and type(data) is bytes
+            and len(data) < self._large_missing
+        ):
+            # Hot path while a big frame streams in: keep the chunk itself, no copy.
+            self._large_chunks.append(data)
+            self._large_missing -= len(data)
             return frames
+        with memoryview(data) as raw, raw.cast("B") as view:
+            start = 0
+            if self._large_chunks is not None:
+                start = self._continue_large(view, frames)
+                if self._large_chunks is not None:
+                    return frames
+            if start < len(view):
+                self._feed_small(view[start:], frames)
+        return frames
 
-        buffer += data
-        pos = self._offset
-        end = len(buffer)
-        while end - pos >= 4:
-            (size,) = _SIZE.unpack_from(buffer, pos)
-            self._check_size(size)
-            if end - pos - 4 < size:
-                break
-            frames.append(bytes(buffer[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos == end:
-            self.clear()
-        elif pos >= _COMPACT_THRESHOLD:
-            del buffer[:pos]
+    def _continue_large(self, view: memoryview, frames: list[bytes]) -> int:
+        """Add to the pending large frame; return how much of ``view`` it used."""
+        chunks = self._large_chunks
+        assert chunks is not None
+        missing = self._large_missing
+        if len(view) < missing:
+            chunks.append(view.tobytes())
+            self._large_missing = missing - len(view)
+            return len(view)
+        chunks.append(view[:missing].tobytes())
+        frames.append(b"".join(chunks))
+        self._large_chunks = None
+        self._large_missing = 0
+        return missing
+
+    def _feed_small(self, view: memoryview, frames: list[bytes]) -> None:
+        if self._offset == len(self._buffer):
+            # Nothing buffered: cut whole frames straight out of the chunk, buffering only the rest.
+            pos = self._cut(view, 0, frames)
+            self._buffer = bytearray(view[pos:]) if pos < len(view) else bytearray()
             self._offset = 0
         else:
-            self._offset = pos
-        return frames
+            buffer = self._buffer
+            buffer += view
+            # The view must be released before the bytearray is resized below.
+            with memoryview(buffer) as buffer_view:
+                pos = self._cut(buffer_view, self._offset, frames)
+            if pos == len(buffer):
+                self._buffer = bytearray()
+                self._offset = 0
+            elif pos >= _COMPACT_THRESHOLD:
+                del buffer[:pos]
+                self._offset = 0
+            else:
+                self._offset = pos
+        self._maybe_start_large()
+
+    def _maybe_start_large(self) -> None:
+        """Switch to chunk collection when the incomplete frame in the buffer is large."""
+        buffer = self._buffer
+        available = len(buffer) - self._offset
+        if available < 4:
+            return
+        (size,) = _SIZE.unpack_from(buffer, self._offset)
+        if size < _LARGE_FRAME:
+            return
+        body_start = self._offset + 4
+        self._large_chunks = [bytes(buffer[body_start:])]
+        self._large_missing = size - (len(buffer) - body_start)
+        self._buffer = bytearray()
+        self._offset = 0
+
+    def _cut(self, view: memoryview, pos: int, frames: list[bytes]) -> int:
+        """Append the complete frames of ``view`` from ``pos`` on; return where the rest starts."""
+        end = len(view)
+        unpack_size = _SIZE.unpack_from
+        while end - pos >= 4:
+            (size,) = unpack_size(view, pos)
+            if size < 0 or size > self._max_frame_size:
+                self._check_size(size)
+            if end - pos - 4 < size:
+                break
+            # One copy per frame: the decoders need immutable ``bytes``.
+            frames.append(view[pos + 4 : pos + 4 + size].tobytes())
+            pos += 4 + size
+        return pos
 
 
 def _expects_response(request: Any) -> bool:

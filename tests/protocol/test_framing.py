@@ -19,6 +19,7 @@ from aiokafkawire.protocol.framing import (
     encode_response,
 )
 from aiokafkawire.protocol.messages.api_versions import ApiVersion
+from aiokafkawire.protocol.messages.fetch import FetchableTopicResponse, PartitionData
 from aiokafkawire.protocol.messages.metadata import MetadataResponseBroker
 
 REQUEST_TYPES: dict[int, Any] = messages.REQUEST_TYPES
@@ -258,6 +259,46 @@ def test_frame_splitter_handles_large_frames_in_small_chunks() -> None:
         frames += splitter.feed(stream[start : start + 4093])
     assert frames == [payload, b"x", b""]
     assert splitter.buffered == 0
+
+
+@pytest.mark.parametrize("chunk_type", [bytes, bytearray, memoryview])
+@pytest.mark.parametrize("chunk_size", [1000, 65536, 300_001])
+def test_frame_splitter_large_frames_between_small_ones(chunk_type: Any, chunk_size: int) -> None:
+    """Frames over the large-frame threshold (collected as chunks) mixed with small frames."""
+    large = bytes(range(251)) * 1300  # 326 300 bytes, above the 256 KiB threshold
+    bodies = [b"a", large, b"", b"bc", large[:-1], b"d"]
+    stream = b"".join(size_prefixed(body) for body in bodies)
+    splitter = FrameSplitter()
+    frames: list[bytes] = []
+    received = 0
+    for start in range(0, len(stream), chunk_size):
+        chunk = stream[start : start + chunk_size]
+        new = splitter.feed(chunk_type(chunk))
+        frames += new
+        received += len(chunk)
+        assert all(type(frame) is bytes for frame in new)
+        assert splitter.buffered == received - sum(4 + len(frame) for frame in frames)
+    assert frames == bodies
+    assert splitter.buffered == 0
+
+
+def test_large_response_in_many_reads_decodes() -> None:
+    framing = KafkaFraming()
+    correlation_id, _, _ = framing.send_request(messages.FetchRequest(), 16)
+    records = bytes(range(256)) * 4096  # 1 MiB
+    response = messages.FetchResponse(
+        responses=[FetchableTopicResponse(partitions=[PartitionData(records=records)])]
+    )
+    frame = encode_response(correlation_id, 1, 16, response)
+    events = []
+    fed = 0
+    for start in range(0, len(frame), 65536):
+        chunk = frame[start : start + 65536]
+        events += framing.receive_data(chunk)
+        fed += len(chunk)
+        assert framing.buffered == (0 if events else fed)
+    assert [event.response for event in events] == [response]
+    assert framing.buffered == 0
 
 
 def test_frame_splitter_compacts_after_many_small_frames() -> None:

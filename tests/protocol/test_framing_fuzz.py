@@ -285,6 +285,27 @@ def test_frame_splitter_never_raises_anything_but_protocol_errors(
     assert total + splitter.buffered == len(data)
 
 
+LARGE_BODY = bytes(range(251)) * 1100  # 276 100 bytes: above the splitter's large-frame mode
+MIXED_BODIES = [b"x", LARGE_BODY, b"", b"yz" * 50, LARGE_BODY[:-7], b"w"]
+MIXED_STREAM = b"".join(struct.pack(">i", len(body)) + body for body in MIXED_BODIES)
+
+
+@FUZZ
+@given(
+    cuts=st.lists(st.integers(min_value=0, max_value=len(MIXED_STREAM)), max_size=40),
+    use_bytearray=st.booleans(),
+)
+def test_frame_splitter_large_and_small_frames_under_any_chunking(
+    cuts: list[int], use_bytearray: bool
+) -> None:
+    splitter = FrameSplitter()
+    frames: list[bytes] = []
+    for chunk in chunked(MIXED_STREAM, cuts):
+        frames += splitter.feed(bytearray(chunk) if use_bytearray else chunk)
+    assert frames == MIXED_BODIES
+    assert splitter.buffered == 0
+
+
 # ------------------------------------------------------------------------------ server side
 
 
