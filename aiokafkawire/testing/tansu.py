@@ -9,6 +9,7 @@ started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -238,8 +239,20 @@ class TansuBroker:
                 log.close()
 
     async def start_async(self) -> TansuBroker:
-        """:meth:`start` without blocking the running event loop."""
-        return await asyncio.to_thread(self.start)
+        """:meth:`start` without blocking the running event loop.
+
+        If the caller is cancelled meanwhile, the start (bounded by ``startup_timeout``) is
+        allowed to finish and the broker is stopped before the cancellation propagates, so no
+        process outlives a cancelled ``async with``.
+        """
+        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await asyncio.to_thread(self.stop)
+            raise
 
     async def stop_async(self) -> None:
         """:meth:`stop` without blocking the running event loop."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -64,6 +65,27 @@ async def test_async_context_manager() -> None:
         assert pid is not None
         assert broker.probe(version=0).api_versions
     assert _process_gone(pid)
+
+
+async def test_cancelled_async_start_leaves_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    launched: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        process = real_popen(*args, **kwargs)
+        launched.append(process)
+        return process
+
+    monkeypatch.setattr(tansu_module.subprocess, "Popen", recording_popen)
+    broker = TansuBroker()
+    starting = asyncio.create_task(broker.start_async())
+    await asyncio.sleep(0)  # let the task begin, then cancel it while the start runs
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert broker.pid is None
+    (process,) = launched  # the start did run to completion before being undone
+    assert process.returncode is not None and _process_gone(process.pid)
 
 
 def test_produce_and_consume_with_confluent_kafka(broker: TansuBroker) -> None:
