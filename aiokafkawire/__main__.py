@@ -1,0 +1,7 @@
+"""``python -m aiokafkawire``: see :mod:`aiokafkawire.cli`."""
+
+import sys
+
+from aiokafkawire.cli import main
+
+sys.exit(main())
