@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire.net.credentials import Secret
+from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
+from aiokafkawire.net.tls import create_ssl_context
 from aiokafkawire.net.versions import API_VERSIONS_KEY, ApiVersionCap, VersionPolicy
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
 from aiokafkawire.protocol.framing import KafkaFraming
@@ -53,7 +56,7 @@ class ConnectionConfig:
     ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
-    sasl_password: str | None = field(default=None, repr=False)
+    sasl_password: str | Secret | None = field(default=None, repr=False)
     sasl_oauth_token_provider: Any = field(default=None, repr=False)
     api_version: ApiVersionCap = None
     client_software_name: str = "aiokafkawire"
@@ -71,7 +74,17 @@ class ConnectionConfig:
         if self.security_protocol.startswith("SASL") and not self.sasl_mechanism:
             raise errors.ConfigError(f"{self.security_protocol} needs sasl_mechanism")
         if self.security_protocol in ("SSL", "SASL_SSL") and self.ssl_context is None:
-            self.ssl_context = ssl.create_default_context()
+            self.ssl_context = create_ssl_context()
+        if isinstance(self.sasl_password, str):
+            # Held as a Secret so no repr, log line or traceback can show it.
+            self.sasl_password = Secret(self.sasl_password)
+        if self.sasl_mechanism is not None:
+            mechanism = self.sasl_mechanism.upper()
+            if mechanism not in SUPPORTED_MECHANISMS:
+                raise errors.ConfigError(
+                    f"unsupported SASL mechanism {self.sasl_mechanism!r}; "
+                    f"supported: {', '.join(SUPPORTED_MECHANISMS)}"
+                )
 
     @property
     def uses_tls(self) -> bool:
@@ -478,8 +491,6 @@ class BrokerConnection:
         return await self.send(request, version)
 
     async def _authenticate(self) -> None:
-        from aiokafkawire.net.sasl import create_mechanism
-
         config = self.config
         assert config.sasl_mechanism is not None
         mechanism = create_mechanism(
