@@ -521,11 +521,39 @@ def to_kafka_python(
     return kwargs
 
 
+def default_struct_value(fields: list[SpecField], version: int) -> dict[str, Any]:
+    """The logical value of a struct whose fields all hold their spec defaults."""
+    value: dict[str, Any] = {}
+    for spec_field in fields:
+        if not spec_field.present(version):
+            continue
+        if spec_field.is_struct and not spec_field.is_array:
+            assert spec_field.fields is not None
+            value[spec_field.attr] = (
+                None
+                if spec_field.raw_default == "null"
+                else default_struct_value(spec_field.fields, version)
+            )
+        else:
+            value[spec_field.attr] = spec_field.default
+    return value
+
+
+def _is_tagged_struct(spec_field: SpecField, version: int) -> bool:
+    return spec_field.is_struct and not spec_field.is_array and spec_field.is_tagged(version)
+
+
 def _to_kp_value(kp_field: Any, spec_field: SpecField, item: Any, version: int) -> Any:
     if item is None:
         return None
     if spec_field.is_struct:
         assert spec_field.fields is not None
+        if _is_tagged_struct(spec_field, version) and item == default_struct_value(
+            spec_field.fields, version
+        ):
+            # kafka-python's "absent" tagged struct is None; it would write a default instance,
+            # whereas the Kafka rule (and ours) omits a tagged field that holds its default.
+            return None
         data_class = kp_field.data_class
         if spec_field.is_array:
             return [
@@ -560,6 +588,8 @@ def _from_kp_value(kp_field: Any, spec_field: SpecField, item: Any, version: int
     if spec_field.is_struct:
         assert spec_field.fields is not None
         if item is None:
+            if _is_tagged_struct(spec_field, version):
+                return default_struct_value(spec_field.fields, version)
             return None
         if spec_field.is_array:
             return [from_kafka_python(kp_field, spec_field.fields, v, version) for v in item]

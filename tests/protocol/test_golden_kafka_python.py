@@ -29,6 +29,7 @@ from _kafka_python_bridge import (
     MessageSpec,
     ValueGenerator,
     api_specs,
+    from_kafka_python,
     kafka_python_message,
     kp_build,
     kp_decode,
@@ -38,9 +39,11 @@ from _kafka_python_bridge import (
     kp_request_header,
     kp_response_header,
     kp_value,
+    load_spec,
     ours_build,
     ours_value,
     seed_for,
+    to_kafka_python,
 )
 
 from aiokafkawire.protocol import messages
@@ -139,6 +142,46 @@ def test_body_bytes_match_kafka_python(
 
     decoded_there = kp_decode(kp, our_bytes, version)
     assert kp_value(kp, spec, decoded_there, version) == value
+
+
+@pytest.mark.parametrize(("cls", "spec", "version", "kp"), CASES)
+def test_default_objects_match_kafka_python(
+    cls: Any, spec: MessageSpec, version: int, kp: KpMessage
+) -> None:
+    """``Cls()`` (every field at its spec default: empty arrays, null strings, omitted tags)."""
+    ours = cls()
+    value = ours_value(ours, spec.fields, version)
+    our_bytes = ours.encode(version)
+    their_bytes = kp_encode(kp_build(kp, spec, value, version), version)
+    assert our_bytes == their_bytes, _first_difference(our_bytes, their_bytes)
+    assert kp_value(kp, spec, kp_decode(kp, our_bytes, version), version) == value
+    assert cls.decode(their_bytes, version) == ours
+
+
+@pytest.mark.parametrize("nulls", [False, True], ids=["values", "nulls"])
+@pytest.mark.parametrize("name", ["ConsumerProtocolSubscription", "ConsumerProtocolAssignment"])
+def test_consumer_protocol_data_matches_kafka_python(name: str, nulls: bool) -> None:
+    """The version-prefixed member metadata/assignment bytes inside JoinGroup/SyncGroup."""
+    from kafka.protocol.consumer import metadata as kp_metadata
+
+    spec = load_spec(name)
+    ours_cls: Any = getattr(messages, name)
+    kp_cls = getattr(kp_metadata, name)
+    for version in spec.versions():
+        value = ValueGenerator(seed_for(name, version, nulls), nulls=nulls).struct(
+            spec.fields, version
+        )
+        ours = ours_build(ours_cls, spec.fields, value)
+        theirs = kp_cls(
+            version=version, **to_kafka_python(kp_cls._struct, spec.fields, value, version)
+        )
+        our_bytes = ours.encode_versioned(version)
+        their_bytes = bytes(theirs.encode(version=version))
+        assert our_bytes == their_bytes, (version, _first_difference(our_bytes, their_bytes))
+        decoded, decoded_version = ours_cls.decode_versioned(their_bytes)
+        assert (decoded, decoded_version) == (ours, version)
+        back = kp_cls.decode(our_bytes)
+        assert from_kafka_python(kp_cls._struct, spec.fields, back, version) == value
 
 
 def test_values_are_non_trivial() -> None:
