@@ -3,6 +3,7 @@
 Fixtures:
 
 - ``tansu_broker`` (session): a :class:`TansuBroker`, started the first time a test asks for it.
+  It is shared by every test of the session: use unique topic and group names.
 - ``mock_cluster`` (function): a 3-broker :class:`MockCluster`.  Fixture clusters start with
   ``group_initial_rebalance_delay_ms=0`` so that group tests do not wait 3 s for a first join.
 - ``mock_cluster_factory`` (function): ``factory(num_brokers=3) -> MockCluster``.
