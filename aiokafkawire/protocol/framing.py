@@ -27,9 +27,14 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from aiokafkawire.errors import EncodeError, FrameTooLargeError, KafkaError, ProtocolError
+from aiokafkawire.protocol.messages import (
+    REQUEST_TYPES,
+    RequestMessage,
+    ResponseMessage,
+)
 from aiokafkawire.protocol.primitives import Buffer, read_unsigned_varint
 
 __all__ = [
@@ -39,9 +44,7 @@ __all__ = [
     "FrameSplitter",
     "KafkaFraming",
     "RequestHeaderData",
-    "RequestMessage",
     "ResponseEvent",
-    "ResponseMessage",
     "decode_request",
     "decode_request_header",
     "encode_request_header",
@@ -68,52 +71,6 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _EMPTY_TAGGED_FIELDS = b"\x00"
 _NULL_STRING = b"\xff\xff"
-
-
-class ResponseMessage(Protocol):
-    """What framing needs from a generated response object (read-only members)."""
-
-    @property
-    def FLEXIBLE_VERSION(self) -> int | None:
-        """First flexible version, or None."""
-        ...
-
-    def encode(self, version: int) -> bytes:
-        """Encode the response body (no header) in the given version."""
-        ...
-
-
-class RequestMessage(Protocol):
-    """What framing needs from a generated request object (read-only members)."""
-
-    @property
-    def API_KEY(self) -> int:
-        """The API key."""
-        ...
-
-    @property
-    def MIN_VERSION(self) -> int:
-        """Lowest version."""
-        ...
-
-    @property
-    def MAX_VERSION(self) -> int:
-        """Highest version."""
-        ...
-
-    @property
-    def FLEXIBLE_VERSION(self) -> int | None:
-        """First flexible version, or None."""
-        ...
-
-    @property
-    def RESPONSE_TYPE(self) -> type[Any]:
-        """The response class (has ``FLEXIBLE_VERSION`` and ``decode``/``decode_from``)."""
-        ...
-
-    def encode(self, version: int) -> bytes:
-        """Encode the request body (no header) in the given version."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +102,7 @@ class _InFlight(NamedTuple):
     correlation_id: int
     api_key: int
     api_version: int
-    response_type: Any
+    response_type: type[ResponseMessage]
     response_header_version: int
 
 
@@ -595,13 +552,6 @@ def _decode_response_body(
 # -- server side ------------------------------------------------------------------------------
 
 
-def _message_registries() -> tuple[dict[int, Any], dict[int, Any]]:
-    # Imported lazily: the generated package is large and only servers/relays need the registry.
-    from aiokafkawire.protocol import messages
-
-    return messages.REQUEST_TYPES, messages.RESPONSE_TYPES
-
-
 def decode_request_header(frame_body: Buffer) -> tuple[RequestHeaderData, int]:
     """Decode the request header at the start of a frame body (server side).
 
@@ -613,8 +563,7 @@ def decode_request_header(frame_body: Buffer) -> tuple[RequestHeaderData, int]:
     if end < 8:
         raise ProtocolError(f"request frame of {end} bytes is shorter than a request header")
     api_key, api_version, correlation_id = _REQUEST_HEADER_FIXED.unpack_from(frame_body, 0)
-    request_types, _ = _message_registries()
-    request_type = request_types.get(api_key)
+    request_type = REQUEST_TYPES.get(api_key)
     if request_type is None:
         raise ProtocolError(f"unknown API key {api_key}")
     (length,) = _INT16.unpack_from(frame_body, 8) if end >= 10 else (None,)
@@ -649,8 +598,7 @@ def decode_request(frame_body: Buffer) -> tuple[RequestHeaderData, Any]:
     body that does not decode.
     """
     header, pos = decode_request_header(frame_body)
-    request_types, _ = _message_registries()
-    request_type = request_types[header.api_key]
+    request_type = REQUEST_TYPES[header.api_key]
     if not request_type.MIN_VERSION <= header.api_version <= request_type.MAX_VERSION:
         raise ProtocolError(
             f"{request_type.__name__} version {header.api_version} is outside "
