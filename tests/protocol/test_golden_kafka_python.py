@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("kafka.protocol.api_message", reason="kafka-python 3.x is not installed")
 
@@ -125,9 +127,30 @@ def test_body_bytes_match_kafka_python(
     cls: Any, spec: MessageSpec, version: int, kp: KpMessage, nulls: bool
 ) -> None:
     """Encode here and in kafka-python; compare bytes; decode each side's bytes on the other."""
-    value = ValueGenerator(seed_for(spec.name, version, nulls), nulls=nulls).struct(
-        spec.fields, version
-    )
+    generator = ValueGenerator(seed_for(spec.name, version, nulls), nulls=nulls)
+    check_against_kafka_python(cls, spec, version, kp, generator.struct(spec.fields, version))
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    case=st.sampled_from([case.values for case in CASES]),
+    seed=st.integers(min_value=0, max_value=2**32),
+    nulls=st.booleans(),
+    max_items=st.integers(min_value=1, max_value=4),
+)
+def test_random_values_match_kafka_python(
+    case: tuple[Any, MessageSpec, int, KpMessage], seed: int, nulls: bool, max_items: int
+) -> None:
+    """More value combinations than the fixed seeds: any case, any seed, longer arrays."""
+    cls, spec, version, kp = case
+    generator = ValueGenerator(str(seed), nulls=nulls, max_items=max_items)
+    check_against_kafka_python(cls, spec, version, kp, generator.struct(spec.fields, version))
+
+
+def check_against_kafka_python(
+    cls: Any, spec: MessageSpec, version: int, kp: KpMessage, value: dict[str, Any]
+) -> None:
+    """Same bytes from both encoders; each decoder reads the other's bytes back to ``value``."""
     ours = ours_build(cls, spec.fields, value)
     theirs = kp_build(kp, spec, value, version)
 
