@@ -16,7 +16,11 @@ Wire rules implemented here (see ``protocol.html`` of the Kafka protocol guide):
   except for ApiVersions whose response header is always v0) appends a tagged-field section;
 * a broker answers the requests of one connection in order, so a response must match the oldest
   outstanding request;
-* a Produce request with ``acks == 0`` gets no response at all.
+* a Produce request with ``acks == 0`` gets no response at all;
+* bytes after the last field of a response body are ignored, as the Java client and librdkafka do
+  (request bodies decoded by the server helpers must fit exactly);
+* a broker that does not support the requested ApiVersions version answers in v0; such a response
+  is decoded as v0 and reported with ``api_version == 0``.
 
 Module-level helpers (:func:`decode_request`, :func:`encode_response`, :class:`FrameSplitter`) give
 the server side of the same rules, for test brokers and relays.
@@ -75,7 +79,11 @@ _NULL_STRING = b"\xff\xff"
 
 @dataclass(frozen=True, slots=True)
 class ResponseEvent:
-    """One decoded response, matched to the request that asked for it."""
+    """One decoded response, matched to the request that asked for it.
+
+    ``api_version`` is the version the body was decoded with: the request's version, except for an
+    ApiVersions error answered in v0.
+    """
 
     correlation_id: int
     api_key: int

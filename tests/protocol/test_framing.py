@@ -553,6 +553,17 @@ def test_decode_request_header_reports_the_body_offset() -> None:
         struct.pack(">hhi", 3, 12, 0) + b"\xff\xff\x05",  # tagged fields run past the end
         struct.pack(">hhi", 3, 1, 0) + b"\xff\xff\x00",  # truncated body
     ],
+    ids=[
+        "empty",
+        "no-client-id",
+        "unknown-api-key",
+        "version-out-of-range",
+        "client-id-past-end",
+        "negative-client-id-length",
+        "client-id-not-utf8",
+        "tags-past-end",
+        "truncated-body",
+    ],
 )
 def test_decode_request_rejects_malformed_frames(body: bytes) -> None:
     with pytest.raises(ProtocolError):
