@@ -192,6 +192,15 @@ def test_api_versions_error_response_in_the_requested_version_is_read_as_such() 
     assert event.response == response
 
 
+def test_api_versions_error_body_fitting_no_version_still_reports_the_error() -> None:
+    """librdkafka's mock answers with a body no version parses; the error code is enough."""
+    framing = KafkaFraming()
+    correlation_id, _, _ = framing.send_request(messages.ApiVersionsRequest(), 3)
+    [event] = framing.receive_data(response_frame(correlation_id, b"\x00\x23\xff\xff\xff"))
+    assert (event.api_version, event.response.error_code) == (0, 35)
+    assert not framing.closed
+
+
 # ------------------------------------------------------------------------------ chunking
 
 
