@@ -1,1 +1,18 @@
-"""aiokafkawire.consumer."""
+"""aiokafkawire.consumer: the asyncio Kafka consumer."""
+
+from aiokafkawire.consumer.consumer import Consumer, ConsumerRebalanceListener
+from aiokafkawire.consumer.records import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+)
+
+__all__ = [
+    "Consumer",
+    "ConsumerGroupMetadata",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+]

@@ -1,0 +1,51 @@
+"""Value types the consumer hands to users: records and committed offsets."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["ConsumerGroupMetadata", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp"]
+
+
+class ConsumerRecord(NamedTuple):
+    """One record as delivered to the user.
+
+    ``key`` and ``value`` are the deserialized payloads (raw ``bytes`` without deserializers);
+    ``headers`` is a list of ``(str, bytes | None)``; ``leader_epoch`` is ``None`` for records of
+    legacy message sets.  ``timestamp_type`` is 0 (create time), 1 (log append time) or -1.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    headers: list[tuple[str, bytes | None]]
+    leader_epoch: int | None
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed (or to-be-committed) position: the offset of the *next* record to read."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """The answer of :meth:`Consumer.offsets_for_times` for one partition."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None = None
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """The consumer's group membership, for ``Producer.send_offsets_to_transaction``."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
