@@ -156,6 +156,12 @@ class TransactionManager:
                 if code == 0:
                     break
                 error = errors.error_for_code(code)
+                if bump and self.transactional_id is None and not error.retriable:
+                    # The broker cannot bump this id (librdkafka's mock, older brokers): an
+                    # idempotent producer may just as well start over with a fresh id.
+                    log.debug("epoch bump refused (%s); asking for a new producer id", error.name)
+                    bump = False
+                    continue
                 if issubclass(error, _COORDINATOR_ERRORS) and self.transactional_id:
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
                 elif issubclass(error, FENCING_ERRORS):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
+from _producer_helpers import ck, read_back, unique_topic
 
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.testing import MockCluster
-
-from _producer_helpers import ck, read_back, unique_topic
 
 BASE_TS = 1_700_000_000_000
 
@@ -69,7 +69,7 @@ async def test_every_codec_reads_back_exactly(kafka_bootstrap: str, compression:
     read = await read_back(kafka_bootstrap, topic, len(records))
     assert len(read) == len(records)
     assert [r.offset for r in read] == offsets
-    for sent, got in zip(records, read):
+    for sent, got in zip(records, read, strict=True):
         assert got.partition == 0
         assert got.key == sent["key"]
         assert got.value == sent["value"]
@@ -99,7 +99,7 @@ async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap
         assert len(partitions) > 1
         await asyncio.to_thread(produce_with_librdkafka)
         handles = [await ours.send(topic, b"ours", key) for key in keys]
-        ours_by_key = {key: (await h).partition for key, h in zip(keys, handles)}
+        ours_by_key = {key: (await h).partition for key, h in zip(keys, handles, strict=True)}
 
     read = await read_back(kafka_bootstrap, topic, 2 * len(keys))
     theirs_by_key = {r.key: r.partition for r in read if r.value == b"librdkafka"}
@@ -118,7 +118,7 @@ async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: Mo
         metadata = [await h for h in handles]
     partitions = [m.partition for m in metadata]
     # KIP-480: consecutive keyless records share a partition until its batch fills up.
-    switches = sum(1 for a, b in zip(partitions, partitions[1:]) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(partitions) if a != b)
     assert 1 <= switches < 100
     read = await read_back(mock_cluster.bootstrap_servers, topic, 300)
     assert sorted((r.partition, r.offset) for r in read) == sorted(

@@ -1,0 +1,175 @@
+"""Faults on the 3-broker librdkafka mock cluster: leader moves, broker outages, injected errors.
+
+Every delivery handle must resolve, and every record must be in the log exactly once and in send
+order per partition (read back with librdkafka).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+
+from _producer_helpers import read_back, unique_topic
+
+from aiokafkawire import errors
+from aiokafkawire.producer import Producer
+from aiokafkawire.testing import MockCluster
+
+NOT_LEADER_OR_FOLLOWER = errors.NotLeaderOrFollowerError.code
+REQUEST_TIMED_OUT = errors.RequestTimedOutError.code
+PARTITIONS = 3
+
+
+def _assert_exactly_once_in_order(read: list, count: int) -> None:
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for record in read:
+        assert record.value is not None
+        by_partition[record.partition].append(int(record.value))
+    seen = [i for values in by_partition.values() for i in values]
+    assert len(seen) == count, f"{len(seen)} records in the log for {count} sent"
+    assert sorted(seen) == list(range(count)), "records lost or duplicated"
+    for partition, values in by_partition.items():
+        assert values == sorted(values), f"partition {partition} is out of send order"
+        assert all(v % PARTITIONS == partition for v in values)
+
+
+async def _chaos(cluster: MockCluster, topic: str, stop: asyncio.Event, rounds: int) -> int:
+    """Move leaders, take brokers down and up, inject Produce errors; returns rounds done."""
+    done = 0
+    brokers = cluster.broker_ids
+    for round_no in range(rounds):
+        if stop.is_set():
+            break
+        partition = round_no % PARTITIONS
+        cluster.set_partition_leader(topic, partition, brokers[(round_no + 1) % len(brokers)])
+        cluster.push_request_errors(0, [NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, 0, 6, 7])
+        await asyncio.sleep(0.05)  # chaos pacing, not synchronisation
+        victim = brokers[round_no % len(brokers)]
+        cluster.broker_down(victim)
+        await asyncio.sleep(0.1)
+        cluster.broker_up(victim)
+        await asyncio.sleep(0.05)
+        done += 1
+    return done
+
+
+async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
+    mock_cluster: MockCluster,
+):
+    count = 100_000
+    topic = unique_topic("chaos")
+    mock_cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    stop = asyncio.Event()
+    started = time.monotonic()
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks="all",
+        compression="lz4",
+        linger_ms=5,
+        retry_backoff_ms=20,
+        request_timeout_ms=3000,
+        delivery_timeout_ms=60_000,
+        metadata_max_age_ms=2000,
+        reconnect_backoff_ms=20,
+        reconnect_backoff_max_ms=200,
+        # The mock does not check sequence numbers (Tansu and Kafka do), so only one request in
+        # flight per connection keeps partitions in order across retries there.
+        max_in_flight_requests_per_connection=1,
+    ) as producer:
+        assert producer.idempotent
+        chaos = asyncio.create_task(_chaos(mock_cluster, topic, stop, rounds=40))
+        try:
+            handles = []
+            for i in range(count):
+                handles.append(await producer.send(topic, b"%d" % i, partition=i % PARTITIONS))
+                if i % 5000 == 4999:
+                    # A bounded window of undelivered records keeps sending and chaos overlapping.
+                    await handles[i - 4000]
+            results = await asyncio.gather(*[_resolve(h) for h in handles[-1000:]])
+            await producer.flush(timeout=60)
+        finally:
+            stop.set()
+            rounds = await chaos
+    assert rounds >= 2, "the chaos hardly ran while records were sent"
+    assert max(h._batch.attempts for h in handles) >= 2, "no batch needed a retry"
+    failures = [h.exception() for h in handles if h.exception() is not None]
+    assert not failures, failures[:3]
+    assert all(r is not None for r in results)
+    offsets_by_partition: dict[int, list[int]] = defaultdict(list)
+    for handle in handles:
+        metadata = handle.result()
+        offsets_by_partition[metadata.partition].append(metadata.offset)
+    for offsets in offsets_by_partition.values():
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+    read = await read_back(mock_cluster.bootstrap_servers, topic, count, timeout=60)
+    _assert_exactly_once_in_order(read, count)
+    assert time.monotonic() - started < 90
+
+
+async def _resolve(handle):  # type: ignore[no-untyped-def]
+    return await handle
+
+
+async def test_injected_errors_are_retried_in_order(mock_cluster: MockCluster):
+    topic = unique_topic("inject")
+    mock_cluster.create_topic(topic, partitions=PARTITIONS)
+    codes = [NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT] * 5
+    mock_cluster.push_request_errors(0, codes)
+    count = 3000
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        retry_backoff_ms=10,
+        batch_size=2048,
+        # One request in flight: the mock does not reject out-of-sequence batches (see above).
+        max_in_flight_requests_per_connection=1,
+    ) as producer:
+        handles = [await producer.send(topic, b"%d" % i, partition=i % 3) for i in range(count)]
+        await producer.flush(timeout=30)
+    assert all(h.exception() is None for h in handles)
+    assert max(h._batch.attempts for h in handles) >= 2, "no batch was retried"
+    read = await read_back(mock_cluster.bootstrap_servers, topic, count)
+    _assert_exactly_once_in_order(read, count)
+
+
+async def test_non_idempotent_producer_keeps_order_across_retries(mock_cluster: MockCluster):
+    topic = unique_topic("noidem")
+    mock_cluster.create_topic(topic, partitions=PARTITIONS)
+    mock_cluster.push_request_errors(0, [NOT_LEADER_OR_FOLLOWER, 0, REQUEST_TIMED_OUT, 0] * 3)
+    count = 2000
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks=1,
+        retry_backoff_ms=10,
+        batch_size=1024,
+    ) as producer:
+        assert not producer.idempotent
+        handles = [await producer.send(topic, b"%d" % i, partition=i % 3) for i in range(count)]
+        await producer.flush(timeout=30)
+    assert all(h.exception() is None for h in handles)
+    read = await read_back(mock_cluster.bootstrap_servers, topic, count)
+    # Injected errors are answered without writing, so nothing is duplicated here either.
+    _assert_exactly_once_in_order(read, count)
+
+
+async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(mock_cluster: MockCluster):
+    topic = unique_topic("oosn")
+    mock_cluster.create_topic(topic, partitions=1)
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, retry_backoff_ms=10) as p:
+        first = await p.send_and_wait(topic, b"0", partition=0)
+        txn = p._txn
+        assert txn is not None
+        identity_before = (txn.producer_id, txn.producer_epoch)
+        mock_cluster.push_request_errors(
+            0, [errors.OutOfOrderSequenceNumberError.code, errors.UnknownProducerIdError.code]
+        )
+        handles = [await p.send(topic, b"%d" % i, partition=0) for i in range(1, 50)]
+        await p.flush(timeout=20)
+        assert all(h.exception() is None for h in handles)
+        # A bumped epoch, or (the mock cannot bump idempotent ids) a fresh producer id.
+        assert txn.producer_id >= 0
+        assert (txn.producer_id, txn.producer_epoch) != identity_before
+    assert first.offset == 0
+    read = await read_back(mock_cluster.bootstrap_servers, topic, 50)
+    assert [int(r.value) for r in read] == list(range(50))  # type: ignore[arg-type]
