@@ -848,7 +848,6 @@ class ModuleWriter:
                 reader += "nullable_"
             reader += "array_length"
             em.line(f"n, pos = {self.helper(reader)}(buf, pos)")
-        inner = em
         items = f"{fld.py_name.rstrip('_')}_items"
         if nullable:
             with em.block("if n < 0:"):
@@ -857,28 +856,28 @@ class ModuleWriter:
             em.indent += 1
         if fld.struct is not None:
             fn = self.dec_name(fld.struct, version)
-            inner.line(f"{items} = []")
-            with inner.block("for _ in range(n):"):
-                inner.line(f"e, pos = {fn}(buf, pos)")
-                inner.line(f"{items}.append(e)")
-            inner.line(f"{target} = {items}")
+            em.line(f"{items} = []")
+            with em.block("for _ in range(n):"):
+                em.line(f"e, pos = {fn}(buf, pos)")
+                em.line(f"{items}.append(e)")
+            em.line(f"{target} = {items}")
         else:
             t = fld.type_name
             if t == "uuid":
-                inner.line(f"{target}, pos = {self.helper('read_uuid_array')}(buf, pos, n)")
+                em.line(f"{target}, pos = {self.helper('read_uuid_array')}(buf, pos, n)")
             elif t in FIXED:
                 code, width = FIXED[t]
-                inner.line(
+                em.line(
                     f"{target}, pos = {self.helper('read_fixed_array')}"
                     f"(buf, pos, n, {q(code)}, {width})"
                 )
             else:
                 fn = self.helper(self.var_reader(t, flex, False))
-                inner.line(f"{items} = []")
-                with inner.block("for _ in range(n):"):
-                    inner.line(f"e, pos = {fn}(buf, pos)")
-                    inner.line(f"{items}.append(e)")
-                inner.line(f"{target} = {items}")
+                em.line(f"{items} = []")
+                with em.block("for _ in range(n):"):
+                    em.line(f"e, pos = {fn}(buf, pos)")
+                    em.line(f"{items}.append(e)")
+                em.line(f"{target} = {items}")
         if nullable:
             em.indent -= 1
 
@@ -909,7 +908,10 @@ def schema_literal(fld: Field) -> str:
     type_str = ("[]" if fld.is_array else "") + (
         fld.struct.class_name if fld.struct is not None else fld.type_name
     )
-    flex = rng(fld.flexible_override) if fld.flexible_override is not None else "None"
+    # Field-level flexibleVersions: None when the field follows the message, () for "none".
+    flex = "None"
+    if fld.flexible_override is not None:
+        flex = "()" if fld.flexible_override.is_empty() else rng(fld.flexible_override)
     return (
         f"({q(fld.py_name)}, {q(type_str)}, {rng(fld.versions)}, {rng(fld.nullable)}, "
         f"{rng(fld.tagged)}, {fld.tag!r}, {fld.ignorable!r}, {flex})"

@@ -237,6 +237,10 @@ def test_header_versions() -> None:
     assert ApiVersionsRequest.HEADER_VERSIONS[3] == 2
     # ApiVersions responses always use header v0, so a client can read them from any broker
     assert set(ApiVersionsResponse.HEADER_VERSIONS) == {0}
+    assert MetadataRequest.header_version(9) == 2
+    assert ApiVersionsResponse.header_version(4) == 0
+    with pytest.raises(EncodeError):
+        MetadataRequest.header_version(13)
     assert MetadataRequest.RESPONSE_TYPE is MetadataResponse
     assert MetadataResponse.REQUEST_TYPE is MetadataRequest
     for api_key, request_cls in REQUEST_TYPES.items():
@@ -377,6 +381,10 @@ def test_nullable_struct_field() -> None:
     )
     data = response.encode(0)
     assert cgh_module.ConsumerGroupHeartbeatResponse.decode(data, 0) == response
+    # Request and response define TopicPartitions identically: one shared class.
+    topics = cgh_module.TopicPartitions(topic_id=uuid.UUID(int=1), partitions=[4])
+    request = cgh_module.ConsumerGroupHeartbeatRequest(topic_partitions=[topics])
+    assert cgh_module.ConsumerGroupHeartbeatRequest.decode(request.encode(0), 0) == request
     null = cgh_module.ConsumerGroupHeartbeatResponse(assignment=None).encode(0)
     assert null[-2:] == b"\xff\x00"  # int8 -1 marks the null struct, then tagged fields
     # 0x01 marker replaces 0xff; then the Assignment: compact array of one TopicPartitions

@@ -128,5 +128,5 @@ RequestHeader._SCHEMA = (
     ("request_api_key", "int16", (0, None), None, None, None, False, None),
     ("request_api_version", "int16", (0, None), None, None, None, False, None),
     ("correlation_id", "int32", (0, None), None, None, None, False, None),
-    ("client_id", "string", (1, None), (1, None), None, None, True, None),
+    ("client_id", "string", (1, None), (1, None), None, None, True, ()),
 )
