@@ -439,7 +439,8 @@ def test_invalid_lengths_are_protocol_errors() -> None:
     with pytest.raises(ProtocolError):
         MetadataRequest.decode(b"\xff\xff\xff\xfe", 0)  # negative length, not nullable in v0
     # A null in a non-nullable string reads as "" (librdkafka sends null hosts in error answers).
-    assert MetadataRequest.decode(b"\x00\x00\x00\x01\xff\xff", 0).topics[0].name == ""
+    topics = MetadataRequest.decode(b"\x00\x00\x00\x01\xff\xff", 0).topics
+    assert topics is not None and topics[0].name == ""
     with pytest.raises(ProtocolError):
         MetadataRequest.decode(b"\x00\x00\x00\x01\x00\x02\xff\xfe", 0)  # invalid UTF-8
     with pytest.raises(ProtocolError):
