@@ -1,0 +1,205 @@
+"""The records interface with its record batch v2 hot loops compiled (``_crecords``).
+
+Importing this module fails with ``ImportError`` when the C extension was not built; the package
+then uses :mod:`._pure`.  Only the per-record loops are compiled: decoding the records of a v2
+batch (after decompression, which stays in :mod:`.codecs`) and appending one record to a v2
+builder.  Batch headers, CRCs, compression, legacy message sets and control batches are the pure
+path's code.  Whenever the compiled code meets input outside its fast path it hands the work to
+the pure path, so results and exceptions are the pure path's.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+from aiokafkawire.protocol.records import _builder, _pure_legacy, _pure_v2
+from aiokafkawire.protocol.records._crecords import (
+    _setup,
+    decode_records,
+    encode_record,
+)
+from aiokafkawire.protocol.records._pure import estimate_size_in_bytes
+from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatch
+from aiokafkawire.protocol.records._pure_v2 import build_control_batch, rewrite_producer_state
+from aiokafkawire.protocol.records._types import (
+    LOG_OVERHEAD,
+    Buffer,
+    ControlRecord,
+    Headers,
+    Record,
+    TimestampType,
+)
+from aiokafkawire.protocol.records.codecs import decompress
+
+__all__ = [
+    "DefaultRecordBatchBuilder",
+    "LegacyRecordBatch",
+    "LegacyRecordBatchBuilder",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "build_control_batch",
+    "estimate_size_in_bytes",
+    "iter_batches",
+    "rewrite_producer_state",
+]
+
+#: True when records are allocated directly in C (their class layout is the expected one).
+DIRECT_RECORDS: bool = _setup(Record, ControlRecord, CorruptRecordError)
+
+_HEADER_SIZE = _pure_v2.HEADER_SIZE
+_CODEC_MASK = _pure_v2.ATTR_CODEC_MASK
+_ATTR_TIMESTAMP_TYPE = _pure_v2.ATTR_TIMESTAMP_TYPE
+_ATTR_CONTROL = _pure_v2.ATTR_CONTROL
+_CREATE_TIME = TimestampType.CREATE_TIME
+_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+_pure_decode_records = _pure_v2._decode_records
+
+
+class RecordBatch(_pure_v2.RecordBatch):
+    """A v2 record batch whose records are decoded by the C extension."""
+
+    __slots__ = ()
+
+    def _decode(self) -> list[Record]:
+        count = self.record_count
+        if count == 0:
+            return []  # compacted-empty batch: the payload is not even decompressed
+        attributes = self.attributes
+        codec = attributes & _CODEC_MASK
+        buf: Buffer
+        if codec:
+            view = memoryview(self._buffer)[self._start + _HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            pos, end = 0, len(buf)
+        else:
+            buf, pos, end = self._buffer, self._start + _HEADER_SIZE, self._end
+        if attributes & _ATTR_TIMESTAMP_TYPE:
+            timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
+        else:
+            timestamp_type, log_append_time = _CREATE_TIME, None
+        args = (
+            buf,
+            pos,
+            end,
+            count,
+            self.base_offset,
+            self.base_timestamp,
+            timestamp_type,
+            log_append_time,
+            ControlRecord if attributes & _ATTR_CONTROL else Record,
+        )
+        try:
+            records: list[Record] | None = decode_records(*args)
+            if records is None:  # numbers beyond 64 bits: Python ints needed
+                records = _pure_decode_records(*args)
+        except (IndexError, ValueError) as exc:  # bad utf-8 in a header key (as _pure_v2)
+            raise CorruptRecordError(
+                f"malformed record in batch at offset {self.base_offset}: {exc}"
+            ) from exc
+        return records
+
+
+_INT32 = struct.Struct(">i")
+_MIN_SIZE = 14  # Java's LegacyRecord.RECORD_OVERHEAD_V0
+_MAGIC_POS = 16
+
+AnyBatch = RecordBatch | LegacyRecordBatch
+
+
+def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]:
+    """Yield the batches in ``data`` (see :func:`._pure.iter_batches`; v2 batches decode in C)."""
+    buffer = data if type(data) is bytes else bytes(data)
+    pos = 0
+    total = len(buffer)
+    unpack_int32 = _INT32.unpack_from
+    while total - pos >= LOG_OVERHEAD:
+        (size,) = unpack_int32(buffer, pos + 8)
+        if size < _MIN_SIZE:
+            raise CorruptRecordError(f"record batch size {size} at byte {pos} is too small")
+        end = pos + LOG_OVERHEAD + size
+        if end > total:
+            return  # partial trailing batch
+        magic = buffer[pos + _MAGIC_POS]
+        batch: AnyBatch
+        if magic == 2:
+            batch = RecordBatch(buffer, pos, end)
+        elif magic == 0 or magic == 1:
+            if size < (14 if magic == 0 else 22):
+                raise CorruptRecordError(f"message size {size} at byte {pos} is too small")
+            batch = LegacyRecordBatch(buffer, pos, end, check_crcs)
+        else:
+            raise UnknownMagicError(f"unknown record batch magic {magic} at byte {pos}")
+        if check_crcs and not batch.validate_crc():
+            raise CorruptRecordError(
+                f"CRC mismatch in magic {magic} batch at byte {pos} (stored {batch.crc:#010x})"
+            )
+        yield batch
+        pos = end
+
+
+class RecordBatchBuilder(_builder.RecordBatchBuilder):
+    """``RecordBatchBuilder(magic=...)``: this module's v2 builder, or the legacy builder."""
+
+    __slots__ = ()
+
+    def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> RecordBatchBuilder:
+        if cls is not RecordBatchBuilder:
+            return object.__new__(cls)
+        if magic == 2:
+            return object.__new__(DefaultRecordBatchBuilder)
+        if magic in (0, 1):
+            return object.__new__(LegacyRecordBatchBuilder)
+        raise UnknownMagicError(f"cannot build record batches with magic {magic}")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchBuilder):
+    """A v2 builder whose records are encoded by the C extension."""
+
+    __slots__ = ()
+
+    def append(
+        self,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+    ) -> bool:
+        """Add a record; False when the batch is full (the first record always fits)."""
+        if self._built is None:
+            if timestamp_ms is None:
+                timestamp_ms = _now_ms()
+            count = self._count
+            added = encode_record(
+                self._buffer,
+                count,
+                timestamp_ms - self._base_timestamp if count else 0,
+                key,
+                value,
+                headers,
+                self._batch_size,
+            )
+            if added:
+                if not count:
+                    self._base_timestamp = timestamp_ms
+                if timestamp_ms > self._max_timestamp:
+                    self._max_timestamp = timestamp_ms
+                self._count = count + 1
+                return True
+            if added is not None:
+                return False
+        # Already built (raises), or input outside the C fast path: the pure path decides.
+        return super().append(timestamp_ms, key, value, headers)
+
+
+class LegacyRecordBatchBuilder(_pure_legacy.LegacyRecordBatchBuilder, RecordBatchBuilder):
+    """The pure-Python magic 0/1 builder (a subclass so that isinstance checks hold)."""
+
+    __slots__ = ()

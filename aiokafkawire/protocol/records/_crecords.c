@@ -1,0 +1,762 @@
+/*
+ * Compiled helpers for record batch v2 (magic 2): the per-record loops of the consumer and
+ * producer hot paths.  Everything around them (batch headers, CRCs, compression, builder state)
+ * stays in Python, in aiokafkawire/protocol/records/_accel.py.
+ *
+ *   decode_records(buf, pos, end, count, base_offset, base_timestamp, timestamp_type,
+ *                  log_append_time, record_cls) -> list | None
+ *       Same contract as _pure_v2._decode_records.  Every read is bounds-checked against the
+ *       record (or batch) it belongs to; malformed input raises CorruptRecordError (or
+ *       UnicodeDecodeError for a header key, which the caller wraps as the pure path does).
+ *       Returns None for the rare well-formed input whose numbers do not fit 64-bit arithmetic
+ *       (varints longer than 64 bits, offset/timestamp sums overflowing int64): the caller then
+ *       decodes that batch with the pure path, which has Python's unbounded ints.
+ *
+ *   encode_record(buffer, offset_delta, timestamp_delta, key, value, headers, batch_size)
+ *       -> bool | None
+ *       Appends one record (length-prefixed) to the bytearray ``buffer``, or returns False when
+ *       it would not fit ``batch_size`` (unless it is the first record, offset_delta == 0).
+ *       Returns None, touching nothing, for any argument outside the fast path (keys/values
+ *       that are not bytes/bytearray/None, headers that are not a list/tuple of
+ *       (str, bytes | None) pairs, numbers outside int64): the caller then uses the pure path,
+ *       so behaviour (and errors) stay exactly the pure path's.
+ *
+ *   _setup(record_cls, control_record_cls, corrupt_record_error) -> bool
+ *       Called once by _accel.py.  Records are allocated directly and their six __slots__
+ *       filled in place when the class layout is exactly the expected one (returns True);
+ *       otherwise records are made by calling the class (returns False).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef Py_T_OBJECT_EX
+#define MEMBER_OBJECT_EX Py_T_OBJECT_EX
+#else
+#define MEMBER_OBJECT_EX T_OBJECT_EX
+#endif
+
+/* Minimum encoded record: length varint (1 byte) + length >= 6. */
+#define MIN_RECORD_SIZE 7
+/* Minimum encoded header: key length varint + value length varint. */
+#define MIN_HEADER_SIZE 2
+
+enum { F_OFFSET, F_TIMESTAMP, F_TIMESTAMP_TYPE, F_KEY, F_VALUE, F_HEADERS, N_FIELDS };
+
+static const char *const field_names[N_FIELDS] = {
+    "offset", "timestamp", "timestamp_type", "key", "value", "headers",
+};
+
+/* Set by _setup(); strong references kept for the life of the process. */
+static PyObject *corrupt_error = NULL;
+static PyTypeObject *record_type = NULL;
+static PyTypeObject *control_type = NULL;
+static Py_ssize_t field_offsets[N_FIELDS];
+static int direct_alloc = 0;
+
+/* ------------------------------------------------------------------------------------------ */
+/* varints                                                                                      */
+
+enum { VARINT_OK = 0, VARINT_WIDE = 1, VARINT_BAD = -1 };
+
+/*
+ * Read a zigzag varint from [*pp, limit).  Like primitives.read_varint: at most 10 bytes.
+ * VARINT_BAD: runs past limit or is longer than 10 bytes.  VARINT_WIDE: well-formed but the
+ * unsigned value needs more than 64 bits (*out is then meaningless).
+ */
+static inline int
+read_varint(const unsigned char **pp, const unsigned char *limit, int64_t *out)
+{
+    const unsigned char *p = *pp;
+    uint64_t u = 0;
+    int status = VARINT_OK;
+    unsigned int shift;
+
+    if (p < limit && *p < 0x80) { /* one byte: the common case */
+        u = *p;
+        *pp = p + 1;
+        *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        return VARINT_OK;
+    }
+    for (shift = 0;; shift += 7) {
+        unsigned int byte;
+        if (p >= limit) {
+            return VARINT_BAD;
+        }
+        byte = *p++;
+        if (shift == 63) { /* tenth byte: one more bit fits in 64 */
+            if (byte & 0x80) {
+                return VARINT_BAD;
+            }
+            if (byte > 1) {
+                status = VARINT_WIDE;
+            }
+            u |= (uint64_t)(byte & 1) << 63;
+            break;
+        }
+        u |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            break;
+        }
+    }
+    *pp = p;
+    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return status;
+}
+
+static inline uint64_t
+zigzag(int64_t value)
+{
+    return ((uint64_t)value << 1) ^ (uint64_t)(value < 0 ? -1 : 0);
+}
+
+static inline Py_ssize_t
+varint_size(int64_t value)
+{
+    uint64_t u = zigzag(value);
+    Py_ssize_t size = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static inline unsigned char *
+write_varint(unsigned char *p, int64_t value)
+{
+    uint64_t u = zigzag(value);
+    while (u >= 0x80) {
+        *p++ = (unsigned char)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    *p++ = (unsigned char)u;
+    return p;
+}
+
+static inline int
+add_overflows(int64_t a, int64_t b)
+{
+    return (b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* decoding                                                                                     */
+
+static void
+corrupt(const char *message)
+{
+    PyErr_SetString(corrupt_error, message);
+}
+
+/* Read a length-prefixed byte string (-1 = None) inside [*pp, limit); NULL on error. */
+static PyObject *
+read_nullable_bytes(const unsigned char **pp, const unsigned char *limit, const char *what)
+{
+    int64_t length;
+    if (read_varint(pp, limit, &length) != VARINT_OK) {
+        PyErr_Format(corrupt_error, "malformed record %s length", what);
+        return NULL;
+    }
+    if (length == -1) {
+        Py_RETURN_NONE;
+    }
+    if (length < 0) {
+        PyErr_Format(corrupt_error, "invalid record %s length %lld", what, (long long)length);
+        return NULL;
+    }
+    if (length > limit - *pp) {
+        PyErr_Format(corrupt_error, "record %s overruns its record", what);
+        return NULL;
+    }
+    {
+        PyObject *result = PyBytes_FromStringAndSize((const char *)*pp, (Py_ssize_t)length);
+        *pp += length;
+        return result;
+    }
+}
+
+static PyObject *
+decode_headers(const unsigned char **pp, const unsigned char *limit)
+{
+    int64_t count, key_len;
+    Py_ssize_t i;
+    PyObject *headers;
+
+    if (read_varint(pp, limit, &count) != VARINT_OK) {
+        corrupt("malformed record header count");
+        return NULL;
+    }
+    if (count == 0) {
+        return PyList_New(0);
+    }
+    if (count < 0) {
+        PyErr_Format(corrupt_error, "invalid header count %lld", (long long)count);
+        return NULL;
+    }
+    if (count > (limit - *pp) / MIN_HEADER_SIZE) {
+        corrupt("record headers overrun the record");
+        return NULL;
+    }
+    headers = PyList_New((Py_ssize_t)count);
+    if (headers == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < (Py_ssize_t)count; i++) {
+        PyObject *key, *value, *pair;
+        if (read_varint(pp, limit, &key_len) != VARINT_OK) {
+            corrupt("malformed header key length");
+            goto error;
+        }
+        if (key_len < 0 || key_len > limit - *pp) {
+            corrupt("invalid header key length");
+            goto error;
+        }
+        key = PyUnicode_DecodeUTF8((const char *)*pp, (Py_ssize_t)key_len, NULL);
+        if (key == NULL) {
+            goto error; /* UnicodeDecodeError: the caller wraps it as the pure path does */
+        }
+        *pp += key_len;
+        value = read_nullable_bytes(pp, limit, "header value");
+        if (value == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto error;
+        }
+        PyTuple_SET_ITEM(pair, 0, key);
+        PyTuple_SET_ITEM(pair, 1, value);
+        PyList_SET_ITEM(headers, i, pair);
+    }
+    return headers;
+error:
+    Py_DECREF(headers); /* unfilled items are NULL: list_dealloc skips them */
+    return NULL;
+}
+
+/* Make a record from six new references (always consumed). */
+static PyObject *
+make_record(PyTypeObject *cls, PyObject *fields[N_FIELDS])
+{
+    PyObject *record;
+    int i;
+
+    if (direct_alloc && (cls == record_type || cls == control_type)) {
+        record = cls->tp_alloc(cls, 0);
+        if (record != NULL) {
+            for (i = 0; i < N_FIELDS; i++) {
+                /* the slots of a fresh object are NULL: no old value to release */
+                *(PyObject **)((char *)record + field_offsets[i]) = fields[i];
+            }
+            return record;
+        }
+    }
+    else {
+        record = PyObject_Vectorcall((PyObject *)cls, fields, N_FIELDS, NULL);
+    }
+    for (i = 0; i < N_FIELDS; i++) {
+        Py_DECREF(fields[i]);
+    }
+    return record;
+}
+
+/* Sentinel for "valid but needs Python ints": decode_records returns None. */
+#define NEEDS_PURE 2
+
+static int
+decode_all(const unsigned char *p, const unsigned char *end, Py_ssize_t count, int64_t base_offset,
+           int64_t base_timestamp, PyObject *timestamp_type, PyObject *log_append_time,
+           PyTypeObject *cls, PyObject *records)
+{
+    Py_ssize_t i;
+
+    for (i = 0; i < count; i++) {
+        int64_t length, timestamp_delta, offset_delta;
+        const unsigned char *record_end;
+        PyObject *fields[N_FIELDS];
+        PyObject *record;
+        int status;
+
+        if (read_varint(&p, end, &length) != VARINT_OK || length < 6 || length > end - p) {
+            corrupt("record length does not fit its batch");
+            return -1;
+        }
+        record_end = p + length;
+        p += 1; /* record attributes: unused */
+        status = read_varint(&p, record_end, &timestamp_delta);
+        if (status == VARINT_BAD) {
+            corrupt("malformed record timestamp delta");
+            return -1;
+        }
+        if (log_append_time == NULL
+            && (status == VARINT_WIDE || add_overflows(base_timestamp, timestamp_delta))) {
+            return NEEDS_PURE;
+        }
+        status = read_varint(&p, record_end, &offset_delta);
+        if (status == VARINT_BAD) {
+            corrupt("malformed record offset delta");
+            return -1;
+        }
+        if (status == VARINT_WIDE || add_overflows(base_offset, offset_delta)) {
+            return NEEDS_PURE;
+        }
+
+        fields[F_KEY] = read_nullable_bytes(&p, record_end, "key");
+        if (fields[F_KEY] == NULL) {
+            return -1;
+        }
+        fields[F_VALUE] = read_nullable_bytes(&p, record_end, "value");
+        if (fields[F_VALUE] == NULL) {
+            Py_DECREF(fields[F_KEY]);
+            return -1;
+        }
+        fields[F_HEADERS] = decode_headers(&p, record_end);
+        if (fields[F_HEADERS] == NULL) {
+            Py_DECREF(fields[F_KEY]);
+            Py_DECREF(fields[F_VALUE]);
+            return -1;
+        }
+        if (p != record_end) {
+            Py_DECREF(fields[F_KEY]);
+            Py_DECREF(fields[F_VALUE]);
+            Py_DECREF(fields[F_HEADERS]);
+            corrupt("record length does not match its content");
+            return -1;
+        }
+        fields[F_OFFSET] = PyLong_FromLongLong(base_offset + offset_delta);
+        if (log_append_time != NULL) {
+            Py_INCREF(log_append_time);
+            fields[F_TIMESTAMP] = log_append_time;
+        }
+        else {
+            fields[F_TIMESTAMP] = PyLong_FromLongLong(base_timestamp + timestamp_delta);
+        }
+        if (fields[F_OFFSET] == NULL || fields[F_TIMESTAMP] == NULL) {
+            Py_XDECREF(fields[F_OFFSET]);
+            Py_XDECREF(fields[F_TIMESTAMP]);
+            Py_DECREF(fields[F_KEY]);
+            Py_DECREF(fields[F_VALUE]);
+            Py_DECREF(fields[F_HEADERS]);
+            return -1;
+        }
+        Py_INCREF(timestamp_type);
+        fields[F_TIMESTAMP_TYPE] = timestamp_type;
+        record = make_record(cls, fields);
+        if (record == NULL) {
+            return -1;
+        }
+        PyList_SET_ITEM(records, i, record);
+    }
+    if (p != end) {
+        corrupt("record count does not match the batch length");
+        return -1;
+    }
+    return 0;
+}
+
+/* Convert an int argument to int64; 1 = does not fit (no exception set), -1 = not an int. */
+static int
+as_int64(PyObject *obj, int64_t *out)
+{
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        return 1;
+    }
+    *out = (int64_t)value;
+    return 0;
+}
+
+static PyObject *
+decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, count;
+    int64_t base_offset, base_timestamp;
+    PyObject *timestamp_type, *log_append_time, *records = NULL;
+    PyTypeObject *cls;
+    int status;
+
+    (void)module;
+    if (corrupt_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_crecords._setup() has not been called");
+        return NULL;
+    }
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "decode_records() takes exactly 9 arguments");
+        return NULL;
+    }
+    if (!PyType_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a class");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[8];
+    timestamp_type = args[6];
+    log_append_time = args[7] == Py_None ? NULL : args[7];
+    pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    status = as_int64(args[4], &base_offset);
+    if (status == 0) {
+        status = as_int64(args[5], &base_timestamp);
+    }
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0) {
+        Py_RETURN_NONE;
+    }
+    if (log_append_time != NULL && !PyLong_Check(log_append_time)) {
+        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (pos < 0 || end < pos || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "record bounds outside the buffer");
+        goto done;
+    }
+    if (count < 0) {
+        count = 0; /* as range(count) in the pure path */
+    }
+    if (count > (end - pos) / MIN_RECORD_SIZE) {
+        corrupt("record count does not match the batch length");
+        goto done;
+    }
+    records = PyList_New(count);
+    if (records == NULL) {
+        goto done;
+    }
+    {
+        const unsigned char *base = (const unsigned char *)view.buf;
+        status = decode_all(base + pos, base + end, count, base_offset, base_timestamp,
+                            timestamp_type, log_append_time, cls, records);
+    }
+    if (status != 0) {
+        Py_CLEAR(records);
+        if (status == NEEDS_PURE) {
+            records = Py_None;
+            Py_INCREF(records);
+        }
+    }
+done:
+    PyBuffer_Release(&view);
+    return records;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* encoding                                                                                     */
+
+/* Data and size of a key or value: 0 = None, 1 = bytes-like, -1 = outside the fast path. */
+static int
+fast_bytes(PyObject *obj, PyObject *buffer, const char **data, Py_ssize_t *size)
+{
+    if (obj == Py_None) {
+        *data = NULL;
+        *size = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(obj)) {
+        *data = PyBytes_AS_STRING(obj);
+        *size = PyBytes_GET_SIZE(obj);
+        return 1;
+    }
+    if (PyByteArray_CheckExact(obj) && obj != buffer) {
+        *data = PyByteArray_AS_STRING(obj);
+        *size = PyByteArray_GET_SIZE(obj);
+        return 1;
+    }
+    return -1;
+}
+
+/*
+ * Size of the encoded headers (count varint included), or -1 if they are outside the fast path,
+ * or -2 with an exception set (a key that cannot be encoded as UTF-8).
+ */
+static Py_ssize_t
+headers_size(PyObject *headers)
+{
+    Py_ssize_t count, i, size;
+    PyObject **items;
+
+    if (headers == Py_None) {
+        return 1;
+    }
+    if (PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) {
+        count = PySequence_Fast_GET_SIZE(headers);
+        items = PySequence_Fast_ITEMS(headers);
+    }
+    else {
+        return -1;
+    }
+    size = varint_size(count);
+    for (i = 0; i < count; i++) {
+        PyObject *pair = items[i], *key, *value;
+        Py_ssize_t key_len;
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            return -1;
+        }
+        key = PyTuple_GET_ITEM(pair, 0);
+        value = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(key) || !(value == Py_None || PyBytes_CheckExact(value))) {
+            return -1;
+        }
+        if (PyUnicode_AsUTF8AndSize(key, &key_len) == NULL) {
+            return -2;
+        }
+        size += varint_size(key_len) + key_len;
+        if (value == Py_None) {
+            size += 1;
+        }
+        else {
+            Py_ssize_t value_len = PyBytes_GET_SIZE(value);
+            size += varint_size(value_len) + value_len;
+        }
+    }
+    return size;
+}
+
+static unsigned char *
+write_headers(unsigned char *p, PyObject *headers)
+{
+    Py_ssize_t count, i;
+    PyObject **items;
+
+    if (headers == Py_None) {
+        *p++ = 0;
+        return p;
+    }
+    count = PySequence_Fast_GET_SIZE(headers);
+    items = PySequence_Fast_ITEMS(headers);
+    p = write_varint(p, count);
+    for (i = 0; i < count; i++) {
+        PyObject *key = PyTuple_GET_ITEM(items[i], 0), *value = PyTuple_GET_ITEM(items[i], 1);
+        Py_ssize_t key_len;
+        /* already encoded (and cached in the str) by headers_size(): cannot fail */
+        const char *key_data = PyUnicode_AsUTF8AndSize(key, &key_len);
+        p = write_varint(p, key_len);
+        memcpy(p, key_data, (size_t)key_len);
+        p += key_len;
+        if (value == Py_None) {
+            p = write_varint(p, -1);
+        }
+        else {
+            Py_ssize_t value_len = PyBytes_GET_SIZE(value);
+            p = write_varint(p, value_len);
+            memcpy(p, PyBytes_AS_STRING(value), (size_t)value_len);
+            p += value_len;
+        }
+    }
+    return p;
+}
+
+static PyObject *
+encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *buffer, *key, *value, *headers;
+    int64_t offset_delta, timestamp_delta, batch_size;
+    const char *key_data, *value_data;
+    Py_ssize_t key_len, value_len, header_len, body_len, total, old_len;
+    unsigned char *p;
+    int status;
+
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "encode_record() takes exactly 7 arguments");
+        return NULL;
+    }
+    buffer = args[0];
+    key = args[3];
+    value = args[4];
+    headers = args[5];
+    if (!PyByteArray_CheckExact(buffer)) {
+        PyErr_SetString(PyExc_TypeError, "buffer must be a bytearray");
+        return NULL;
+    }
+    if (!PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2])
+        || !PyLong_CheckExact(args[6])) {
+        Py_RETURN_NONE;
+    }
+    status = as_int64(args[1], &offset_delta);
+    if (status == 0) {
+        status = as_int64(args[2], &timestamp_delta);
+    }
+    if (status == 0) {
+        status = as_int64(args[6], &batch_size);
+    }
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0 || offset_delta < 0) {
+        Py_RETURN_NONE;
+    }
+    if (fast_bytes(key, buffer, &key_data, &key_len) < 0
+        || fast_bytes(value, buffer, &value_data, &value_len) < 0) {
+        Py_RETURN_NONE;
+    }
+    /* Python truthiness of the pure path's "if headers": empty list/tuple means none. */
+    if ((PyList_CheckExact(headers) || PyTuple_CheckExact(headers))
+        && PySequence_Fast_GET_SIZE(headers) == 0) {
+        headers = Py_None;
+    }
+    header_len = headers_size(headers);
+    if (header_len == -2) {
+        return NULL;
+    }
+    if (header_len < 0) {
+        Py_RETURN_NONE;
+    }
+
+    body_len = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
+               + (key_len < 0 ? 1 : varint_size(key_len) + key_len)
+               + (value_len < 0 ? 1 : varint_size(value_len) + value_len) + header_len;
+    total = varint_size(body_len) + body_len;
+    old_len = PyByteArray_GET_SIZE(buffer);
+    if (offset_delta != 0 && (int64_t)old_len + (int64_t)total > batch_size) {
+        Py_RETURN_FALSE;
+    }
+    if (total > PY_SSIZE_T_MAX - old_len) {
+        return PyErr_NoMemory();
+    }
+    /* No Python code runs from here on: the headers, key and value cannot change under us. */
+    if (PyByteArray_Resize(buffer, old_len + total) < 0) {
+        return NULL; /* e.g. BufferError while a memoryview of the buffer is alive */
+    }
+    p = (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len;
+    p = write_varint(p, body_len);
+    *p++ = 0; /* record attributes */
+    p = write_varint(p, timestamp_delta);
+    p = write_varint(p, offset_delta);
+    p = write_varint(p, key_len);
+    if (key_len > 0) {
+        memcpy(p, key_data, (size_t)key_len);
+        p += key_len;
+    }
+    p = write_varint(p, value_len);
+    if (value_len > 0) {
+        memcpy(p, value_data, (size_t)value_len);
+        p += value_len;
+    }
+    p = write_headers(p, headers);
+    if (p != (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len + total) {
+        /* cannot happen: sizes and writes use the same encoders */
+        PyErr_SetString(PyExc_SystemError, "encode_record: size mismatch");
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* setup                                                                                        */
+
+static int
+find_slot_offsets(PyTypeObject *cls, Py_ssize_t offsets[N_FIELDS])
+{
+    int found = 0, i;
+    PyMemberDef *member;
+
+    if (cls->tp_members == NULL) {
+        return 0;
+    }
+    for (member = cls->tp_members; member->name != NULL; member++) {
+        if (member->type != MEMBER_OBJECT_EX) {
+            return 0;
+        }
+        for (i = 0; i < N_FIELDS; i++) {
+            if (strcmp(member->name, field_names[i]) == 0) {
+                offsets[i] = member->offset;
+                found |= 1 << i;
+                break;
+            }
+        }
+        if (i == N_FIELDS) {
+            return 0; /* a slot we would not fill */
+        }
+    }
+    return found == (1 << N_FIELDS) - 1;
+}
+
+static PyObject *
+setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyTypeObject *record, *control;
+    PyObject *error;
+
+    (void)module;
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1])
+        || !PyExceptionClass_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_setup(record_cls, control_record_cls, corrupt_record_error)");
+        return NULL;
+    }
+    record = (PyTypeObject *)args[0];
+    control = (PyTypeObject *)args[1];
+    error = args[2];
+    Py_INCREF(record);
+    Py_INCREF(control);
+    Py_INCREF(error);
+    Py_XSETREF(record_type, record);
+    Py_XSETREF(control_type, control);
+    Py_XSETREF(corrupt_error, error);
+
+    direct_alloc = 0;
+    if (find_slot_offsets(record, field_offsets)
+        && PyType_IsSubtype(control, record)
+        && (control->tp_members == NULL || control->tp_members->name == NULL)
+        && control->tp_basicsize == record->tp_basicsize
+        && record->tp_itemsize == 0 && control->tp_itemsize == 0
+        && record->tp_dictoffset == 0 && control->tp_dictoffset == 0
+        && record->tp_alloc != NULL && control->tp_alloc != NULL) {
+        direct_alloc = 1;
+    }
+    return PyBool_FromLong(direct_alloc);
+}
+
+static PyMethodDef methods[] = {
+    {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
+     "Decode the records of an uncompressed v2 batch body (see _pure_v2._decode_records)."},
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
+     "Append one v2 record to a bytearray; False if full, None outside the fast path."},
+    {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,
+     "Register Record, ControlRecord and CorruptRecordError."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "aiokafkawire.protocol.records._crecords",
+    "Compiled per-record loops of record batch v2 (see _accel.py).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__crecords(void)
+{
+    return PyModule_Create(&module_def);
+}

@@ -1,0 +1,29 @@
+"""Type stub of the C extension built from _crecords.c."""
+
+from aiokafkawire.protocol.records._types import Buffer, Headers, Record
+
+def decode_records(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    timestamp_type: object,
+    log_append_time: int | None,
+    record_cls: type[Record],
+    /,
+) -> list[Record] | None: ...
+def encode_record(
+    buffer: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | bytearray | None,
+    value: bytes | bytearray | None,
+    headers: Headers | None,
+    batch_size: int,
+    /,
+) -> bool | None: ...
+def _setup(
+    record_cls: type[Record], control_record_cls: type[Record], corrupt_record_error: type, /
+) -> bool: ...
