@@ -213,6 +213,7 @@ def snake_case(name: str) -> str:
 
 
 def parse_spec(path: Path) -> Spec:
+    """Read one spec file into the model, resolving struct references and reachable versions."""
     raw = load_json(path)
     valid = Versions.parse(raw["validVersions"])
     flexible = Versions.parse(raw.get("flexibleVersions", "none"))
@@ -290,6 +291,7 @@ def parse_spec(path: Path) -> Spec:
 
 
 def mark_versions(struct: Struct, version: int, flexible: bool) -> None:
+    """Record that ``struct`` is encoded in ``version`` (and so are its present children)."""
     if version in struct.versions:
         return
     struct.versions.add(version)
@@ -418,7 +420,6 @@ class ModuleWriter:
         # (kind, struct class, version) -> canonical function name
         self.canonical: dict[tuple[str, str, int], str] = {}
         self.bodies: dict[tuple[str, str, str], str] = {}  # (kind, class, body) -> name
-        self.uses_uuid_type = False
         self.uses_missing = False
         self.array_tables: set[str] = set()  # struct codes of NUMBER_ARRAY_STRUCTS used
 
@@ -504,6 +505,7 @@ class ModuleWriter:
             )
 
     def register(self, kind: str, struct: Struct, version: int, body: str, params: str) -> None:
+        """Emit a codec function, or reuse an earlier version's when the body is identical."""
         key = (kind, struct.class_name, body)
         name = self.bodies.get(key)
         if name is None:
@@ -513,6 +515,7 @@ class ModuleWriter:
         self.canonical[(kind, struct.class_name, version)] = name
 
     def encode_body(self, struct: Struct, version: int, flexible: bool) -> str:
+        """Body of ``_enc_<Struct>_v<version>(out, obj)``: checks, fields, tagged section."""
         em = Emitter()
         regular, tagged, absent = self.present_fields(struct, version)
         for fld in absent:
@@ -557,14 +560,15 @@ class ModuleWriter:
             em.line("pass")
         return "\n".join(em.lines)
 
-    def flush_encode_run(self, em: Emitter, run: list[Field], out: str = "out") -> None:
+    def flush_encode_run(self, em: Emitter, run: list[Field]) -> None:
+        """Pack a run of adjacent fixed-width fields with one precompiled struct."""
         if not run:
             return
         fmt = ">" + "".join(FIXED[f.type_name][0] for f in run)
         args = ", ".join(
             f"obj.{f.py_name}.bytes" if f.type_name == "uuid" else f"obj.{f.py_name}" for f in run
         )
-        self.emit_wrapped(em, f"{out} += {self.struct_const(fmt)}.pack(", args, ")")
+        self.emit_wrapped(em, f"out += {self.struct_const(fmt)}.pack(", args, ")")
 
     @staticmethod
     def emit_wrapped(em: Emitter, head: str, args: str, tail: str) -> None:
@@ -669,6 +673,7 @@ class ModuleWriter:
     # ---- decode
 
     def decode_body(self, struct: Struct, version: int, flexible: bool) -> str:
+        """Body of ``_dec_<Struct>_v<version>(buf, pos) -> (obj, pos)``."""
         em = Emitter()
         regular, tagged, absent = self.present_fields(struct, version)
         em.line(f"obj = _new({struct.class_name})")
@@ -722,6 +727,7 @@ class ModuleWriter:
         return "\n".join(em.lines)
 
     def flush_decode_run(self, em: Emitter, run: list[Field]) -> None:
+        """Unpack a run of adjacent fixed-width fields with one precompiled struct."""
         if not run:
             return
         fmt = ">" + "".join(FIXED[f.type_name][0] for f in run)
@@ -919,6 +925,7 @@ def schema_literal(fld: Field) -> str:
 
 
 def class_source(spec: Spec, struct: Struct, writer: ModuleWriter) -> str:
+    """Class statement: slots, class attributes, annotations and ``__init__``."""
     is_top = struct is spec.top
     base = BASE_CLASSES.get(spec.kind, "Message") if is_top else "Message"
     writer.helper(base)
@@ -1125,6 +1132,7 @@ def share_struct(spec: Spec, duplicate: Struct, shared: Struct) -> None:
 
 
 def generate_module(specs: list[Spec], module_doc: str) -> str:
+    """Source of one module holding the classes and codecs of ``specs``."""
     resolve_collisions(specs)
     writer = ModuleWriter()
     class_blocks: list[str] = []
