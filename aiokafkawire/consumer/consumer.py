@@ -506,9 +506,8 @@ class Consumer:
         _, subs, fetcher = self._require_started()
         if offset < 0:
             raise errors.ConfigError("offset must be >= 0")
-        self._flush_iterator()
         subs.state(partition).seek(offset)
-        fetcher.discard([partition])
+        self._discard([partition])
         subs.notify()
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
@@ -548,7 +547,6 @@ class Consumer:
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record to be handed out (looked up when not yet known)."""
         _, subs, _ = self._require_started()
-        self._flush_iterator()
         state = subs.state(partition)
         deadline = time.monotonic() + self._common.request_timeout_ms / 1000
         while state.position is None:
@@ -675,7 +673,6 @@ class Consumer:
         """
         _, subs, _ = self._require_started()
         if offsets is None:
-            self._flush_iterator()
             normalized = self._positions(subs.assignment)
         else:
             normalized = {tp: _as_offset(value) for tp, value in offsets.items()}

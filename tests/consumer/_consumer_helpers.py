@@ -1,0 +1,141 @@
+"""Shared helpers for the consumer tests: a broker handle per backend, producing, consuming."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from aiokafkawire.consumer import Consumer, ConsumerRecord
+from aiokafkawire.structs import TopicPartition
+from aiokafkawire.testing import MockCluster, TansuBroker
+
+# librdkafka's mock cluster advertises flexible versions of the classic group APIs but parses
+# them as non-flexible (librdkafka itself never sends them) and drops the connection: cap them.
+MOCK_GROUP_API_CAPS = {11: 5, 12: 3, 13: 2, 14: 3}
+
+
+def cap_mock_group_apis(cluster: MockCluster) -> None:
+    """Restrict the mock to the classic group API versions it really parses."""
+    implemented = cluster.default_api_versions
+    for api_key, top in MOCK_GROUP_API_CAPS.items():
+        low, high = implemented[api_key]
+        cluster.set_api_version(api_key, low, min(high, top))
+
+
+@dataclass
+class Broker:
+    """One test broker: its bootstrap string, its kind and how to make topics on it."""
+
+    kind: str
+    bootstrap_servers: str
+    mock: MockCluster | None = None
+
+    def create_topic(self, partitions: int = 1, name: str | None = None) -> str:
+        """Create a fresh topic and return its name."""
+        topic = name or f"t-{uuid.uuid4().hex[:10]}"
+        if self.mock is not None:
+            self.mock.create_topic(topic, partitions, 1)
+        else:
+            from confluent_kafka.admin import AdminClient, NewTopic
+
+            admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+            futures = admin.create_topics([NewTopic(topic, partitions, 1)])
+            for future in futures.values():
+                future.result(timeout=20)
+        return topic
+
+
+@pytest.fixture(params=["tansu", "mock"])
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """Each embedded broker in turn (the mock with its group APIs capped)."""
+    if request.param == "tansu":
+        tansu: TansuBroker = request.getfixturevalue("tansu_broker")
+        yield Broker("tansu", tansu.bootstrap_servers)
+    else:
+        mock: MockCluster = request.getfixturevalue("mock_cluster")
+        cap_mock_group_apis(mock)
+        mock.set_group_initial_rebalance_delay(0)
+        yield Broker("mock", mock.bootstrap_servers, mock)
+
+
+@pytest.fixture
+def mock(mock_cluster: MockCluster) -> MockCluster:
+    """The 3-broker mock cluster with its group APIs capped and no initial rebalance delay."""
+    cap_mock_group_apis(mock_cluster)
+    mock_cluster.set_group_initial_rebalance_delay(0)
+    return mock_cluster
+
+
+def produce(
+    bootstrap_servers: str,
+    topic: str,
+    messages: list[dict[str, Any]],
+    **config: Any,
+) -> None:
+    """Produce with confluent-kafka (blocking); each message is ``Producer.produce`` kwargs."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap_servers, "linger.ms": 5, "acks": "all", **config}
+    )
+    failures: list[Any] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(err)
+
+    for message in messages:
+        while True:
+            try:
+                producer.produce(topic, on_delivery=delivered, **message)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    remaining = producer.flush(30)
+    assert remaining == 0, f"{remaining} messages not delivered"
+    assert not failures, failures
+
+
+def produce_values(bootstrap_servers: str, topic: str, partitions: int, count: int) -> None:
+    """``count`` records with values ``b"<i>"`` spread round-robin over the partitions."""
+    produce(
+        bootstrap_servers,
+        topic,
+        [{"value": str(i).encode(), "partition": i % partitions} for i in range(count)],
+    )
+
+
+async def consume_n(
+    consumer: Consumer, count: int, timeout: float = 20.0
+) -> list[ConsumerRecord]:
+    """getmany() until ``count`` records arrived or ``timeout`` passed."""
+    records: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout
+    while len(records) < count and time.monotonic() < deadline:
+        batch = await consumer.getmany(timeout_ms=200)
+        for part in batch.values():
+            records.extend(part)
+    return records
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Poll a condition (bounded); fails the test on timeout."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def by_partition(records: list[ConsumerRecord]) -> dict[TopicPartition, list[ConsumerRecord]]:
+    """Group records by partition, keeping their order."""
+    out: dict[TopicPartition, list[ConsumerRecord]] = {}
+    for record in records:
+        out.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+    return out

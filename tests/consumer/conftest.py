@@ -1,0 +1,5 @@
+"""Fixtures of the consumer tests (defined in ``_consumer_helpers``)."""
+
+from _consumer_helpers import broker, mock
+
+__all__ = ["broker", "mock"]
