@@ -357,15 +357,21 @@ def is_mutable_default(fld: Field) -> bool:
     return default_expr(fld) not in ("None",) and (fld.is_array or fld.struct is not None)
 
 
-def differs_from_default_expr(fld: Field, value: str) -> str:
+def differs_from_default_expr(fld: Field, value: str, writer: ModuleWriter) -> str:
     """An expression true when ``value`` is not the field's default."""
     expr = default_expr(fld)
     if expr == "None":
         return f"{value} is not None"
     if expr == "[]":
         return f"{value} != []"
-    if expr in ("False", "True"):
-        return f"{value} is not {expr}"
+    if expr == "False":
+        return value
+    if expr == "True":
+        return f"not {value}"
+    if fld.struct is not None and not fld.is_array:
+        # Compare with one shared default instance (never handed out) instead of building one.
+        writer.default_instances.add(fld.struct.class_name)
+        return f"{value} != _D_{fld.struct.class_name}"
     return f"{value} != {expr}"
 
 
@@ -422,6 +428,7 @@ class ModuleWriter:
         self.bodies: dict[tuple[str, str, str], str] = {}  # (kind, class, body) -> name
         self.uses_missing = False
         self.array_tables: set[str] = set()  # struct codes of NUMBER_ARRAY_STRUCTS used
+        self.default_instances: set[str] = set()  # classes compared with a default instance
 
     # ---- helpers
 
@@ -521,7 +528,7 @@ class ModuleWriter:
         for fld in absent:
             if fld.ignorable:
                 continue
-            with em.block(f"if {differs_from_default_expr(fld, 'obj.' + fld.py_name)}:"):
+            with em.block(f"if {differs_from_default_expr(fld, 'obj.' + fld.py_name, self)}:"):
                 em.line(
                     f"raise {self.helper('AbsentFieldError')}"
                     f"({q(struct.class_name)}, {q(fld.py_name)})"
@@ -540,14 +547,17 @@ class ModuleWriter:
                 em.line("tagged = []")
                 for fld in tagged:
                     value = f"obj.{fld.py_name}"
-                    with em.block(f"if {differs_from_default_expr(fld, value)}:"):
+                    with em.block(f"if {differs_from_default_expr(fld, value, self)}:"):
                         em.line("t = bytearray()")
                         self.encode_field(em, fld, value, version, True, "t")
                         em.line(f"tagged.append(({fld.tag}, t))")
-                em.line(
-                    f"{self.helper('write_tagged_fields')}"
-                    "(out, tagged, obj.unknown_tagged_fields)"
-                )
+                with em.block("if tagged or obj.unknown_tagged_fields:"):
+                    em.line(
+                        f"{self.helper('write_tagged_fields')}"
+                        "(out, tagged, obj.unknown_tagged_fields)"
+                    )
+                with em.block("else:"):
+                    em.line("out.append(0)")
             else:
                 with em.block("if obj.unknown_tagged_fields:"):
                     em.line(
@@ -1014,6 +1024,25 @@ def class_source(spec: Spec, struct: Struct, writer: ModuleWriter) -> str:
     else:
         lines.append("    def __init__(self) -> None:")
         lines.append("        pass")
+    lines.append("")
+    lines.append("    def __eq__(self, other: object) -> bool:")
+    lines.append("        if type(other) is not type(self):")
+    lines.append("            return NotImplemented")
+    if slots:
+        lines.append("        return (")
+        for i, name in enumerate(slots):
+            joiner = "" if i == 0 else "and "
+            line = f"            {joiner}self.{name} == other.{name}"
+            if len(line) <= 100:
+                lines.append(line)
+            else:
+                lines.append(f"            {joiner}(")
+                lines.append(f"                self.{name}")
+                lines.append(f"                == other.{name}")
+                lines.append("            )")
+        lines.append("        )")
+    else:
+        lines.append("        return True")
     return "\n".join(lines)
 
 
@@ -1150,6 +1179,8 @@ def generate_module(specs: list[Spec], module_doc: str) -> str:
             class_blocks.append(class_source(spec, struct, writer))
             tails.extend(class_tail(spec, struct, writer))
             tails.append("")
+    for name in sorted(writer.default_instances):
+        tails.append(f"_D_{name} = {name}()")
     rels = []
     for spec in specs:
         if spec.kind == "response":

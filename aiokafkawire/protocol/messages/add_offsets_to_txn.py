@@ -74,6 +74,17 @@ class AddOffsetsToTxnRequest(RequestMessage):
         self.group_id = group_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.group_id == other.group_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddOffsetsToTxnResponse(ResponseMessage):
     """Kafka AddOffsetsToTxnResponse."""
@@ -111,6 +122,15 @@ class AddOffsetsToTxnResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_AddOffsetsToTxnRequest_v0(out, obj):

@@ -94,6 +94,18 @@ class AddPartitionsToTxnRequest(RequestMessage):
         self.v3_and_below_topics = [] if v3_and_below_topics is MISSING else v3_and_below_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactions == other.transactions
+            and self.v3_and_below_transactional_id == other.v3_and_below_transactional_id
+            and self.v3_and_below_producer_id == other.v3_and_below_producer_id
+            and self.v3_and_below_producer_epoch == other.v3_and_below_producer_epoch
+            and self.v3_and_below_topics == other.v3_and_below_topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddPartitionsToTxnTransaction(Message):
     """Struct AddPartitionsToTxnTransaction of AddPartitionsToTxnRequest."""
@@ -139,6 +151,18 @@ class AddPartitionsToTxnTransaction(Message):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.verify_only == other.verify_only
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddPartitionsToTxnTopic(Message):
     """Struct AddPartitionsToTxnTopic of AddPartitionsToTxnRequest."""
@@ -168,6 +192,15 @@ class AddPartitionsToTxnTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class AddPartitionsToTxnResponse(ResponseMessage):
@@ -221,6 +254,17 @@ class AddPartitionsToTxnResponse(ResponseMessage):
         )
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.results_by_transaction == other.results_by_transaction
+            and self.results_by_topic_v3_and_below == other.results_by_topic_v3_and_below
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddPartitionsToTxnResult(Message):
     """Struct AddPartitionsToTxnResult of AddPartitionsToTxnResponse."""
@@ -250,6 +294,15 @@ class AddPartitionsToTxnResult(Message):
         self.transactional_id = transactional_id
         self.topic_results = [] if topic_results is MISSING else topic_results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.topic_results == other.topic_results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class AddPartitionsToTxnTopicResult(Message):
@@ -281,6 +334,15 @@ class AddPartitionsToTxnTopicResult(Message):
         self.results_by_partition = [] if results_by_partition is MISSING else results_by_partition
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.results_by_partition == other.results_by_partition
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddPartitionsToTxnPartitionResult(Message):
     """Struct AddPartitionsToTxnPartitionResult of AddPartitionsToTxnResponse."""
@@ -310,6 +372,15 @@ class AddPartitionsToTxnPartitionResult(Message):
         self.partition_index = partition_index
         self.partition_error_code = partition_error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.partition_error_code == other.partition_error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_AddPartitionsToTxnTopic_v0(out, obj):

@@ -75,6 +75,15 @@ class ApiVersionsRequest(RequestMessage):
         self.client_software_version = client_software_version
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.client_software_name == other.client_software_name
+            and self.client_software_version == other.client_software_version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ApiVersionsResponse(ResponseMessage):
     """Kafka ApiVersionsResponse."""
@@ -138,6 +147,20 @@ class ApiVersionsResponse(ResponseMessage):
         self.zk_migration_ready = zk_migration_ready
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.api_keys == other.api_keys
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.supported_features == other.supported_features
+            and self.finalized_features_epoch == other.finalized_features_epoch
+            and self.finalized_features == other.finalized_features
+            and self.zk_migration_ready == other.zk_migration_ready
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class FinalizedFeatureKey(Message):
     """Struct FinalizedFeatureKey of ApiVersionsResponse."""
@@ -172,6 +195,16 @@ class FinalizedFeatureKey(Message):
         self.max_version_level = max_version_level
         self.min_version_level = min_version_level
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.max_version_level == other.max_version_level
+            and self.min_version_level == other.min_version_level
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class SupportedFeatureKey(Message):
@@ -208,6 +241,16 @@ class SupportedFeatureKey(Message):
         self.max_version = max_version
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.min_version == other.min_version
+            and self.max_version == other.max_version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ApiVersion(Message):
     """Struct ApiVersion of ApiVersionsResponse."""
@@ -242,6 +285,16 @@ class ApiVersion(Message):
         self.min_version = min_version
         self.max_version = max_version
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.api_key == other.api_key
+            and self.min_version == other.min_version
+            and self.max_version == other.max_version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ApiVersionsRequest_v0(out, obj):
@@ -435,11 +488,14 @@ def _enc_ApiVersionsResponse_v3(out, obj):
         for e in v:
             _enc_FinalizedFeatureKey_v3(t, e)
         tagged.append((2, t))
-    if obj.zk_migration_ready is not False:
+    if obj.zk_migration_ready:
         t = bytearray()
         t += _S__o.pack(obj.zk_migration_ready)
         tagged.append((3, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_ApiVersionsResponse_v3(buf, pos):

@@ -78,6 +78,15 @@ class ConsumerGroupDescribeRequest(RequestMessage):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_ids == other.group_ids
+            and self.include_authorized_operations == other.include_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ConsumerGroupDescribeResponse(ResponseMessage):
     """Kafka ConsumerGroupDescribeResponse."""
@@ -115,6 +124,15 @@ class ConsumerGroupDescribeResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is MISSING else groups
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.groups == other.groups
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribedGroup(Message):
@@ -180,6 +198,22 @@ class DescribedGroup(Message):
         self.members = [] if members is MISSING else members
         self.authorized_operations = authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.group_id == other.group_id
+            and self.group_state == other.group_state
+            and self.group_epoch == other.group_epoch
+            and self.assignment_epoch == other.assignment_epoch
+            and self.assignor_name == other.assignor_name
+            and self.members == other.members
+            and self.authorized_operations == other.authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class Member(Message):
@@ -253,6 +287,23 @@ class Member(Message):
         self.target_assignment = Assignment() if target_assignment is MISSING else target_assignment
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.instance_id == other.instance_id
+            and self.rack_id == other.rack_id
+            and self.member_epoch == other.member_epoch
+            and self.client_id == other.client_id
+            and self.client_host == other.client_host
+            and self.subscribed_topic_names == other.subscribed_topic_names
+            and self.subscribed_topic_regex == other.subscribed_topic_regex
+            and self.assignment == other.assignment
+            and self.target_assignment == other.target_assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class Assignment(Message):
     """Struct Assignment of ConsumerGroupDescribeResponse."""
@@ -277,6 +328,14 @@ class Assignment(Message):
     ) -> None:
         self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic_partitions == other.topic_partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class TopicPartitions(Message):
@@ -312,6 +371,16 @@ class TopicPartitions(Message):
         self.topic_name = topic_name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic_id == other.topic_id
+            and self.topic_name == other.topic_name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ConsumerGroupDescribeRequest_v0(out, obj):

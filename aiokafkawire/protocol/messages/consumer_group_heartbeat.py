@@ -119,6 +119,23 @@ class ConsumerGroupHeartbeatRequest(RequestMessage):
         self.topic_partitions = topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.member_epoch == other.member_epoch
+            and self.instance_id == other.instance_id
+            and self.rack_id == other.rack_id
+            and self.rebalance_timeout_ms == other.rebalance_timeout_ms
+            and self.subscribed_topic_names == other.subscribed_topic_names
+            and self.subscribed_topic_regex == other.subscribed_topic_regex
+            and self.server_assignor == other.server_assignor
+            and self.topic_partitions == other.topic_partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicPartitions(Message):
     """Struct TopicPartitions of ConsumerGroupHeartbeatRequest."""
@@ -148,6 +165,15 @@ class TopicPartitions(Message):
         self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic_id == other.topic_id
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class ConsumerGroupHeartbeatResponse(ResponseMessage):
@@ -212,6 +238,20 @@ class ConsumerGroupHeartbeatResponse(ResponseMessage):
         self.assignment = assignment
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.member_id == other.member_id
+            and self.member_epoch == other.member_epoch
+            and self.heartbeat_interval_ms == other.heartbeat_interval_ms
+            and self.assignment == other.assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class Assignment(Message):
     """Struct Assignment of ConsumerGroupHeartbeatResponse."""
@@ -236,6 +276,14 @@ class Assignment(Message):
     ) -> None:
         self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic_partitions == other.topic_partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_TopicPartitions_v0(out, obj):

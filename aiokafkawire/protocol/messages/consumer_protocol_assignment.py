@@ -57,6 +57,14 @@ class ConsumerProtocolAssignment(VersionedData):
         self.assigned_partitions = [] if assigned_partitions is MISSING else assigned_partitions
         self.user_data = user_data
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.assigned_partitions == other.assigned_partitions
+            and self.user_data == other.user_data
+        )
+
 
 class TopicPartition(Message):
     """Struct TopicPartition of ConsumerProtocolAssignment."""
@@ -81,6 +89,14 @@ class TopicPartition(Message):
     ) -> None:
         self.topic = topic
         self.partitions = [] if partitions is MISSING else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+        )
 
 
 def _enc_TopicPartition_v0(out, obj):

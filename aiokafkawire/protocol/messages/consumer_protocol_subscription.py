@@ -74,6 +74,17 @@ class ConsumerProtocolSubscription(VersionedData):
         self.generation_id = generation_id
         self.rack_id = rack_id
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.user_data == other.user_data
+            and self.owned_partitions == other.owned_partitions
+            and self.generation_id == other.generation_id
+            and self.rack_id == other.rack_id
+        )
+
 
 class TopicPartition(Message):
     """Struct TopicPartition of ConsumerProtocolSubscription."""
@@ -98,6 +109,14 @@ class TopicPartition(Message):
     ) -> None:
         self.topic = topic
         self.partitions = [] if partitions is MISSING else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+        )
 
 
 def _enc_TopicPartition_v1(out, obj):

@@ -88,6 +88,16 @@ class CreatePartitionsRequest(RequestMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatePartitionsTopic(Message):
     """Struct CreatePartitionsTopic of CreatePartitionsRequest."""
@@ -123,6 +133,16 @@ class CreatePartitionsTopic(Message):
         self.assignments = [] if assignments is MISSING else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.count == other.count
+            and self.assignments == other.assignments
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatePartitionsAssignment(Message):
     """Struct CreatePartitionsAssignment of CreatePartitionsRequest."""
@@ -147,6 +167,14 @@ class CreatePartitionsAssignment(Message):
     ) -> None:
         self.broker_ids = [] if broker_ids is MISSING else broker_ids
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.broker_ids == other.broker_ids
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class CreatePartitionsResponse(ResponseMessage):
@@ -186,6 +214,15 @@ class CreatePartitionsResponse(ResponseMessage):
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatePartitionsTopicResult(Message):
     """Struct CreatePartitionsTopicResult of CreatePartitionsResponse."""
@@ -220,6 +257,16 @@ class CreatePartitionsTopicResult(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_CreatePartitionsAssignment_v0(out, obj):

@@ -97,6 +97,16 @@ class CreateTopicsRequest(RequestMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatableTopic(Message):
     """Struct CreatableTopic of CreateTopicsRequest."""
@@ -142,6 +152,18 @@ class CreatableTopic(Message):
         self.configs = [] if configs is MISSING else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.num_partitions == other.num_partitions
+            and self.replication_factor == other.replication_factor
+            and self.assignments == other.assignments
+            and self.configs == other.configs
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatableTopicConfig(Message):
     """Struct CreatableTopicConfig of CreateTopicsRequest."""
@@ -172,6 +194,15 @@ class CreatableTopicConfig(Message):
         self.value = value
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.value == other.value
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatableReplicaAssignment(Message):
     """Struct CreatableReplicaAssignment of CreateTopicsRequest."""
@@ -201,6 +232,15 @@ class CreatableReplicaAssignment(Message):
         self.partition_index = partition_index
         self.broker_ids = [] if broker_ids is MISSING else broker_ids
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.broker_ids == other.broker_ids
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class CreateTopicsResponse(ResponseMessage):
@@ -239,6 +279,15 @@ class CreateTopicsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class CreatableTopicResult(Message):
@@ -300,6 +349,21 @@ class CreatableTopicResult(Message):
         self.configs = [] if configs is MISSING else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.topic_id == other.topic_id
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.topic_config_error_code == other.topic_config_error_code
+            and self.num_partitions == other.num_partitions
+            and self.replication_factor == other.replication_factor
+            and self.configs == other.configs
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class CreatableTopicConfigs(Message):
     """Struct CreatableTopicConfigs of CreateTopicsResponse."""
@@ -344,6 +408,18 @@ class CreatableTopicConfigs(Message):
         self.config_source = config_source
         self.is_sensitive = is_sensitive
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.value == other.value
+            and self.read_only == other.read_only
+            and self.config_source == other.config_source
+            and self.is_sensitive == other.is_sensitive
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_CreatableReplicaAssignment_v0(out, obj):
@@ -513,7 +589,7 @@ def _dec_CreatableTopic_v5(buf, pos):
 
 
 def _enc_CreateTopicsRequest_v0(out, obj):
-    if obj.validate_only is not False:
+    if obj.validate_only:
         raise AbsentFieldError("CreateTopicsRequest", "validate_only")
     v = obj.topics
     write_array_length(out, v)
@@ -671,7 +747,10 @@ def _enc_CreatableTopicResult_v5(out, obj):
         t = bytearray()
         t += _S__h.pack(obj.topic_config_error_code)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_CreatableTopicResult_v5(buf, pos):
@@ -731,7 +810,10 @@ def _enc_CreatableTopicResult_v7(out, obj):
         t = bytearray()
         t += _S__h.pack(obj.topic_config_error_code)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_CreatableTopicResult_v7(buf, pos):

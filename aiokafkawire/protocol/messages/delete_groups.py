@@ -65,6 +65,14 @@ class DeleteGroupsRequest(RequestMessage):
         self.groups_names = [] if groups_names is MISSING else groups_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.groups_names == other.groups_names
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteGroupsResponse(ResponseMessage):
     """Kafka DeleteGroupsResponse."""
@@ -103,6 +111,15 @@ class DeleteGroupsResponse(ResponseMessage):
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeletableGroupResult(Message):
     """Struct DeletableGroupResult of DeleteGroupsResponse."""
@@ -132,6 +149,15 @@ class DeletableGroupResult(Message):
         self.group_id = group_id
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DeleteGroupsRequest_v0(out, obj):

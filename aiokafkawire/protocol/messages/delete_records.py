@@ -71,6 +71,15 @@ class DeleteRecordsRequest(RequestMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteRecordsTopic(Message):
     """Struct DeleteRecordsTopic of DeleteRecordsRequest."""
@@ -101,6 +110,15 @@ class DeleteRecordsTopic(Message):
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteRecordsPartition(Message):
     """Struct DeleteRecordsPartition of DeleteRecordsRequest."""
@@ -130,6 +148,15 @@ class DeleteRecordsPartition(Message):
         self.partition_index = partition_index
         self.offset = offset
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.offset == other.offset
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DeleteRecordsResponse(ResponseMessage):
@@ -169,6 +196,15 @@ class DeleteRecordsResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteRecordsTopicResult(Message):
     """Struct DeleteRecordsTopicResult of DeleteRecordsResponse."""
@@ -198,6 +234,15 @@ class DeleteRecordsTopicResult(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DeleteRecordsPartitionResult(Message):
@@ -233,6 +278,16 @@ class DeleteRecordsPartitionResult(Message):
         self.low_watermark = low_watermark
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.low_watermark == other.low_watermark
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DeleteRecordsPartition_v0(out, obj):

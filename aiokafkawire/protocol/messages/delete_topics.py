@@ -83,6 +83,16 @@ class DeleteTopicsRequest(RequestMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.topic_names == other.topic_names
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteTopicState(Message):
     """Struct DeleteTopicState of DeleteTopicsRequest."""
@@ -112,6 +122,15 @@ class DeleteTopicState(Message):
         self.name = name
         self.topic_id = topic_id
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.topic_id == other.topic_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DeleteTopicsResponse(ResponseMessage):
@@ -150,6 +169,15 @@ class DeleteTopicsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is MISSING else responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DeletableTopicResult(Message):
@@ -190,6 +218,17 @@ class DeletableTopicResult(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.topic_id == other.topic_id
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DeleteTopicState_v6(out, obj):

@@ -72,6 +72,18 @@ class DescribeClusterRequest(RequestMessage):
         self.endpoint_type = endpoint_type
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            (
+                self.include_cluster_authorized_operations
+                == other.include_cluster_authorized_operations
+            )
+            and self.endpoint_type == other.endpoint_type
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeClusterResponse(ResponseMessage):
     """Kafka DescribeClusterResponse."""
@@ -140,6 +152,21 @@ class DescribeClusterResponse(ResponseMessage):
         self.cluster_authorized_operations = cluster_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.endpoint_type == other.endpoint_type
+            and self.cluster_id == other.cluster_id
+            and self.controller_id == other.controller_id
+            and self.brokers == other.brokers
+            and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeClusterBroker(Message):
     """Struct DescribeClusterBroker of DescribeClusterResponse."""
@@ -179,6 +206,17 @@ class DescribeClusterBroker(Message):
         self.port = port
         self.rack = rack
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.rack == other.rack
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DescribeClusterRequest_v0(out, obj):

@@ -87,6 +87,16 @@ class DescribeConfigsRequest(RequestMessage):
         self.include_documentation = include_documentation
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.resources == other.resources
+            and self.include_synonyms == other.include_synonyms
+            and self.include_documentation == other.include_documentation
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeConfigsResource(Message):
     """Struct DescribeConfigsResource of DescribeConfigsRequest."""
@@ -121,6 +131,16 @@ class DescribeConfigsResource(Message):
         self.resource_name = resource_name
         self.configuration_keys = [] if configuration_keys is MISSING else configuration_keys
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.resource_type == other.resource_type
+            and self.resource_name == other.resource_name
+            and self.configuration_keys == other.configuration_keys
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribeConfigsResponse(ResponseMessage):
@@ -159,6 +179,15 @@ class DescribeConfigsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribeConfigsResult(Message):
@@ -204,6 +233,18 @@ class DescribeConfigsResult(Message):
         self.resource_name = resource_name
         self.configs = [] if configs is MISSING else configs
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.resource_type == other.resource_type
+            and self.resource_name == other.resource_name
+            and self.configs == other.configs
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribeConfigsResourceResult(Message):
@@ -270,6 +311,22 @@ class DescribeConfigsResourceResult(Message):
         self.documentation = documentation
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.value == other.value
+            and self.read_only == other.read_only
+            and self.is_default == other.is_default
+            and self.config_source == other.config_source
+            and self.is_sensitive == other.is_sensitive
+            and self.synonyms == other.synonyms
+            and self.config_type == other.config_type
+            and self.documentation == other.documentation
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeConfigsSynonym(Message):
     """Struct DescribeConfigsSynonym of DescribeConfigsResponse."""
@@ -304,6 +361,16 @@ class DescribeConfigsSynonym(Message):
         self.value = value
         self.source = source
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.value == other.value
+            and self.source == other.source
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DescribeConfigsResource_v0(out, obj):
@@ -375,9 +442,9 @@ def _dec_DescribeConfigsResource_v4(buf, pos):
 
 
 def _enc_DescribeConfigsRequest_v0(out, obj):
-    if obj.include_synonyms is not False:
+    if obj.include_synonyms:
         raise AbsentFieldError("DescribeConfigsRequest", "include_synonyms")
-    if obj.include_documentation is not False:
+    if obj.include_documentation:
         raise AbsentFieldError("DescribeConfigsRequest", "include_documentation")
     v = obj.resources
     write_array_length(out, v)
@@ -400,7 +467,7 @@ def _dec_DescribeConfigsRequest_v0(buf, pos):
 
 
 def _enc_DescribeConfigsRequest_v1(out, obj):
-    if obj.include_documentation is not False:
+    if obj.include_documentation:
         raise AbsentFieldError("DescribeConfigsRequest", "include_documentation")
     v = obj.resources
     write_array_length(out, v)
@@ -537,7 +604,7 @@ def _dec_DescribeConfigsResourceResult_v0(buf, pos):
 
 
 def _enc_DescribeConfigsResourceResult_v1(out, obj):
-    if obj.is_default is not False:
+    if obj.is_default:
         raise AbsentFieldError("DescribeConfigsResourceResult", "is_default")
     write_string(out, obj.name)
     write_nullable_string(out, obj.value)
@@ -568,7 +635,7 @@ def _dec_DescribeConfigsResourceResult_v1(buf, pos):
 
 
 def _enc_DescribeConfigsResourceResult_v3(out, obj):
-    if obj.is_default is not False:
+    if obj.is_default:
         raise AbsentFieldError("DescribeConfigsResourceResult", "is_default")
     write_string(out, obj.name)
     write_nullable_string(out, obj.value)
@@ -602,7 +669,7 @@ def _dec_DescribeConfigsResourceResult_v3(buf, pos):
 
 
 def _enc_DescribeConfigsResourceResult_v4(out, obj):
-    if obj.is_default is not False:
+    if obj.is_default:
         raise AbsentFieldError("DescribeConfigsResourceResult", "is_default")
     write_compact_string(out, obj.name)
     write_compact_nullable_string(out, obj.value)

@@ -80,6 +80,15 @@ class DescribeGroupsRequest(RequestMessage):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.groups == other.groups
+            and self.include_authorized_operations == other.include_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeGroupsResponse(ResponseMessage):
     """Kafka DescribeGroupsResponse."""
@@ -117,6 +126,15 @@ class DescribeGroupsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is MISSING else groups
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.groups == other.groups
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribedGroup(Message):
@@ -173,6 +191,20 @@ class DescribedGroup(Message):
         self.authorized_operations = authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.group_id == other.group_id
+            and self.group_state == other.group_state
+            and self.protocol_type == other.protocol_type
+            and self.protocol_data == other.protocol_data
+            and self.members == other.members
+            and self.authorized_operations == other.authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribedGroupMember(Message):
     """Struct DescribedGroupMember of DescribeGroupsResponse."""
@@ -223,9 +255,22 @@ class DescribedGroupMember(Message):
         self.member_assignment = member_assignment
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.client_id == other.client_id
+            and self.client_host == other.client_host
+            and self.member_metadata == other.member_metadata
+            and self.member_assignment == other.member_assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 def _enc_DescribeGroupsRequest_v0(out, obj):
-    if obj.include_authorized_operations is not False:
+    if obj.include_authorized_operations:
         raise AbsentFieldError("DescribeGroupsRequest", "include_authorized_operations")
     v = obj.groups
     write_array_length(out, v)

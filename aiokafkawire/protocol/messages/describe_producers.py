@@ -68,6 +68,14 @@ class DescribeProducersRequest(RequestMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicRequest(Message):
     """Struct TopicRequest of DescribeProducersRequest."""
@@ -97,6 +105,15 @@ class TopicRequest(Message):
         self.name = name
         self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partition_indexes == other.partition_indexes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class DescribeProducersResponse(ResponseMessage):
@@ -136,6 +153,15 @@ class DescribeProducersResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicResponse(Message):
     """Struct TopicResponse of DescribeProducersResponse."""
@@ -165,6 +191,15 @@ class TopicResponse(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class PartitionResponse(Message):
@@ -205,6 +240,17 @@ class PartitionResponse(Message):
         self.error_message = error_message
         self.active_producers = [] if active_producers is MISSING else active_producers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.active_producers == other.active_producers
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class ProducerState(Message):
@@ -255,6 +301,19 @@ class ProducerState(Message):
         self.coordinator_epoch = coordinator_epoch
         self.current_txn_start_offset = current_txn_start_offset
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.last_sequence == other.last_sequence
+            and self.last_timestamp == other.last_timestamp
+            and self.coordinator_epoch == other.coordinator_epoch
+            and self.current_txn_start_offset == other.current_txn_start_offset
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_TopicRequest_v0(out, obj):

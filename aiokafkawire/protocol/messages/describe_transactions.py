@@ -66,6 +66,14 @@ class DescribeTransactionsRequest(RequestMessage):
         self.transactional_ids = [] if transactional_ids is MISSING else transactional_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_ids == other.transactional_ids
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeTransactionsResponse(ResponseMessage):
     """Kafka DescribeTransactionsResponse."""
@@ -103,6 +111,15 @@ class DescribeTransactionsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = [] if transaction_states is MISSING else transaction_states
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.transaction_states == other.transaction_states
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class TransactionState(Message):
@@ -164,6 +181,21 @@ class TransactionState(Message):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.transactional_id == other.transactional_id
+            and self.transaction_state == other.transaction_state
+            and self.transaction_timeout_ms == other.transaction_timeout_ms
+            and self.transaction_start_time_ms == other.transaction_start_time_ms
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicData(Message):
     """Struct TopicData of DescribeTransactionsResponse."""
@@ -193,6 +225,15 @@ class TopicData(Message):
         self.topic = topic
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_DescribeTransactionsRequest_v0(out, obj):

@@ -75,6 +75,17 @@ class EndTxnRequest(RequestMessage):
         self.committed = committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.committed == other.committed
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class EndTxnResponse(ResponseMessage):
     """Kafka EndTxnResponse."""
@@ -122,6 +133,17 @@ class EndTxnResponse(ResponseMessage):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_EndTxnRequest_v0(out, obj):

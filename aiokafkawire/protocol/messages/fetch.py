@@ -161,6 +161,25 @@ class FetchRequest(RequestMessage):
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.replica_id == other.replica_id
+            and self.replica_state == other.replica_state
+            and self.max_wait_ms == other.max_wait_ms
+            and self.min_bytes == other.min_bytes
+            and self.max_bytes == other.max_bytes
+            and self.isolation_level == other.isolation_level
+            and self.session_id == other.session_id
+            and self.session_epoch == other.session_epoch
+            and self.topics == other.topics
+            and self.forgotten_topics_data == other.forgotten_topics_data
+            and self.rack_id == other.rack_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ForgottenTopic(Message):
     """Struct ForgottenTopic of FetchRequest."""
@@ -196,6 +215,16 @@ class ForgottenTopic(Message):
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.topic_id == other.topic_id
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class FetchTopic(Message):
     """Struct FetchTopic of FetchRequest."""
@@ -230,6 +259,16 @@ class FetchTopic(Message):
         self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.topic_id == other.topic_id
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class FetchPartition(Message):
@@ -286,6 +325,20 @@ class FetchPartition(Message):
         self.replica_directory_id = replica_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition == other.partition
+            and self.current_leader_epoch == other.current_leader_epoch
+            and self.fetch_offset == other.fetch_offset
+            and self.last_fetched_epoch == other.last_fetched_epoch
+            and self.log_start_offset == other.log_start_offset
+            and self.partition_max_bytes == other.partition_max_bytes
+            and self.replica_directory_id == other.replica_directory_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ReplicaState(Message):
     """Struct ReplicaState of FetchRequest."""
@@ -315,6 +368,15 @@ class ReplicaState(Message):
         self.replica_id = replica_id
         self.replica_epoch = replica_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.replica_id == other.replica_id
+            and self.replica_epoch == other.replica_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class FetchResponse(ResponseMessage):
@@ -369,6 +431,18 @@ class FetchResponse(ResponseMessage):
         self.node_endpoints = [] if node_endpoints is MISSING else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.session_id == other.session_id
+            and self.responses == other.responses
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class NodeEndpoint(Message):
     """Struct NodeEndpoint of FetchResponse."""
@@ -409,6 +483,17 @@ class NodeEndpoint(Message):
         self.rack = rack
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.rack == other.rack
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class FetchableTopicResponse(Message):
     """Struct FetchableTopicResponse of FetchResponse."""
@@ -443,6 +528,16 @@ class FetchableTopicResponse(Message):
         self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.topic_id == other.topic_id
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class PartitionData(Message):
@@ -519,6 +614,24 @@ class PartitionData(Message):
         self.records = records
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+            and self.high_watermark == other.high_watermark
+            and self.last_stable_offset == other.last_stable_offset
+            and self.log_start_offset == other.log_start_offset
+            and self.diverging_epoch == other.diverging_epoch
+            and self.current_leader == other.current_leader
+            and self.snapshot_id == other.snapshot_id
+            and self.aborted_transactions == other.aborted_transactions
+            and self.preferred_read_replica == other.preferred_read_replica
+            and self.records == other.records
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AbortedTransaction(Message):
     """Struct AbortedTransaction of FetchResponse."""
@@ -548,6 +661,15 @@ class AbortedTransaction(Message):
         self.producer_id = producer_id
         self.first_offset = first_offset
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.producer_id == other.producer_id
+            and self.first_offset == other.first_offset
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class SnapshotId(Message):
@@ -579,6 +701,15 @@ class SnapshotId(Message):
         self.epoch = epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.end_offset == other.end_offset
+            and self.epoch == other.epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class LeaderIdAndEpoch(Message):
     """Struct LeaderIdAndEpoch of FetchResponse."""
@@ -609,6 +740,15 @@ class LeaderIdAndEpoch(Message):
         self.leader_epoch = leader_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.leader_id == other.leader_id
+            and self.leader_epoch == other.leader_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class EpochEndOffset(Message):
     """Struct EpochEndOffset of FetchResponse."""
@@ -638,6 +778,15 @@ class EpochEndOffset(Message):
         self.epoch = epoch
         self.end_offset = end_offset
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.epoch == other.epoch
+            and self.end_offset == other.end_offset
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ReplicaState_v15(out, obj):
@@ -782,7 +931,10 @@ def _enc_FetchPartition_v17(out, obj):
         t = bytearray()
         t += _S__16s.pack(obj.replica_directory_id.bytes)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchPartition_v17(buf, pos):
@@ -1071,7 +1223,7 @@ def _dec_ForgottenTopic_v13(buf, pos):
 
 
 def _enc_FetchRequest_v0(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     if obj.forgotten_topics_data != []:
         raise AbsentFieldError("FetchRequest", "forgotten_topics_data")
@@ -1105,7 +1257,7 @@ def _dec_FetchRequest_v0(buf, pos):
 
 
 def _enc_FetchRequest_v3(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     if obj.forgotten_topics_data != []:
         raise AbsentFieldError("FetchRequest", "forgotten_topics_data")
@@ -1138,7 +1290,7 @@ def _dec_FetchRequest_v3(buf, pos):
 
 
 def _enc_FetchRequest_v4(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     if obj.forgotten_topics_data != []:
         raise AbsentFieldError("FetchRequest", "forgotten_topics_data")
@@ -1182,7 +1334,7 @@ def _dec_FetchRequest_v4(buf, pos):
 
 
 def _enc_FetchRequest_v5(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     if obj.forgotten_topics_data != []:
         raise AbsentFieldError("FetchRequest", "forgotten_topics_data")
@@ -1226,7 +1378,7 @@ def _dec_FetchRequest_v5(buf, pos):
 
 
 def _enc_FetchRequest_v7(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     out += _S__iiiibii.pack(
         obj.replica_id,
@@ -1279,7 +1431,7 @@ def _dec_FetchRequest_v7(buf, pos):
 
 
 def _enc_FetchRequest_v9(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     out += _S__iiiibii.pack(
         obj.replica_id,
@@ -1332,7 +1484,7 @@ def _dec_FetchRequest_v9(buf, pos):
 
 
 def _enc_FetchRequest_v11(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     out += _S__iiiibii.pack(
         obj.replica_id,
@@ -1386,7 +1538,7 @@ def _dec_FetchRequest_v11(buf, pos):
 
 
 def _enc_FetchRequest_v12(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     out += _S__iiiibii.pack(
         obj.replica_id,
@@ -1411,7 +1563,10 @@ def _enc_FetchRequest_v12(out, obj):
         t = bytearray()
         write_compact_nullable_string(t, obj.cluster_id)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchRequest_v12(buf, pos):
@@ -1462,7 +1617,7 @@ def _dec_FetchRequest_v12(buf, pos):
 
 
 def _enc_FetchRequest_v13(out, obj):
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         raise AbsentFieldError("FetchRequest", "replica_state")
     out += _S__iiiibii.pack(
         obj.replica_id,
@@ -1487,7 +1642,10 @@ def _enc_FetchRequest_v13(out, obj):
         t = bytearray()
         write_compact_nullable_string(t, obj.cluster_id)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchRequest_v13(buf, pos):
@@ -1562,11 +1720,14 @@ def _enc_FetchRequest_v15(out, obj):
         t = bytearray()
         write_compact_nullable_string(t, obj.cluster_id)
         tagged.append((0, t))
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         t = bytearray()
         _enc_ReplicaState_v15(t, obj.replica_state)
         tagged.append((1, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchRequest_v15(buf, pos):
@@ -1644,11 +1805,14 @@ def _enc_FetchRequest_v17(out, obj):
         t = bytearray()
         write_compact_nullable_string(t, obj.cluster_id)
         tagged.append((0, t))
-    if obj.replica_state != ReplicaState():
+    if obj.replica_state != _D_ReplicaState:
         t = bytearray()
         _enc_ReplicaState_v15(t, obj.replica_state)
         tagged.append((1, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchRequest_v17(buf, pos):
@@ -1794,11 +1958,11 @@ def _dec_AbortedTransaction_v12(buf, pos):
 
 
 def _enc_PartitionData_v0(out, obj):
-    if obj.diverging_epoch != EpochEndOffset():
+    if obj.diverging_epoch != _D_EpochEndOffset:
         raise AbsentFieldError("PartitionData", "diverging_epoch")
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionData", "current_leader")
-    if obj.snapshot_id != SnapshotId():
+    if obj.snapshot_id != _D_SnapshotId:
         raise AbsentFieldError("PartitionData", "snapshot_id")
     if obj.preferred_read_replica != -1:
         raise AbsentFieldError("PartitionData", "preferred_read_replica")
@@ -1823,11 +1987,11 @@ def _dec_PartitionData_v0(buf, pos):
 
 
 def _enc_PartitionData_v4(out, obj):
-    if obj.diverging_epoch != EpochEndOffset():
+    if obj.diverging_epoch != _D_EpochEndOffset:
         raise AbsentFieldError("PartitionData", "diverging_epoch")
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionData", "current_leader")
-    if obj.snapshot_id != SnapshotId():
+    if obj.snapshot_id != _D_SnapshotId:
         raise AbsentFieldError("PartitionData", "snapshot_id")
     if obj.preferred_read_replica != -1:
         raise AbsentFieldError("PartitionData", "preferred_read_replica")
@@ -1876,11 +2040,11 @@ def _dec_PartitionData_v4(buf, pos):
 
 
 def _enc_PartitionData_v5(out, obj):
-    if obj.diverging_epoch != EpochEndOffset():
+    if obj.diverging_epoch != _D_EpochEndOffset:
         raise AbsentFieldError("PartitionData", "diverging_epoch")
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionData", "current_leader")
-    if obj.snapshot_id != SnapshotId():
+    if obj.snapshot_id != _D_SnapshotId:
         raise AbsentFieldError("PartitionData", "snapshot_id")
     if obj.preferred_read_replica != -1:
         raise AbsentFieldError("PartitionData", "preferred_read_replica")
@@ -1930,11 +2094,11 @@ def _dec_PartitionData_v5(buf, pos):
 
 
 def _enc_PartitionData_v11(out, obj):
-    if obj.diverging_epoch != EpochEndOffset():
+    if obj.diverging_epoch != _D_EpochEndOffset:
         raise AbsentFieldError("PartitionData", "diverging_epoch")
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionData", "current_leader")
-    if obj.snapshot_id != SnapshotId():
+    if obj.snapshot_id != _D_SnapshotId:
         raise AbsentFieldError("PartitionData", "snapshot_id")
     out += _S__ihqqq.pack(
         obj.partition_index,
@@ -2001,19 +2165,22 @@ def _enc_PartitionData_v12(out, obj):
     out += _S__i.pack(obj.preferred_read_replica)
     write_compact_nullable_bytes(out, obj.records)
     tagged = []
-    if obj.diverging_epoch != EpochEndOffset():
+    if obj.diverging_epoch != _D_EpochEndOffset:
         t = bytearray()
         _enc_EpochEndOffset_v12(t, obj.diverging_epoch)
         tagged.append((0, t))
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _enc_LeaderIdAndEpoch_v12(t, obj.current_leader)
         tagged.append((1, t))
-    if obj.snapshot_id != SnapshotId():
+    if obj.snapshot_id != _D_SnapshotId:
         t = bytearray()
         _enc_SnapshotId_v12(t, obj.snapshot_id)
         tagged.append((2, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_PartitionData_v12(buf, pos):
@@ -2488,7 +2655,10 @@ def _enc_FetchResponse_v16(out, obj):
         for e in v:
             _enc_NodeEndpoint_v16(t, e)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_FetchResponse_v16(buf, pos):
@@ -3143,6 +3313,11 @@ EpochEndOffset._SCHEMA = (
     ("epoch", "int32", (12, None), None, None, None, False, None),
     ("end_offset", "int64", (12, None), None, None, None, False, None),
 )
+
+_D_EpochEndOffset = EpochEndOffset()
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_D_ReplicaState = ReplicaState()
+_D_SnapshotId = SnapshotId()
 
 FetchRequest.RESPONSE_TYPE = FetchResponse
 FetchResponse.REQUEST_TYPE = FetchRequest

@@ -80,6 +80,16 @@ class FindCoordinatorRequest(RequestMessage):
         self.coordinator_keys = [] if coordinator_keys is MISSING else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.key == other.key
+            and self.key_type == other.key_type
+            and self.coordinator_keys == other.coordinator_keys
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class FindCoordinatorResponse(ResponseMessage):
     """Kafka FindCoordinatorResponse."""
@@ -143,6 +153,20 @@ class FindCoordinatorResponse(ResponseMessage):
         self.coordinators = [] if coordinators is MISSING else coordinators
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.coordinators == other.coordinators
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class Coordinator(Message):
     """Struct Coordinator of FindCoordinatorResponse."""
@@ -192,6 +216,19 @@ class Coordinator(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.key == other.key
+            and self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_FindCoordinatorRequest_v0(out, obj):

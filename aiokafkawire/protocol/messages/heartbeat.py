@@ -80,6 +80,17 @@ class HeartbeatRequest(RequestMessage):
         self.group_instance_id = group_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class HeartbeatResponse(ResponseMessage):
     """Kafka HeartbeatResponse."""
@@ -117,6 +128,15 @@ class HeartbeatResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_HeartbeatRequest_v0(out, obj):

@@ -76,6 +76,15 @@ class IncrementalAlterConfigsRequest(RequestMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.resources == other.resources
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AlterConfigsResource(Message):
     """Struct AlterConfigsResource of IncrementalAlterConfigsRequest."""
@@ -111,6 +120,16 @@ class AlterConfigsResource(Message):
         self.configs = [] if configs is MISSING else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.resource_type == other.resource_type
+            and self.resource_name == other.resource_name
+            and self.configs == other.configs
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AlterableConfig(Message):
     """Struct AlterableConfig of IncrementalAlterConfigsRequest."""
@@ -145,6 +164,16 @@ class AlterableConfig(Message):
         self.config_operation = config_operation
         self.value = value
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.config_operation == other.config_operation
+            and self.value == other.value
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class IncrementalAlterConfigsResponse(ResponseMessage):
@@ -183,6 +212,15 @@ class IncrementalAlterConfigsResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is MISSING else responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class AlterConfigsResourceResponse(Message):
@@ -223,6 +261,17 @@ class AlterConfigsResourceResponse(Message):
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.resource_type == other.resource_type
+            and self.resource_name == other.resource_name
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_AlterableConfig_v0(out, obj):

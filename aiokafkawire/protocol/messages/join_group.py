@@ -112,6 +112,21 @@ class JoinGroupRequest(RequestMessage):
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.session_timeout_ms == other.session_timeout_ms
+            and self.rebalance_timeout_ms == other.rebalance_timeout_ms
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.protocol_type == other.protocol_type
+            and self.protocols == other.protocols
+            and self.reason == other.reason
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class JoinGroupRequestProtocol(Message):
     """Struct JoinGroupRequestProtocol of JoinGroupRequest."""
@@ -141,6 +156,15 @@ class JoinGroupRequestProtocol(Message):
         self.name = name
         self.metadata = metadata
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.metadata == other.metadata
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class JoinGroupResponse(ResponseMessage):
@@ -215,6 +239,22 @@ class JoinGroupResponse(ResponseMessage):
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.generation_id == other.generation_id
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.leader == other.leader
+            and self.skip_assignment == other.skip_assignment
+            and self.member_id == other.member_id
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class JoinGroupResponseMember(Message):
     """Struct JoinGroupResponseMember of JoinGroupResponse."""
@@ -249,6 +289,16 @@ class JoinGroupResponseMember(Message):
         self.group_instance_id = group_instance_id
         self.metadata = metadata
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.metadata == other.metadata
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_JoinGroupRequestProtocol_v0(out, obj):
@@ -513,7 +563,7 @@ def _dec_JoinGroupResponseMember_v6(buf, pos):
 
 
 def _enc_JoinGroupResponse_v0(out, obj):
-    if obj.skip_assignment is not False:
+    if obj.skip_assignment:
         raise AbsentFieldError("JoinGroupResponse", "skip_assignment")
     out += _S__hi.pack(obj.error_code, obj.generation_id)
     write_string(out, obj.protocol_name)
@@ -546,7 +596,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
 
 
 def _enc_JoinGroupResponse_v2(out, obj):
-    if obj.skip_assignment is not False:
+    if obj.skip_assignment:
         raise AbsentFieldError("JoinGroupResponse", "skip_assignment")
     out += _S__ihi.pack(obj.throttle_time_ms, obj.error_code, obj.generation_id)
     write_string(out, obj.protocol_name)
@@ -578,7 +628,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
 
 
 def _enc_JoinGroupResponse_v5(out, obj):
-    if obj.skip_assignment is not False:
+    if obj.skip_assignment:
         raise AbsentFieldError("JoinGroupResponse", "skip_assignment")
     out += _S__ihi.pack(obj.throttle_time_ms, obj.error_code, obj.generation_id)
     write_string(out, obj.protocol_name)
@@ -610,7 +660,7 @@ def _dec_JoinGroupResponse_v5(buf, pos):
 
 
 def _enc_JoinGroupResponse_v6(out, obj):
-    if obj.skip_assignment is not False:
+    if obj.skip_assignment:
         raise AbsentFieldError("JoinGroupResponse", "skip_assignment")
     out += _S__ihi.pack(obj.throttle_time_ms, obj.error_code, obj.generation_id)
     write_compact_string(out, obj.protocol_name)
@@ -650,7 +700,7 @@ def _dec_JoinGroupResponse_v6(buf, pos):
 
 
 def _enc_JoinGroupResponse_v7(out, obj):
-    if obj.skip_assignment is not False:
+    if obj.skip_assignment:
         raise AbsentFieldError("JoinGroupResponse", "skip_assignment")
     out += _S__ihi.pack(obj.throttle_time_ms, obj.error_code, obj.generation_id)
     write_compact_nullable_string(out, obj.protocol_type)

@@ -80,6 +80,16 @@ class LeaveGroupRequest(RequestMessage):
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class MemberIdentity(Message):
     """Struct MemberIdentity of LeaveGroupRequest."""
@@ -114,6 +124,16 @@ class MemberIdentity(Message):
         self.group_instance_id = group_instance_id
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.reason == other.reason
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class LeaveGroupResponse(ResponseMessage):
@@ -158,6 +178,16 @@ class LeaveGroupResponse(ResponseMessage):
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class MemberResponse(Message):
     """Struct MemberResponse of LeaveGroupResponse."""
@@ -192,6 +222,16 @@ class MemberResponse(Message):
         self.group_instance_id = group_instance_id
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_MemberIdentity_v3(out, obj):

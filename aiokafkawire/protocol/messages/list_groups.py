@@ -71,6 +71,15 @@ class ListGroupsRequest(RequestMessage):
         self.types_filter = [] if types_filter is MISSING else types_filter
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.states_filter == other.states_filter
+            and self.types_filter == other.types_filter
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListGroupsResponse(ResponseMessage):
     """Kafka ListGroupsResponse."""
@@ -114,6 +123,16 @@ class ListGroupsResponse(ResponseMessage):
         self.groups = [] if groups is MISSING else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.groups == other.groups
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListedGroup(Message):
     """Struct ListedGroup of ListGroupsResponse."""
@@ -153,6 +172,17 @@ class ListedGroup(Message):
         self.group_state = group_state
         self.group_type = group_type
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.protocol_type == other.protocol_type
+            and self.group_state == other.group_state
+            and self.group_type == other.group_type
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ListGroupsRequest_v0(out, obj):

@@ -91,6 +91,17 @@ class ListOffsetsRequest(RequestMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.replica_id == other.replica_id
+            and self.isolation_level == other.isolation_level
+            and self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListOffsetsTopic(Message):
     """Struct ListOffsetsTopic of ListOffsetsRequest."""
@@ -120,6 +131,15 @@ class ListOffsetsTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class ListOffsetsPartition(Message):
@@ -161,6 +181,17 @@ class ListOffsetsPartition(Message):
         self.max_num_offsets = max_num_offsets
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.current_leader_epoch == other.current_leader_epoch
+            and self.timestamp == other.timestamp
+            and self.max_num_offsets == other.max_num_offsets
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListOffsetsResponse(ResponseMessage):
     """Kafka ListOffsetsResponse."""
@@ -199,6 +230,15 @@ class ListOffsetsResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListOffsetsTopicResponse(Message):
     """Struct ListOffsetsTopicResponse of ListOffsetsResponse."""
@@ -228,6 +268,15 @@ class ListOffsetsTopicResponse(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class ListOffsetsPartitionResponse(Message):
@@ -278,6 +327,19 @@ class ListOffsetsPartitionResponse(Message):
         self.offset = offset
         self.leader_epoch = leader_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+            and self.old_style_offsets == other.old_style_offsets
+            and self.timestamp == other.timestamp
+            and self.offset == other.offset
+            and self.leader_epoch == other.leader_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ListOffsetsPartition_v0(out, obj):

@@ -76,6 +76,16 @@ class ListTransactionsRequest(RequestMessage):
         self.duration_filter = duration_filter
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.state_filters == other.state_filters
+            and self.producer_id_filters == other.producer_id_filters
+            and self.duration_filter == other.duration_filter
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ListTransactionsResponse(ResponseMessage):
     """Kafka ListTransactionsResponse."""
@@ -126,6 +136,17 @@ class ListTransactionsResponse(ResponseMessage):
         self.transaction_states = [] if transaction_states is MISSING else transaction_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_state_filters == other.unknown_state_filters
+            and self.transaction_states == other.transaction_states
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TransactionState(Message):
     """Struct TransactionState of ListTransactionsResponse."""
@@ -160,6 +181,16 @@ class TransactionState(Message):
         self.producer_id = producer_id
         self.transaction_state = transaction_state
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.transaction_state == other.transaction_state
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_ListTransactionsRequest_v0(out, obj):

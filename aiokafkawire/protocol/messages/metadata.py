@@ -103,6 +103,23 @@ class MetadataRequest(RequestMessage):
         self.include_topic_authorized_operations = include_topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.allow_auto_topic_creation == other.allow_auto_topic_creation
+            and (
+                self.include_cluster_authorized_operations
+                == other.include_cluster_authorized_operations
+            )
+            and (
+                self.include_topic_authorized_operations
+                == other.include_topic_authorized_operations
+            )
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class MetadataRequestTopic(Message):
     """Struct MetadataRequestTopic of MetadataRequest."""
@@ -132,6 +149,15 @@ class MetadataRequestTopic(Message):
         self.topic_id = topic_id
         self.name = name
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic_id == other.topic_id
+            and self.name == other.name
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class MetadataResponse(ResponseMessage):
@@ -191,6 +217,19 @@ class MetadataResponse(ResponseMessage):
         self.cluster_authorized_operations = cluster_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.brokers == other.brokers
+            and self.cluster_id == other.cluster_id
+            and self.controller_id == other.controller_id
+            and self.topics == other.topics
+            and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class MetadataResponseTopic(Message):
     """Struct MetadataResponseTopic of MetadataResponse."""
@@ -240,6 +279,19 @@ class MetadataResponseTopic(Message):
         self.partitions = [] if partitions is MISSING else partitions
         self.topic_authorized_operations = topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.name == other.name
+            and self.topic_id == other.topic_id
+            and self.is_internal == other.is_internal
+            and self.partitions == other.partitions
+            and self.topic_authorized_operations == other.topic_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class MetadataResponsePartition(Message):
@@ -296,6 +348,20 @@ class MetadataResponsePartition(Message):
         self.offline_replicas = [] if offline_replicas is MISSING else offline_replicas
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.partition_index == other.partition_index
+            and self.leader_id == other.leader_id
+            and self.leader_epoch == other.leader_epoch
+            and self.replica_nodes == other.replica_nodes
+            and self.isr_nodes == other.isr_nodes
+            and self.offline_replicas == other.offline_replicas
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class MetadataResponseBroker(Message):
     """Struct MetadataResponseBroker of MetadataResponse."""
@@ -335,6 +401,17 @@ class MetadataResponseBroker(Message):
         self.port = port
         self.rack = rack
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.rack == other.rack
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_MetadataRequestTopic_v0(out, obj):
@@ -393,11 +470,11 @@ def _dec_MetadataRequestTopic_v10(buf, pos):
 
 
 def _enc_MetadataRequest_v0(out, obj):
-    if obj.allow_auto_topic_creation is not True:
+    if not obj.allow_auto_topic_creation:
         raise AbsentFieldError("MetadataRequest", "allow_auto_topic_creation")
-    if obj.include_cluster_authorized_operations is not False:
+    if obj.include_cluster_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_cluster_authorized_operations")
-    if obj.include_topic_authorized_operations is not False:
+    if obj.include_topic_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_topic_authorized_operations")
     v = obj.topics
     write_array_length(out, v)
@@ -421,11 +498,11 @@ def _dec_MetadataRequest_v0(buf, pos):
 
 
 def _enc_MetadataRequest_v1(out, obj):
-    if obj.allow_auto_topic_creation is not True:
+    if not obj.allow_auto_topic_creation:
         raise AbsentFieldError("MetadataRequest", "allow_auto_topic_creation")
-    if obj.include_cluster_authorized_operations is not False:
+    if obj.include_cluster_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_cluster_authorized_operations")
-    if obj.include_topic_authorized_operations is not False:
+    if obj.include_topic_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_topic_authorized_operations")
     v = obj.topics
     if v is None:
@@ -455,9 +532,9 @@ def _dec_MetadataRequest_v1(buf, pos):
 
 
 def _enc_MetadataRequest_v4(out, obj):
-    if obj.include_cluster_authorized_operations is not False:
+    if obj.include_cluster_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_cluster_authorized_operations")
-    if obj.include_topic_authorized_operations is not False:
+    if obj.include_topic_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_topic_authorized_operations")
     v = obj.topics
     if v is None:
@@ -613,7 +690,7 @@ def _dec_MetadataRequest_v10(buf, pos):
 
 
 def _enc_MetadataRequest_v11(out, obj):
-    if obj.include_cluster_authorized_operations is not False:
+    if obj.include_cluster_authorized_operations:
         raise AbsentFieldError("MetadataRequest", "include_cluster_authorized_operations")
     v = obj.topics
     if v is None:

@@ -99,6 +99,19 @@ class OffsetCommitRequest(RequestMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id_or_member_epoch == other.generation_id_or_member_epoch
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.retention_time_ms == other.retention_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetCommitRequestTopic(Message):
     """Struct OffsetCommitRequestTopic of OffsetCommitRequest."""
@@ -128,6 +141,15 @@ class OffsetCommitRequestTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetCommitRequestPartition(Message):
@@ -174,6 +196,18 @@ class OffsetCommitRequestPartition(Message):
         self.committed_metadata = committed_metadata
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.committed_offset == other.committed_offset
+            and self.committed_leader_epoch == other.committed_leader_epoch
+            and self.commit_timestamp == other.commit_timestamp
+            and self.committed_metadata == other.committed_metadata
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetCommitResponse(ResponseMessage):
     """Kafka OffsetCommitResponse."""
@@ -212,6 +246,15 @@ class OffsetCommitResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetCommitResponseTopic(Message):
     """Struct OffsetCommitResponseTopic of OffsetCommitResponse."""
@@ -242,6 +285,15 @@ class OffsetCommitResponseTopic(Message):
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetCommitResponsePartition(Message):
     """Struct OffsetCommitResponsePartition of OffsetCommitResponse."""
@@ -271,6 +323,15 @@ class OffsetCommitResponsePartition(Message):
         self.partition_index = partition_index
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_OffsetCommitRequestPartition_v0(out, obj):

@@ -60,6 +60,14 @@ class OffsetDeleteRequest(RequestMessage):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+        )
+
 
 class OffsetDeleteRequestTopic(Message):
     """Struct OffsetDeleteRequestTopic of OffsetDeleteRequest."""
@@ -85,6 +93,14 @@ class OffsetDeleteRequestTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+        )
+
 
 class OffsetDeleteRequestPartition(Message):
     """Struct OffsetDeleteRequestPartition of OffsetDeleteRequest."""
@@ -104,6 +120,13 @@ class OffsetDeleteRequestPartition(Message):
         partition_index: int = 0,
     ) -> None:
         self.partition_index = partition_index
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+        )
 
 
 class OffsetDeleteResponse(ResponseMessage):
@@ -143,6 +166,15 @@ class OffsetDeleteResponse(ResponseMessage):
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is MISSING else topics
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+        )
+
 
 class OffsetDeleteResponseTopic(Message):
     """Struct OffsetDeleteResponseTopic of OffsetDeleteResponse."""
@@ -168,6 +200,14 @@ class OffsetDeleteResponseTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+        )
+
 
 class OffsetDeleteResponsePartition(Message):
     """Struct OffsetDeleteResponsePartition of OffsetDeleteResponse."""
@@ -192,6 +232,14 @@ class OffsetDeleteResponsePartition(Message):
     ) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+        )
 
 
 def _enc_OffsetDeleteRequestPartition_v0(out, obj):

@@ -96,6 +96,17 @@ class OffsetFetchRequest(RequestMessage):
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.groups == other.groups
+            and self.require_stable == other.require_stable
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchRequestGroup(Message):
     """Struct OffsetFetchRequestGroup of OffsetFetchRequest."""
@@ -136,6 +147,17 @@ class OffsetFetchRequestGroup(Message):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.member_epoch == other.member_epoch
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchRequestTopics(Message):
     """Struct OffsetFetchRequestTopics of OffsetFetchRequest."""
@@ -166,6 +188,15 @@ class OffsetFetchRequestTopics(Message):
         self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partition_indexes == other.partition_indexes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchRequestTopic(Message):
     """Struct OffsetFetchRequestTopic of OffsetFetchRequest."""
@@ -195,6 +226,15 @@ class OffsetFetchRequestTopic(Message):
         self.name = name
         self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partition_indexes == other.partition_indexes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetFetchResponse(ResponseMessage):
@@ -244,6 +284,17 @@ class OffsetFetchResponse(ResponseMessage):
         self.groups = [] if groups is MISSING else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.error_code == other.error_code
+            and self.groups == other.groups
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchResponseGroup(Message):
     """Struct OffsetFetchResponseGroup of OffsetFetchResponse."""
@@ -279,6 +330,16 @@ class OffsetFetchResponseGroup(Message):
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchResponseTopics(Message):
     """Struct OffsetFetchResponseTopics of OffsetFetchResponse."""
@@ -308,6 +369,15 @@ class OffsetFetchResponseTopics(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetFetchResponsePartitions(Message):
@@ -354,6 +424,18 @@ class OffsetFetchResponsePartitions(Message):
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.committed_offset == other.committed_offset
+            and self.committed_leader_epoch == other.committed_leader_epoch
+            and self.metadata == other.metadata
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetFetchResponseTopic(Message):
     """Struct OffsetFetchResponseTopic of OffsetFetchResponse."""
@@ -383,6 +465,15 @@ class OffsetFetchResponseTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetFetchResponsePartition(Message):
@@ -428,6 +519,18 @@ class OffsetFetchResponsePartition(Message):
         self.metadata = metadata
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.committed_offset == other.committed_offset
+            and self.committed_leader_epoch == other.committed_leader_epoch
+            and self.metadata == other.metadata
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_OffsetFetchRequestTopic_v0(out, obj):
@@ -595,7 +698,7 @@ def _dec_OffsetFetchRequestGroup_v9(buf, pos):
 def _enc_OffsetFetchRequest_v0(out, obj):
     if obj.groups != []:
         raise AbsentFieldError("OffsetFetchRequest", "groups")
-    if obj.require_stable is not False:
+    if obj.require_stable:
         raise AbsentFieldError("OffsetFetchRequest", "require_stable")
     write_string(out, obj.group_id)
     v = obj.topics
@@ -622,7 +725,7 @@ def _dec_OffsetFetchRequest_v0(buf, pos):
 def _enc_OffsetFetchRequest_v2(out, obj):
     if obj.groups != []:
         raise AbsentFieldError("OffsetFetchRequest", "groups")
-    if obj.require_stable is not False:
+    if obj.require_stable:
         raise AbsentFieldError("OffsetFetchRequest", "require_stable")
     write_string(out, obj.group_id)
     v = obj.topics
@@ -655,7 +758,7 @@ def _dec_OffsetFetchRequest_v2(buf, pos):
 def _enc_OffsetFetchRequest_v6(out, obj):
     if obj.groups != []:
         raise AbsentFieldError("OffsetFetchRequest", "groups")
-    if obj.require_stable is not False:
+    if obj.require_stable:
         raise AbsentFieldError("OffsetFetchRequest", "require_stable")
     write_compact_string(out, obj.group_id)
     v = obj.topics

@@ -73,6 +73,15 @@ class OffsetForLeaderEpochRequest(RequestMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.replica_id == other.replica_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetForLeaderTopic(Message):
     """Struct OffsetForLeaderTopic of OffsetForLeaderEpochRequest."""
@@ -102,6 +111,15 @@ class OffsetForLeaderTopic(Message):
         self.topic = topic
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetForLeaderPartition(Message):
@@ -137,6 +155,16 @@ class OffsetForLeaderPartition(Message):
         self.current_leader_epoch = current_leader_epoch
         self.leader_epoch = leader_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition == other.partition
+            and self.current_leader_epoch == other.current_leader_epoch
+            and self.leader_epoch == other.leader_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class OffsetForLeaderEpochResponse(ResponseMessage):
@@ -176,6 +204,15 @@ class OffsetForLeaderEpochResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class OffsetForLeaderTopicResult(Message):
     """Struct OffsetForLeaderTopicResult of OffsetForLeaderEpochResponse."""
@@ -205,6 +242,15 @@ class OffsetForLeaderTopicResult(Message):
         self.topic = topic
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class EpochEndOffset(Message):
@@ -245,6 +291,17 @@ class EpochEndOffset(Message):
         self.leader_epoch = leader_epoch
         self.end_offset = end_offset
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.partition == other.partition
+            and self.leader_epoch == other.leader_epoch
+            and self.end_offset == other.end_offset
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_OffsetForLeaderPartition_v0(out, obj):

@@ -96,6 +96,17 @@ class ProduceRequest(RequestMessage):
         self.topic_data = [] if topic_data is MISSING else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.acks == other.acks
+            and self.timeout_ms == other.timeout_ms
+            and self.topic_data == other.topic_data
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicProduceData(Message):
     """Struct TopicProduceData of ProduceRequest."""
@@ -126,6 +137,15 @@ class TopicProduceData(Message):
         self.partition_data = [] if partition_data is MISSING else partition_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partition_data == other.partition_data
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class PartitionProduceData(Message):
     """Struct PartitionProduceData of ProduceRequest."""
@@ -155,6 +175,15 @@ class PartitionProduceData(Message):
         self.index = index
         self.records = records
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.index == other.index
+            and self.records == other.records
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class ProduceResponse(ResponseMessage):
@@ -199,6 +228,16 @@ class ProduceResponse(ResponseMessage):
         self.node_endpoints = [] if node_endpoints is MISSING else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.responses == other.responses
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class NodeEndpoint(Message):
     """Struct NodeEndpoint of ProduceResponse."""
@@ -239,6 +278,17 @@ class NodeEndpoint(Message):
         self.rack = rack
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.rack == other.rack
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TopicProduceResponse(Message):
     """Struct TopicProduceResponse of ProduceResponse."""
@@ -268,6 +318,15 @@ class TopicProduceResponse(Message):
         self.name = name
         self.partition_responses = [] if partition_responses is MISSING else partition_responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partition_responses == other.partition_responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class PartitionProduceResponse(Message):
@@ -329,6 +388,21 @@ class PartitionProduceResponse(Message):
         self.current_leader = LeaderIdAndEpoch() if current_leader is MISSING else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.index == other.index
+            and self.error_code == other.error_code
+            and self.base_offset == other.base_offset
+            and self.log_append_time_ms == other.log_append_time_ms
+            and self.log_start_offset == other.log_start_offset
+            and self.record_errors == other.record_errors
+            and self.error_message == other.error_message
+            and self.current_leader == other.current_leader
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class LeaderIdAndEpoch(Message):
     """Struct LeaderIdAndEpoch of ProduceResponse."""
@@ -359,6 +433,15 @@ class LeaderIdAndEpoch(Message):
         self.leader_epoch = leader_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.leader_id == other.leader_id
+            and self.leader_epoch == other.leader_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class BatchIndexAndErrorMessage(Message):
     """Struct BatchIndexAndErrorMessage of ProduceResponse."""
@@ -388,6 +471,15 @@ class BatchIndexAndErrorMessage(Message):
         self.batch_index = batch_index
         self.batch_index_error_message = batch_index_error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.batch_index == other.batch_index
+            and self.batch_index_error_message == other.batch_index_error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_PartitionProduceData_v0(out, obj):
@@ -614,7 +706,7 @@ def _dec_LeaderIdAndEpoch_v10(buf, pos):
 
 
 def _enc_PartitionProduceResponse_v0(out, obj):
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionProduceResponse", "current_leader")
     out += _S__ihq.pack(obj.index, obj.error_code, obj.base_offset)
 
@@ -633,7 +725,7 @@ def _dec_PartitionProduceResponse_v0(buf, pos):
 
 
 def _enc_PartitionProduceResponse_v2(out, obj):
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionProduceResponse", "current_leader")
     out += _S__ihqq.pack(obj.index, obj.error_code, obj.base_offset, obj.log_append_time_ms)
 
@@ -656,7 +748,7 @@ def _dec_PartitionProduceResponse_v2(buf, pos):
 
 
 def _enc_PartitionProduceResponse_v5(out, obj):
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionProduceResponse", "current_leader")
     out += _S__ihqqq.pack(
         obj.index,
@@ -685,7 +777,7 @@ def _dec_PartitionProduceResponse_v5(buf, pos):
 
 
 def _enc_PartitionProduceResponse_v8(out, obj):
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionProduceResponse", "current_leader")
     out += _S__ihqqq.pack(
         obj.index,
@@ -724,7 +816,7 @@ def _dec_PartitionProduceResponse_v8(buf, pos):
 
 
 def _enc_PartitionProduceResponse_v9(out, obj):
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         raise AbsentFieldError("PartitionProduceResponse", "current_leader")
     out += _S__ihqqq.pack(
         obj.index,
@@ -784,11 +876,14 @@ def _enc_PartitionProduceResponse_v10(out, obj):
         _enc_BatchIndexAndErrorMessage_v9(out, e)
     write_compact_nullable_string(out, obj.error_message)
     tagged = []
-    if obj.current_leader != LeaderIdAndEpoch():
+    if obj.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _enc_LeaderIdAndEpoch_v10(t, obj.current_leader)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_PartitionProduceResponse_v10(buf, pos):
@@ -1168,7 +1263,10 @@ def _enc_ProduceResponse_v10(out, obj):
         for e in v:
             _enc_NodeEndpoint_v10(t, e)
         tagged.append((0, t))
-    write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _dec_ProduceResponse_v10(buf, pos):
@@ -1514,6 +1612,8 @@ BatchIndexAndErrorMessage._SCHEMA = (
     ("batch_index", "int32", (8, None), None, None, None, False, None),
     ("batch_index_error_message", "string", (8, None), (8, None), None, None, False, None),
 )
+
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 ProduceRequest.RESPONSE_TYPE = ProduceResponse
 ProduceResponse.REQUEST_TYPE = ProduceRequest

@@ -64,6 +64,17 @@ class RequestHeader(Message):
         self.client_id = client_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.request_api_key == other.request_api_key
+            and self.request_api_version == other.request_api_version
+            and self.correlation_id == other.correlation_id
+            and self.client_id == other.client_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 def _enc_RequestHeader_v0(out, obj):
     out += _S__hhi.pack(obj.request_api_key, obj.request_api_version, obj.correlation_id)

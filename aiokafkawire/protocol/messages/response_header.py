@@ -47,6 +47,14 @@ class ResponseHeader(Message):
         self.correlation_id = correlation_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.correlation_id == other.correlation_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 def _enc_ResponseHeader_v0(out, obj):
     out += _S__i.pack(obj.correlation_id)

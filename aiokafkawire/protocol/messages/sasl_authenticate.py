@@ -63,6 +63,14 @@ class SaslAuthenticateRequest(RequestMessage):
         self.auth_bytes = auth_bytes
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.auth_bytes == other.auth_bytes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class SaslAuthenticateResponse(ResponseMessage):
     """Kafka SaslAuthenticateResponse."""
@@ -110,6 +118,17 @@ class SaslAuthenticateResponse(ResponseMessage):
         self.auth_bytes = auth_bytes
         self.session_lifetime_ms = session_lifetime_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.auth_bytes == other.auth_bytes
+            and self.session_lifetime_ms == other.session_lifetime_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_SaslAuthenticateRequest_v0(out, obj):

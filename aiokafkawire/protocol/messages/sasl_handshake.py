@@ -52,6 +52,13 @@ class SaslHandshakeRequest(RequestMessage):
     ) -> None:
         self.mechanism = mechanism
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.mechanism == other.mechanism
+        )
+
 
 class SaslHandshakeResponse(ResponseMessage):
     """Kafka SaslHandshakeResponse."""
@@ -84,6 +91,14 @@ class SaslHandshakeResponse(ResponseMessage):
     ) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is MISSING else mechanisms
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.mechanisms == other.mechanisms
+        )
 
 
 def _enc_SaslHandshakeRequest_v0(out, obj):

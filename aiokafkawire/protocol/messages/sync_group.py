@@ -105,6 +105,20 @@ class SyncGroupRequest(RequestMessage):
         self.assignments = [] if assignments is MISSING else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.assignments == other.assignments
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class SyncGroupRequestAssignment(Message):
     """Struct SyncGroupRequestAssignment of SyncGroupRequest."""
@@ -134,6 +148,15 @@ class SyncGroupRequestAssignment(Message):
         self.member_id = member_id
         self.assignment = assignment
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.member_id == other.member_id
+            and self.assignment == other.assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class SyncGroupResponse(ResponseMessage):
@@ -187,6 +210,18 @@ class SyncGroupResponse(ResponseMessage):
         self.protocol_name = protocol_name
         self.assignment = assignment
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.assignment == other.assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_SyncGroupRequestAssignment_v0(out, obj):

@@ -109,6 +109,21 @@ class TxnOffsetCommitRequest(RequestMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.group_id == other.group_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TxnOffsetCommitRequestTopic(Message):
     """Struct TxnOffsetCommitRequestTopic of TxnOffsetCommitRequest."""
@@ -138,6 +153,15 @@ class TxnOffsetCommitRequestTopic(Message):
         self.name = name
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 class TxnOffsetCommitRequestPartition(Message):
@@ -179,6 +203,17 @@ class TxnOffsetCommitRequestPartition(Message):
         self.committed_metadata = committed_metadata
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.committed_offset == other.committed_offset
+            and self.committed_leader_epoch == other.committed_leader_epoch
+            and self.committed_metadata == other.committed_metadata
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TxnOffsetCommitResponse(ResponseMessage):
     """Kafka TxnOffsetCommitResponse."""
@@ -217,6 +252,15 @@ class TxnOffsetCommitResponse(ResponseMessage):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TxnOffsetCommitResponseTopic(Message):
     """Struct TxnOffsetCommitResponseTopic of TxnOffsetCommitResponse."""
@@ -247,6 +291,15 @@ class TxnOffsetCommitResponseTopic(Message):
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class TxnOffsetCommitResponsePartition(Message):
     """Struct TxnOffsetCommitResponsePartition of TxnOffsetCommitResponse."""
@@ -276,6 +329,15 @@ class TxnOffsetCommitResponsePartition(Message):
         self.partition_index = partition_index
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 def _enc_TxnOffsetCommitRequestPartition_v0(out, obj):
