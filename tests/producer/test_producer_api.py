@@ -1,0 +1,187 @@
+"""Producer API behaviour: configuration, lifecycle, back-pressure, limits, acks=0, flush, close."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from _producer_helpers import read_back, unique_topic
+
+from aiokafkawire import errors
+from aiokafkawire.producer import Producer, RecordMetadata
+from aiokafkawire.testing import MockCluster
+
+
+@pytest.fixture
+def topic(mock_cluster: MockCluster) -> str:
+    name = unique_topic("api")
+    mock_cluster.create_topic(name, partitions=3)
+    return name
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_idempotence_requires_acks_all_and_says_so():
+    with pytest.raises(errors.ConfigError, match="requires acks='all'"):
+        Producer(acks=1, enable_idempotence=True)
+    with pytest.raises(errors.ConfigError, match="requires acks='all'"):
+        Producer(acks=0, transactional_id="tx")
+    # Left at its default, idempotence simply follows acks.
+    assert Producer(acks=1).idempotent is False
+    assert Producer().idempotent is True
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"compression": "brotli"},
+        {"acks": 2},
+        {"batch_size": 0},
+        {"no_such_option": 1},
+        {"enable_idempotence": True, "max_in_flight_requests_per_connection": 6},
+        {"transactional_id": "tx", "enable_idempotence": False},
+        {"delivery_timeout_ms": 1000, "request_timeout_ms": 30_000},
+    ],
+)
+def test_invalid_configuration_is_refused(options):
+    with pytest.raises(errors.ConfigError):
+        Producer(**options)
+
+
+async def test_send_before_start_and_after_close(mock_cluster: MockCluster, topic: str):
+    producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers)
+    with pytest.raises(errors.IllegalStateError):
+        await producer.send(topic, b"x")
+    await producer.start()
+    await producer.send_and_wait(topic, b"x")
+    await producer.close()
+    with pytest.raises(errors.ClientClosedError):
+        await producer.send(topic, b"x")
+    await producer.close()  # idempotent
+
+
+# ---------------------------------------------------------------- sending
+
+
+async def test_send_and_wait_does_not_linger(mock_cluster: MockCluster, topic: str):
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=30_000
+    ) as producer:
+        started = time.monotonic()
+        metadata = await producer.send_and_wait(topic, b"v", b"k", timestamp=1234567)
+        assert time.monotonic() - started < 5
+    assert isinstance(metadata, RecordMetadata)
+    assert metadata.topic == topic and metadata.offset == 0
+
+
+async def test_flush_and_close_deliver_lingering_records(mock_cluster: MockCluster, topic: str):
+    producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=60_000)
+    await producer.start()
+    try:
+        first = [await producer.send(topic, b"a%d" % i, partition=0) for i in range(10)]
+        assert not any(h.done() for h in first)
+        await producer.flush(timeout=10)
+        assert [h.result().offset for h in first] == list(range(10))
+        second = [await producer.send(topic, b"b%d" % i, partition=1) for i in range(10)]
+    finally:
+        await producer.close()  # flushes by default
+    assert [h.result().offset for h in second] == list(range(10))
+
+
+async def test_close_without_flush_fails_pending_records(mock_cluster: MockCluster, topic: str):
+    producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=60_000)
+    await producer.start()
+    handle = await producer.send(topic, b"never sent")
+    await producer.close(flush=False)
+    with pytest.raises(errors.ClientClosedError):
+        await handle
+
+
+async def test_acks_zero_never_waits_and_reports_offset_minus_one(
+    mock_cluster: MockCluster, topic: str
+):
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, acks=0) as producer:
+        assert not producer.idempotent
+        handles = [await producer.send(topic, b"%d" % i, partition=2) for i in range(100)]
+        results = [await h for h in handles]
+    assert {m.offset for m in results} == {-1}
+    read = await read_back(mock_cluster.bootstrap_servers, topic, 100)
+    assert [int(r.value) for r in read] == list(range(100))  # type: ignore[arg-type]
+
+
+async def test_serializers_partitions_for_and_explicit_partition(
+    mock_cluster: MockCluster, topic: str
+):
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        key_serializer=lambda k: k.encode(),
+        value_serializer=lambda v: repr(v).encode(),
+    ) as producer:
+        assert await producer.partitions_for(topic) == [0, 1, 2]
+        metadata = await producer.send_and_wait(topic, {"a": 1}, "key", partition=1)
+        assert metadata.partition == 1
+        with pytest.raises(errors.ConfigError):
+            await producer.send(topic, {}, "k", partition=3)
+    read = await read_back(mock_cluster.bootstrap_servers, topic, 1)
+    assert (read[0].key, read[0].value) == (b"key", b"{'a': 1}")
+
+
+async def test_unknown_topic_fails_after_max_block_ms(mock_cluster: MockCluster):
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, max_block_ms=300
+    ) as producer:
+        started = time.monotonic()
+        with pytest.raises(errors.UnknownTopicError):
+            await producer.send(unique_topic("missing"), b"x")
+        assert time.monotonic() - started < 5
+
+
+# ---------------------------------------------------------------- limits and back-pressure
+
+
+async def test_oversized_record_fails_at_send(mock_cluster: MockCluster, topic: str):
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, max_request_size=10_000
+    ) as producer:
+        with pytest.raises(errors.RecordTooLargeError):
+            await producer.send(topic, b"x" * 10_001)
+        with pytest.raises(errors.RecordTooLargeError):
+            await producer.send(topic, b"x", headers=[("h", b"y" * 10_000)])
+        # A record that fits still goes through, larger than batch_size or not.
+        metadata = await producer.send_and_wait(topic, b"x" * 9_000)
+        assert metadata.offset == 0
+
+
+async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockCluster):
+    topic = unique_topic("bp")
+    mock_cluster.create_topic(topic, partitions=1)
+    buffer_memory = 64 * 1024
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks=1,
+        buffer_memory=buffer_memory,
+        batch_size=16 * 1024,
+        max_block_ms=400,
+        linger_ms=0,
+        request_timeout_ms=20_000,
+        delivery_timeout_ms=60_000,
+    ) as producer:
+        await producer.send_and_wait(topic, b"warm-up")
+        mock_cluster.set_broker_rtt(-1, 30_000)  # the broker stops answering in time
+        handles = []
+        blocked_for = 0.0
+        with pytest.raises(errors.BufferFullError):
+            for _ in range(10_000):  # bounded: far more than the buffer holds
+                started = time.monotonic()
+                try:
+                    handles.append(await producer.send(topic, b"v" * 1000))
+                finally:
+                    blocked_for = time.monotonic() - started
+                assert producer.buffered_bytes <= buffer_memory
+        assert 0.35 <= blocked_for < 5, blocked_for
+        assert producer.buffered_bytes <= buffer_memory
+        assert 0 < len(handles) < 100
+        mock_cluster.set_broker_rtt(-1, 0)
+        await producer.close(timeout=0.2)
+    assert all(h.done() for h in handles)
