@@ -7,7 +7,8 @@ Two payloads:
 
 * a Metadata response at its newest version with 100 topics x 10 partitions (1,000 partitions),
   3 replicas each, 5 brokers;
-* a Fetch response at its newest version with 10 partitions of 64 KiB records each.
+* a Fetch response at its newest version with 10 partitions of 64 KiB records each (mostly the
+  cost of copying the records out as ``bytes``), and one with 200 partitions of 1 KiB each.
 
 kafka-python objects are obtained by decoding our bytes with kafka-python, so both libraries
 encode and decode the same logical message.  Times are the best of ``--repeat`` runs.
@@ -165,6 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     run_case(
         "Fetch response, 10 partitions x 64 KiB records",
         fetch_response(),
+        FetchResponse.MAX_VERSION,
+        args.repeat,
+        args.number,
+    )
+    run_case(
+        "Fetch response, 200 partitions x 1 KiB records",
+        fetch_response(partitions=200, record_bytes=1024),
         FetchResponse.MAX_VERSION,
         args.repeat,
         args.number,
