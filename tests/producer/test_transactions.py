@@ -1,0 +1,150 @@
+"""Transactions: commit/abort markers, read_committed visibility, offsets, fencing.
+
+Neither embedded broker filters aborted records for ``read_committed`` consumers (both write the
+commit/abort markers but return no aborted-transaction list in Fetch), so on them the outcome is
+checked on the raw log: every data batch is transactional and is followed by the right marker.
+Against an external Kafka (``AIOKAFKAWIRE_BOOTSTRAP``) a ``read_committed`` librdkafka consumer
+checks visibility directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+
+import pytest
+from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
+
+from aiokafkawire import errors
+from aiokafkawire.producer import OffsetAndMetadata, Producer
+from aiokafkawire.protocol.records import ControlRecordType
+from aiokafkawire.structs import TopicPartition
+
+
+def _txn_id() -> str:
+    return f"txn-{uuid.uuid4().hex[:10]}"
+
+
+def _log_outline(batches: list) -> list[tuple[str, object]]:
+    """The partition log as ("data", [values]) and ("marker", COMMIT/ABORT) entries."""
+    outline: list[tuple[str, object]] = []
+    for batch in batches:
+        if batch.is_control:
+            outline.append(("marker", next(iter(batch)).control_type))
+        else:
+            assert batch.is_transactional
+            values = [r.value for r in batch]
+            if outline and outline[-1][0] == "data":
+                outline[-1] = ("data", outline[-1][1] + values)  # type: ignore[operator]
+            else:
+                outline.append(("data", values))
+    return outline
+
+
+async def test_committed_and_aborted_transactions(kafka_bootstrap: str):
+    topic = unique_topic("txn")
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap,
+        transactional_id=_txn_id(),
+        allow_auto_create_topics=True,
+    ) as producer:
+        await producer.partitions_for(topic)
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            await producer.send(topic, b"outside", partition=0)
+
+        await producer.begin_transaction()
+        aborted = [await producer.send(topic, b"aborted-%d" % i, partition=0) for i in range(5)]
+        await producer.flush()  # really written before the abort
+        assert all(h.exception() is None for h in aborted)
+        await producer.abort_transaction()
+
+        async with producer.transaction():
+            committed = [
+                await producer.send(topic, b"committed-%d" % i, partition=0) for i in range(5)
+            ]
+
+        with pytest.raises(RuntimeError, match="boom"):
+            async with producer.transaction():
+                await producer.send(topic, b"dropped", partition=0)
+                raise RuntimeError("boom")
+    assert [(await h).offset for h in committed] == list(range(6, 11))
+
+    outline = _log_outline(await fetch_raw_batches(kafka_bootstrap, topic, 0))
+    assert outline[:4] == [
+        ("data", [b"aborted-%d" % i for i in range(5)]),
+        ("marker", ControlRecordType.ABORT),
+        ("data", [b"committed-%d" % i for i in range(5)]),
+        ("marker", ControlRecordType.COMMIT),
+    ]
+    # The record of the failed block was either never sent or is followed by an abort marker.
+    assert outline[4:] in ([], [("data", [b"dropped"]), ("marker", ControlRecordType.ABORT)])
+
+    if getattr(kafka_bootstrap, "kind", "") == "external":
+        read = await read_back(kafka_bootstrap, topic, 5, isolation_level="read_committed")
+        assert [r.value for r in read] == [b"committed-%d" % i for i in range(5)]
+
+
+async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: str):
+    if getattr(kafka_bootstrap, "kind", "") == "mock":
+        pytest.skip("librdkafka's mock does not check producer epochs, so it never fences")
+    topic = unique_topic("fence")
+    txn_id = _txn_id()
+    common = {"bootstrap_servers": kafka_bootstrap, "allow_auto_create_topics": True}
+    async with Producer(transactional_id=txn_id, **common) as first:
+        await first.partitions_for(topic)
+        async with first.transaction():
+            await first.send(topic, b"first", partition=0)
+        async with Producer(transactional_id=txn_id, **common) as second:
+            await first.begin_transaction()
+            await first.send(topic, b"zombie", partition=0)
+            with pytest.raises(
+                (errors.ProducerFencedClientError, errors.IllegalStateError)
+            ) as info:
+                await first.commit_transaction()
+            fenced = info.value
+            if isinstance(fenced, errors.IllegalStateError):
+                assert isinstance(fenced.__cause__, errors.ProducerFencedClientError)
+            with pytest.raises(errors.ProducerFencedClientError):
+                await first.begin_transaction()
+            async with second.transaction():
+                await second.send(topic, b"second", partition=0)
+    outline = _log_outline(await fetch_raw_batches(kafka_bootstrap, topic, 0))
+    committed = [
+        value
+        for (kind, values), nxt in itertools.pairwise(outline)
+        if kind == "data" and nxt == ("marker", ControlRecordType.COMMIT)
+        for value in values  # type: ignore[attr-defined]
+    ]
+    assert committed == [b"first", b"second"]
+
+
+async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap: str):
+    if getattr(kafka_bootstrap, "kind", "") == "mock":
+        pytest.skip("librdkafka's mock accepts TxnOffsetCommit but never applies the offsets")
+    topic = unique_topic("offsets")
+    group = f"group-{uuid.uuid4().hex[:8]}"
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap,
+        transactional_id=_txn_id(),
+        allow_auto_create_topics=True,
+    ) as producer:
+        await producer.partitions_for(topic)
+        async with producer.transaction():
+            await producer.send(topic, b"out", partition=0)
+            await producer.send_offsets_to_transaction(
+                {TopicPartition(topic, 0): 42, TopicPartition(topic, 1): OffsetAndMetadata(7)},
+                group,
+            )
+
+    def committed_offsets() -> dict[int, int]:
+        consumer = ck.Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+        try:
+            parts = consumer.committed(
+                [ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)], timeout=10
+            )
+            return {p.partition: p.offset for p in parts}
+        finally:
+            consumer.close()
+
+    assert await asyncio.to_thread(committed_offsets) == {0: 42, 1: 7}
