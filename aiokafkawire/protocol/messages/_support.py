@@ -66,7 +66,14 @@ class AbsentFieldError(Exception):
 
 
 # Exceptions that a malformed or truncated buffer can provoke inside the generated decoders.
-_DECODE_FAILURES = (struct.error, IndexError, ValueError, TypeError, OverflowError, MemoryError)
+_DECODE_FAILURES = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+)
 # Exceptions that a value of the wrong type or range provokes inside the generated encoders.
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
@@ -86,37 +93,51 @@ class Message:
     def encode(self, version: int) -> bytes:
         """Serialise this object (body only, no header) in the given protocol ``version``."""
         out = bytearray()
-        self.encode_into(out, version)
+        encoders = self._ENCODERS
+        encoder = encoders[version] if 0 <= version < len(encoders) else None
+        if encoder is None:
+            raise EncodeError(f"{type(self).__name__} has no version {version}")
+        try:
+            encoder(out, self)
+        except EncodeError:
+            raise
+        except (AbsentFieldError, *_ENCODE_FAILURES) as exc:
+            raise _encode_error(self, version, exc) from exc
         return bytes(out)
 
     def encode_into(self, out: bytearray, version: int) -> None:
         """Append this object's encoding in ``version`` to ``out``."""
         encoders = self._ENCODERS
         encoder = encoders[version] if 0 <= version < len(encoders) else None
-        name = type(self).__name__
         if encoder is None:
-            raise EncodeError(f"{name} has no version {version}")
+            raise EncodeError(f"{type(self).__name__} has no version {version}")
         try:
             encoder(out, self)
-        except AbsentFieldError as exc:
-            raise EncodeError(
-                f"{name} v{version}: field {exc.owner}.{exc.field} does not exist in this "
-                "version and is set to a non-default value"
-            ) from None
         except EncodeError:
             raise
-        except _ENCODE_FAILURES as exc:
-            raise EncodeError(f"{name} v{version}: cannot encode a field value: {exc}") from exc
+        except (AbsentFieldError, *_ENCODE_FAILURES) as exc:
+            raise _encode_error(self, version, exc) from exc
 
     @classmethod
     def decode(cls: type[_T], buf: bytes | bytearray | memoryview, version: int) -> _T:
         """Parse a complete body in ``version``; trailing bytes are a :class:`ProtocolError`."""
         if type(buf) is not bytes:
             buf = bytes(buf)
-        obj, pos = cls.decode_from(buf, 0, version)
-        if pos != len(buf):
+        decoders = cls._DECODERS
+        decoder = decoders[version] if 0 <= version < len(decoders) else None
+        if decoder is None:
+            raise ProtocolError(f"{cls.__name__} has no version {version}")
+        try:
+            obj, end = decoder(buf, 0)
+        except ProtocolError:
+            raise
+        except _DECODE_FAILURES as exc:
+            raise _decode_error(cls, version, exc) from exc
+        if end != len(buf):
+            if end > len(buf):
+                raise ProtocolError(f"{cls.__name__} v{version}: truncated")
             raise ProtocolError(
-                f"{cls.__name__} v{version}: {len(buf) - pos} unexpected trailing bytes"
+                f"{cls.__name__} v{version}: {len(buf) - end} unexpected trailing bytes"
             )
         return obj
 
@@ -132,9 +153,7 @@ class Message:
         except ProtocolError:
             raise
         except _DECODE_FAILURES as exc:
-            raise ProtocolError(
-                f"{cls.__name__} v{version}: malformed or truncated: {exc}"
-            ) from exc
+            raise _decode_error(cls, version, exc) from exc
         if end > len(buf):
             raise ProtocolError(f"{cls.__name__} v{version}: truncated")
         return obj, end
@@ -149,6 +168,22 @@ class Message:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
         return f"{type(self).__name__}({fields})"
+
+
+def _encode_error(message: Message, version: int, exc: Exception) -> EncodeError:
+    """The EncodeError to raise for a failure inside a generated encoder."""
+    name = type(message).__name__
+    if isinstance(exc, AbsentFieldError):
+        return EncodeError(
+            f"{name} v{version}: field {exc.owner}.{exc.field} does not exist in this "
+            "version and is set to a non-default value"
+        )
+    return EncodeError(f"{name} v{version}: cannot encode a field value: {exc}")
+
+
+def _decode_error(cls: type[Message], version: int, exc: Exception) -> ProtocolError:
+    """The ProtocolError to raise for a failure inside a generated decoder."""
+    return ProtocolError(f"{cls.__name__} v{version}: malformed or truncated: {exc}")
 
 
 class ApiMessage(Message):
