@@ -145,6 +145,12 @@ class ProducerBatch:
         """Resolve every handle of the batch."""
         if not self.future.done():
             self.future.set_result((base_offset, log_append_time))
+        self._drop_records()
+
+    def _drop_records(self) -> None:
+        # Handles may outlive the delivery by far: they need the offsets, not the bytes.
+        self.payload = None
+        self.builder = None
 
     def fail(self, exc: BaseException) -> None:
         """Fail every handle of the batch with ``exc``."""
@@ -154,6 +160,7 @@ class ProducerBatch:
             # Marked as retrieved: callers may drop handles they do not care about, and the
             # error is still raised to everyone who awaits one.
             future.exception()
+        self._drop_records()
 
 
 class DeliveryHandle:

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from time import time as _wall_clock
 from typing import Any
 
 from aiokafkawire import errors
@@ -187,6 +188,8 @@ class Producer:
         self._started = False
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        self._max_record_size = min(max_request_size, buffer_memory)
+        self._send_checks = True
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -231,6 +234,7 @@ class Producer:
                 request_timeout_ms=self.config.request_timeout_ms,
                 retry_backoff_ms=self.config.retry_backoff_ms,
             )
+            self._txn_state = txn
             if self.transactional_id is not None:
                 await txn.init_producer_id()
             max_in_flight = self.config.max_in_flight_requests_per_connection
@@ -252,6 +256,7 @@ class Producer:
             await cluster.close()
             raise
         self._started = True
+        self._update_send_checks()
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
@@ -264,6 +269,7 @@ class Producer:
             return
         self._closing = asyncio.get_running_loop().create_future()
         self._closed = True
+        self._update_send_checks()
         try:
             if self._started and flush and self._sender is not None:
                 try:
@@ -304,18 +310,11 @@ class Producer:
         :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
         ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``.
         """
-        if self._closed or not self._started:
-            if self._closed:
-                raise errors.ClientClosedError("send() on a closed producer")
-            raise errors.IllegalStateError("start the producer (or use `async with`) first")
-        if self.key_serializer is not None:
-            key = self.key_serializer(key)
-        if self.value_serializer is not None:
-            value = self.value_serializer(value)
-        txn = self._txn
-        assert txn is not None
-        if txn.fatal is not None or txn.transactional:
-            txn.check_can_send()
+        if self._send_checks:
+            # Rare cases kept off the hot path: not started, closed, serializers, transactions.
+            key, value = self._check_send(key, value)
+        elif self._txn_state.fatal is not None:
+            raise self._txn_state.fatal
         header_list = list(headers) if headers else None
         size = _RECORD_OVERHEAD
         if key is not None:
@@ -327,13 +326,13 @@ class Producer:
                 size += len(header_key) + _HEADER_OVERHEAD
                 if header_value is not None:
                     size += len(header_value)
-        if size > self.max_request_size or size > self.buffer_memory:
+        if size > self._max_record_size:
             raise errors.RecordTooLargeError(
                 f"the record is about {size} bytes, more than max_request_size "
                 f"({self.max_request_size}) or buffer_memory ({self.buffer_memory})"
             )
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = int(_wall_clock() * 1000)
         cluster = self._cluster
         assert cluster is not None
         if cluster.metadata is not self._cached_metadata:
@@ -366,6 +365,30 @@ class Producer:
                     partition = self.partitioner.partition(topic, key, all_partitions, available)
         return await self._append_new_batch(
             TopicPartition(topic, partition), timestamp, key, value, header_list, size
+        )
+
+    def _check_send(self, key: Any, value: Any) -> tuple[Any, Any]:
+        if self._closed:
+            raise errors.ClientClosedError("send() on a closed producer")
+        if not self._started:
+            raise errors.IllegalStateError("start the producer (or use `async with`) first")
+        txn = self._txn
+        assert txn is not None
+        if txn.fatal is not None or txn.transactional:
+            txn.check_can_send()
+        if self.key_serializer is not None:
+            key = self.key_serializer(key)
+        if self.value_serializer is not None:
+            value = self.value_serializer(value)
+        return key, value
+
+    def _update_send_checks(self) -> None:
+        self._send_checks = (
+            self._closed
+            or not self._started
+            or self.key_serializer is not None
+            or self.value_serializer is not None
+            or self.transactional_id is not None
         )
 
     async def _append_new_batch(
