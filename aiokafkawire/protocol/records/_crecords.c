@@ -491,8 +491,8 @@ fast_bytes(PyObject *obj, PyObject *buffer, const char **data, Py_ssize_t *size)
 }
 
 /*
- * Size of the encoded headers (count varint included), or -1 if they are outside the fast path,
- * or -2 with an exception set (a key that cannot be encoded as UTF-8).
+ * Size of the encoded headers (count varint included), or -1 if they are outside the fast path
+ * (including a key that cannot be encoded as UTF-8: the pure path raises that error itself).
  */
 static Py_ssize_t
 headers_size(PyObject *headers)
@@ -523,7 +523,8 @@ headers_size(PyObject *headers)
             return -1;
         }
         if (PyUnicode_AsUTF8AndSize(key, &key_len) == NULL) {
-            return -2;
+            PyErr_Clear();
+            return -1;
         }
         size += varint_size(key_len) + key_len;
         if (value == Py_None) {
@@ -621,9 +622,6 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         headers = Py_None;
     }
     header_len = headers_size(headers);
-    if (header_len == -2) {
-        return NULL;
-    }
     if (header_len < 0) {
         Py_RETURN_NONE;
     }
@@ -636,12 +634,12 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (offset_delta != 0 && (int64_t)old_len + (int64_t)total > batch_size) {
         Py_RETURN_FALSE;
     }
-    if (total > PY_SSIZE_T_MAX - old_len) {
-        return PyErr_NoMemory();
-    }
     /* No Python code runs from here on: the headers, key and value cannot change under us. */
-    if (PyByteArray_Resize(buffer, old_len + total) < 0) {
-        return NULL; /* e.g. BufferError while a memoryview of the buffer is alive */
+    if (total > PY_SSIZE_T_MAX - old_len || PyByteArray_Resize(buffer, old_len + total) < 0) {
+        /* MemoryError, or BufferError while a memoryview of the buffer is alive: the pure path
+           raises it again, with its own side effects on the builder state. */
+        PyErr_Clear();
+        Py_RETURN_NONE;
     }
     p = (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len;
     p = write_varint(p, body_len);

@@ -1,0 +1,619 @@
+"""The compiled records accelerator (``_accel`` + ``_crecords``) against the pure-Python path.
+
+Skipped when the C extension is not built.  Equivalence is checked byte for byte on the builder
+side and record for record (or exception type for exception type) on the reader side, for
+hand-written edge cases and for Hypothesis-generated and mutated batches.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import struct
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import crc32c
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from aiokafkawire.errors import CorruptRecordError, IllegalStateError
+from aiokafkawire.protocol import records as records_api
+from aiokafkawire.protocol.primitives import encode_varint
+from aiokafkawire.protocol.records import _pure, _pure_v2
+from aiokafkawire.protocol.records._types import (
+    CompressionType,
+    ControlRecord,
+    ControlRecordType,
+    Record,
+    TimestampType,
+)
+
+_crecords = pytest.importorskip("aiokafkawire.protocol.records._crecords")
+_accel = importlib.import_module("aiokafkawire.protocol.records._accel")
+
+HEADER = _pure_v2.HEADER
+HEADER_SIZE = _pure_v2.HEADER_SIZE
+INT64_MAX = (1 << 63) - 1
+
+Sample = tuple[Any, Any, Any, Any]  # (timestamp, key, value, headers): loosely typed on purpose
+
+SAMPLE: list[Sample] = [
+    (1_700_000_000_000, b"key-0", b"value-0", [("h1", b"v1")]),
+    (1_700_000_000_005, None, b"value with null key", []),
+    (1_700_000_000_003, b"key-2", None, [("null-header", None), ("utf8-\u00e9", b"")]),
+    (1_700_000_100_000, b"", b"", None),
+    (1_699_999_000_000, b"k" * 300, b"v" * 20_000, [("big", b"x" * 200)] * 70),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def outcome(func: Callable[[], Any]) -> Any:
+    """The result of ``func``, or the type of the exception it raised."""
+    try:
+        return ("ok", func())
+    except Exception as exc:
+        return ("error", type(exc))
+
+
+def build(impl: Any, records: list[Sample], **kwargs: Any) -> bytes:
+    kwargs.setdefault("batch_size", 1 << 22)
+    builder = impl.RecordBatchBuilder(magic=2, **kwargs)
+    for timestamp, key, value, headers in records:
+        assert builder.append(timestamp, key, value, headers)
+    return bytes(builder.build())
+
+
+def parse(impl: Any, data: bytes, check_crcs: bool = True) -> list[tuple[type, Any]]:
+    """Every record of every batch, with its exact class."""
+    return [
+        (type(record), record)
+        for batch in impl.iter_batches(data, check_crcs=check_crcs)
+        for record in batch
+    ]
+
+
+def raw_batch(
+    body: bytes,
+    count: int,
+    *,
+    base_offset: int = 0,
+    base_timestamp: int = 1_700_000_000_000,
+    max_timestamp: int = 1_700_000_000_000,
+    attributes: int = 0,
+) -> bytes:
+    """A v2 batch around an arbitrary (possibly malformed) record body, with a valid CRC."""
+    out = bytearray(HEADER_SIZE) + body
+    HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        len(out) - 12,
+        -1,
+        2,
+        0,
+        attributes,
+        max(count - 1, 0),
+        base_timestamp,
+        max_timestamp,
+        -1,
+        -1,
+        -1,
+        count,
+    )
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def record_body(
+    timestamp_delta: int = 0,
+    offset_delta: int = 0,
+    key: bytes | None = b"k",
+    value: bytes | None = b"v",
+    headers: bytes = b"\x00",
+    length: int | None = None,
+    raw_varint: Callable[[int], bytes] = encode_varint,
+) -> bytes:
+    """One encoded record; fields given as raw values so that they can be out of range."""
+    body = b"\x00" + raw_varint(timestamp_delta) + raw_varint(offset_delta)
+    for field in (key, value):
+        body += encode_varint(-1) if field is None else encode_varint(len(field)) + field
+    body += headers
+    return encode_varint(len(body) if length is None else length) + body
+
+
+def wide_varint(value: int) -> bytes:
+    """A 10-byte varint of an unsigned value that may exceed 64 bits (as Python reads them)."""
+    out = bytearray()
+    for _ in range(9):
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    assert value < 0x80
+    out.append(value)
+    return bytes(out)
+
+
+def assert_same_reading(data: bytes, check_crcs: bool = False) -> Any:
+    pure = outcome(lambda: parse(_pure, data, check_crcs))
+    accel = outcome(lambda: parse(_accel, data, check_crcs))
+    assert accel == pure
+    return pure
+
+
+# ---------------------------------------------------------------------------------------------
+# selection of the implementation
+
+
+def test_package_picks_accel_when_built() -> None:
+    code = "import aiokafkawire.protocol.records as r; print(r._impl.__name__)"
+    env = {k: v for k, v in os.environ.items() if k != "AIOKAFKAWIRE_PURE_PYTHON"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "aiokafkawire.protocol.records._accel"
+    env["AIOKAFKAWIRE_PURE_PYTHON"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "aiokafkawire.protocol.records._pure"
+
+
+def test_pure_and_accel_provide_the_same_names() -> None:
+    assert set(_accel.__all__) == set(_pure.__all__)
+    for name in _pure.__all__:
+        assert callable(getattr(_pure, name)), name
+        assert callable(getattr(_accel, name)), name
+    if records_api._impl is _accel:
+        assert records_api.RecordBatchBuilder is _accel.RecordBatchBuilder
+        assert records_api.iter_batches is _accel.iter_batches
+    # the pure classes stay the pure ones: nothing was patched
+    assert _pure.RecordBatch is _pure_v2.RecordBatch
+    assert _pure_v2._decode_records is not _crecords.decode_records
+    builder = _pure.RecordBatchBuilder(magic=2)
+    assert type(builder) is _pure_v2.DefaultRecordBatchBuilder
+
+
+def test_accel_classes_are_subclasses_of_the_pure_ones() -> None:
+    v2 = _accel.RecordBatchBuilder(magic=2)
+    legacy = _accel.RecordBatchBuilder(magic=1)
+    assert type(v2) is _accel.DefaultRecordBatchBuilder
+    assert type(legacy) is _accel.LegacyRecordBatchBuilder
+    for builder in (v2, legacy):
+        assert isinstance(builder, _accel.RecordBatchBuilder)
+    assert isinstance(v2, _pure_v2.DefaultRecordBatchBuilder)
+    (batch,) = _accel.iter_batches(build(_accel, SAMPLE[:1]))
+    assert isinstance(batch, _pure_v2.RecordBatch)
+    assert repr(batch).startswith("RecordBatch(")
+
+
+def test_records_are_allocated_directly() -> None:
+    # Record's layout is the one the C code knows: no per-record Python call.
+    assert _accel.DIRECT_RECORDS is True
+
+
+# ---------------------------------------------------------------------------------------------
+# round trips
+
+
+@pytest.mark.parametrize("codec", list(CompressionType), ids=lambda c: c.name.lower())
+@pytest.mark.parametrize(
+    "timestamp_type", [TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]
+)
+def test_round_trip_matches_pure(codec: CompressionType, timestamp_type: TimestampType) -> None:
+    kwargs = {
+        "compression_type": codec,
+        "timestamp_type": timestamp_type,
+        "base_offset": 1 << 40,
+        "producer_id": 77,
+        "producer_epoch": 3,
+        "base_sequence": 10,
+        "is_transactional": True,
+    }
+    ours = build(_accel, SAMPLE, **kwargs)
+    assert ours == build(_pure, SAMPLE, **kwargs)
+    rows = parse(_accel, ours)
+    assert rows == parse(_pure, ours)
+    assert [cls for cls, _ in rows] == [Record] * len(SAMPLE)
+    records = [record for _, record in rows]
+    assert [r.offset for r in records] == [(1 << 40) + i for i in range(len(SAMPLE))]
+    assert [r.key for r in records] == [s[1] for s in SAMPLE]
+    assert [r.value for r in records] == [s[2] for s in SAMPLE]
+    assert [r.headers for r in records] == [s[3] or [] for s in SAMPLE]
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        assert {r.timestamp for r in records} == {max(s[0] for s in SAMPLE)}
+    else:
+        assert [r.timestamp for r in records] == [s[0] for s in SAMPLE]
+    assert {r.timestamp_type for r in records} == {timestamp_type}
+
+
+def test_control_batches_match_pure() -> None:
+    data = b"".join(
+        impl.build_control_batch(
+            kind, producer_id=5, producer_epoch=1, coordinator_epoch=9, timestamp_ms=123
+        )
+        for impl in (_pure, _accel)
+        for kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT)
+    )
+    rows = parse(_accel, data)
+    assert rows == parse(_pure, data)
+    assert [cls for cls, _ in rows] == [ControlRecord] * 4
+    assert [r.control_type for _, r in rows] == [
+        ControlRecordType.COMMIT,
+        ControlRecordType.ABORT,
+    ] * 2
+    assert rows[0][1].coordinator_epoch == 9
+
+
+def test_records_are_independent_objects() -> None:
+    data = build(_accel, [(1, None, b"a", []), (2, None, b"b", [])])
+    first, second = (r for _, r in parse(_accel, data))
+    first.headers.append(("x", b"y"))
+    assert second.headers == []
+    first.value = b"changed"  # plain mutable slots, as in the pure path
+    assert first == Record(0, 1, TimestampType.CREATE_TIME, None, b"changed", [("x", b"y")])
+
+
+def test_batch_full_decisions_match_pure() -> None:
+    for batch_size in (0, 50, 200, 1000):
+        results = {}
+        for impl in (_pure, _accel):
+            builder = impl.RecordBatchBuilder(magic=2, batch_size=batch_size)
+            appended = [builder.append(1000 + i, b"k", b"v" * (i * 7), None) for i in range(40)]
+            results[impl] = (appended, builder.record_count, builder.size_in_bytes, builder.build())
+        assert results[_accel] == results[_pure]
+
+
+def test_builder_state_and_reuse_rules() -> None:
+    builder = _accel.RecordBatchBuilder(magic=2)
+    assert builder.append(None, None, b"now", None)  # timestamp None: now
+    built = builder.build()
+    assert builder.build() is built
+    with pytest.raises(IllegalStateError):
+        builder.append(1, None, b"late", None)
+    (record,) = (r for _, r in parse(_accel, built))
+    assert record.timestamp > 1_600_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("timestamps", "key", "value", "headers"),
+    [
+        ([5, 5 + INT64_MAX], b"k", b"v", None),  # delta beyond int64: pure's wrapping encoder
+        ([5, -(1 << 70)], b"k", b"v", None),
+        ([1, 2], bytearray(b"ba"), memoryview(b"mv"), None),  # memoryview: pure path
+        ([1, 2], b"k", b"v", (("t", b"tuple"), ("n", None))),
+        ([1, 2], b"k", b"v", [["list-pair", b"v"]]),
+        ([1, 2], b"k", b"v", [("ba", bytearray(b"x"))]),
+        ([1, 2], b"k", b"v", iter([("it", b"x")])),  # truthy iterator: pure's len() fails
+        ([1, 2], b"k", b"v", [(b"bytes-key", b"x")]),
+        ([1, 2], b"k", b"v", [("\udc80", b"x")]),  # unencodable key
+        ([1, 2], b"k", b"v", [("a", b"x", b"extra")]),
+        ([1, 2], "str", b"v", None),
+        ([1, 2], b"k", 42, None),
+        ([1, 2.5], b"k", b"v", None),
+        ([1, "x"], b"k", b"v", None),
+        ([True, 3], b"k", b"v", None),
+    ],
+)
+def test_unusual_appends_match_pure(
+    timestamps: list[Any], key: Any, value: Any, headers: Any
+) -> None:
+    def run(impl: Any) -> Any:
+        builder = impl.RecordBatchBuilder(magic=2)
+        results = [
+            outcome(lambda t=t: builder.append(t, key, value, headers))  # type: ignore[misc]
+            for t in timestamps
+        ]
+        return results, outcome(builder.build)
+
+    assert run(_accel) == run(_pure)
+
+
+def test_value_aliasing_the_builder_buffer() -> None:
+    for impl in (_pure, _accel):
+        builder = impl.RecordBatchBuilder(magic=2)
+        builder.append(1, None, b"x", None)
+        buffer = builder._buffer
+        assert builder.append(2, buffer, buffer, None)
+    assert build(_accel, [(1, None, b"x", None)]) == build(_pure, [(1, None, b"x", None)])
+
+
+def test_buffer_exported_while_appending() -> None:
+    for impl in (_pure, _accel):
+        builder = impl.RecordBatchBuilder(magic=2)
+        builder.append(1, None, b"x", None)
+        with memoryview(builder._buffer):
+            with pytest.raises(BufferError):
+                builder.append(2, None, b"y" * 1000, None)
+        assert builder.record_count == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# malformed input: same records or the same exception type
+
+
+MALFORMED_BODIES: list[tuple[str, bytes, int]] = [
+    ("empty body, count 1", b"", 1),
+    ("truncated length varint", b"\x80", 1),
+    ("length too small", encode_varint(5) + b"\x00" * 5, 1),
+    ("length beyond batch", record_body(length=100), 1),
+    ("length longer than content", record_body(length=12) + b"\x00\x00", 1),
+    ("negative length", encode_varint(-3) + b"\x00" * 10, 1),
+    ("eleven-byte varint", b"\xff" * 10 + b"\x01", 1),
+    ("wide length", wide_varint(1 << 66) + b"\x00" * 10, 1),
+    ("key length -2", b"\x08\x00\x00\x00" + encode_varint(-2) + b"\x00\x00\x00", 1),
+    ("key past record", record_body(key=b"kk", length=6) + b"\x00" * 4, 1),
+    ("value length -5", record_body(value=None)[:-2] + encode_varint(-5) + b"\x00", 1),
+    ("header count -1", record_body(headers=encode_varint(-1)), 1),
+    ("header count huge", record_body(headers=encode_varint(1 << 40)), 1),
+    ("wide header count", record_body(headers=wide_varint(1 << 69)), 1),
+    ("header key -1", record_body(headers=b"\x02" + encode_varint(-1) + b"\x00"), 1),
+    ("header key past end", record_body(headers=b"\x02\x7e"), 1),
+    ("header value -2", record_body(headers=b"\x02\x02h" + encode_varint(-2)), 1),
+    ("bad utf-8 header key", record_body(headers=b"\x02\x02\xff\x01"), 1),
+    ("header count 1 but none", record_body(headers=b"\x02"), 1),
+    ("trailing bytes", record_body() + b"\x00", 1),
+    ("record length covers extra bytes", record_body(length=10) + b"\x00\x00", 1),
+    ("extra bytes then another record", record_body(length=9) + b"\x00" + record_body(), 2),
+    ("count larger than records", record_body() * 2, 3),
+    ("count smaller than records", record_body() * 3, 2),
+    ("count beyond bytes / 7", record_body() * 2, 10_000),
+    ("negative count", record_body(), -1),
+    ("negative count, no bytes", b"", -5),
+]
+
+WELL_FORMED_ODD_BODIES: list[tuple[str, bytes, int]] = [
+    ("non-minimal zero header count", record_body(headers=b"\x80\x00"), 1),
+    ("non-minimal lengths", b"\x94\x00\x00\x80\x00\x00\x82\x00k\x02v\x00", 1),
+    ("negative offset delta", record_body(offset_delta=-7), 1),
+    ("negative timestamp delta", record_body(timestamp_delta=-(1 << 40)), 1),
+    ("offset beyond int64", record_body(offset_delta=INT64_MAX), 1),
+    ("timestamp beyond int64", record_body(timestamp_delta=INT64_MAX), 1),
+    (
+        "wide timestamp delta",
+        record_body(timestamp_delta=(1 << 69) + 5, raw_varint=wide_varint),
+        1,
+    ),
+    ("wide offset delta", record_body(offset_delta=(1 << 68) + 2, raw_varint=wide_varint), 1),
+    ("just over 64 bits", record_body(offset_delta=(1 << 64) + 6, raw_varint=wide_varint), 1),
+    ("ten-byte minus one", record_body(offset_delta=(1 << 64) - 1, raw_varint=wide_varint), 1),
+    ("utf-8 header key", record_body(headers=b"\x02\x04\xc3\xa9\x01"), 1),
+    (
+        "null key, value and header value",
+        record_body(key=None, value=None, headers=b"\x02\x02h\x01"),
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "count"),
+    [(body, count) for _, body, count in MALFORMED_BODIES],
+    ids=[name for name, _, _ in MALFORMED_BODIES],
+)
+@pytest.mark.parametrize("log_append_time", [False, True], ids=["create", "append"])
+def test_malformed_records_raise_like_pure(body: bytes, count: int, log_append_time: bool) -> None:
+    attributes = _pure_v2.ATTR_TIMESTAMP_TYPE if log_append_time else 0
+    data = raw_batch(body, count, attributes=attributes)
+    result = assert_same_reading(data)
+    if count >= 0 or body:
+        assert result == ("error", CorruptRecordError)
+
+
+@pytest.mark.parametrize(
+    ("body", "count"),
+    [(body, count) for _, body, count in WELL_FORMED_ODD_BODIES],
+    ids=[name for name, _, _ in WELL_FORMED_ODD_BODIES],
+)
+@pytest.mark.parametrize("log_append_time", [False, True], ids=["create", "append"])
+@pytest.mark.parametrize("base", [0, INT64_MAX, -(1 << 63)], ids=["zero", "max", "min"])
+def test_odd_but_valid_records_read_like_pure(
+    body: bytes, count: int, log_append_time: bool, base: int
+) -> None:
+    attributes = _pure_v2.ATTR_TIMESTAMP_TYPE if log_append_time else 0
+    data = raw_batch(body, count, base_offset=base, base_timestamp=base, attributes=attributes)
+    result = assert_same_reading(data)
+    if base == 0:
+        assert result[0] == "ok"
+
+
+def test_malformed_compressed_batch_raises_like_pure() -> None:
+    body = record_body() + b"\x00"
+    for codec in (CompressionType.GZIP, CompressionType.LZ4, CompressionType.ZSTD):
+        from aiokafkawire.protocol.records.codecs import compress
+
+        data = raw_batch(compress(codec, body, 2), 1, attributes=int(codec))
+        assert assert_same_reading(data) == ("error", CorruptRecordError)
+
+
+def test_crc_mismatch_raises_like_pure() -> None:
+    data = bytearray(build(_pure, SAMPLE))
+    data[-1] ^= 1
+    assert assert_same_reading(bytes(data), check_crcs=True) == ("error", CorruptRecordError)
+
+
+def test_decode_records_guards_its_arguments() -> None:
+    data = raw_batch(record_body(), 1)
+    ok = _crecords.decode_records(
+        data, HEADER_SIZE, len(data), 1, 0, 0, TimestampType.CREATE_TIME, None, Record
+    )
+    assert ok == [Record(0, 0, TimestampType.CREATE_TIME, b"k", b"v", [])]
+    for pos, end in ((-1, len(data)), (HEADER_SIZE, len(data) + 1), (10, 5)):
+        with pytest.raises(ValueError):
+            _crecords.decode_records(
+                data, pos, end, 1, 0, 0, TimestampType.CREATE_TIME, None, Record
+            )
+    with pytest.raises(TypeError):
+        _crecords.decode_records(data, HEADER_SIZE, len(data), 1, 0, 0)
+    with pytest.raises(TypeError):
+        _crecords.decode_records("text", 0, 0, 1, 0, 0, TimestampType.CREATE_TIME, None, Record)
+    # base offsets outside int64: handed back to the pure path
+    assert (
+        _crecords.decode_records(
+            data, HEADER_SIZE, len(data), 1, 1 << 64, 0, TimestampType.CREATE_TIME, None, Record
+        )
+        is None
+    )
+
+
+def test_decode_records_into_another_record_class() -> None:
+    class MyRecord(Record):
+        __slots__ = ("extra",)
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self.extra = "made by __init__"
+
+    data = raw_batch(record_body(offset_delta=3), 1)
+    (record,) = _crecords.decode_records(
+        data, HEADER_SIZE, len(data), 1, 10, 0, TimestampType.CREATE_TIME, None, MyRecord
+    )
+    assert type(record) is MyRecord
+    assert (record.offset, record.extra) == (13, "made by __init__")
+
+
+def test_other_buffer_types_decode_the_same() -> None:
+    data = build(_pure, SAMPLE, compression_type=CompressionType.NONE)
+    expected = parse(_pure, data)
+    for buf in (bytearray(data), memoryview(data)):
+        assert [(type(r), r) for b in _accel.iter_batches(buf) for r in b] == expected
+    records = _crecords.decode_records(
+        bytearray(data),
+        HEADER_SIZE,
+        len(data),
+        len(SAMPLE),
+        0,
+        SAMPLE[0][0],
+        TimestampType.CREATE_TIME,
+        None,
+        Record,
+    )
+    assert records == [r for _, r in expected]
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzzing
+
+
+header_lists = st.one_of(
+    st.none(),
+    st.lists(st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=16)), max_size=4),
+)
+samples = st.lists(
+    st.tuples(
+        st.integers(min_value=-(1 << 45), max_value=1 << 45) | st.none(),
+        st.none() | st.binary(max_size=40),
+        st.none() | st.binary(max_size=300),
+        header_lists,
+    ),
+    min_size=1,
+    max_size=12,
+)
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(
+    samples,
+    st.sampled_from(list(CompressionType)),
+    st.sampled_from([TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]),
+    st.integers(min_value=0, max_value=4000),
+)
+def test_fuzz_builds_and_reads_like_pure(
+    records: list[Sample], codec: CompressionType, ts_type: TimestampType, batch_size: int
+) -> None:
+    records = [(1 if ts is None else ts, k, v, h) for ts, k, v, h in records]  # no clock
+    built = {}
+    for impl in (_pure, _accel):
+        builder = impl.RecordBatchBuilder(
+            magic=2, compression_type=codec, timestamp_type=ts_type, batch_size=batch_size
+        )
+        appended = [builder.append(*record) for record in records]
+        built[impl] = (appended, builder.build())
+    assert built[_accel] == built[_pure]
+    data = built[_pure][1]
+    assert parse(_accel, data) == parse(_pure, data)
+
+
+@FUZZ
+@given(samples, st.data())
+def test_fuzz_mutated_batches_read_like_pure(records: list[Sample], data: st.DataObject) -> None:
+    records = [(1 if ts is None else ts, k, v, h) for ts, k, v, h in records]
+    batch = bytearray(build(_pure, records))
+    body = batch[HEADER_SIZE:]
+    for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]), label="kind")
+        if not body:
+            break
+        at = data.draw(st.integers(0, len(body) - 1), label="at")
+        if kind == "flip":
+            body[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+        elif kind == "set":
+            body[at] = data.draw(st.integers(0, 255), label="byte")
+        elif kind == "cut":
+            del body[at : at + data.draw(st.integers(1, 8), label="length")]
+        else:
+            body[at:at] = data.draw(st.binary(min_size=1, max_size=8), label="bytes")
+    count = data.draw(st.sampled_from([len(records), len(records) + 1, 0, -1]), label="count")
+    assume(count != 0)  # empty batches are not decoded at all
+    mutated = raw_batch(bytes(body), count)
+    # The batch alone, and followed by bytes the pure path may read past the batch end into.
+    assert_same_reading(mutated)
+    assert_same_reading(mutated + bytes(batch), check_crcs=False)
+
+
+@FUZZ
+@given(st.binary(max_size=200), st.integers(-2, 40), st.booleans())
+def test_fuzz_random_bodies_read_like_pure(body: bytes, count: int, log_append: bool) -> None:
+    assume(count != 0)
+    attributes = _pure_v2.ATTR_TIMESTAMP_TYPE if log_append else 0
+    assert_same_reading(raw_batch(body, count, attributes=attributes))
+
+
+# ---------------------------------------------------------------------------------------------
+# references and memory
+
+
+def test_no_reference_leaks() -> None:
+    data = build(_pure, SAMPLE) + raw_batch(
+        record_body(headers=b"\x02\x02\xff\x01"), 1
+    )  # the second batch fails (bad utf-8)
+    max_ts = max(s[0] for s in SAMPLE)
+
+    def one_round() -> None:
+        batches = list(_accel.iter_batches(data))
+        for record in batches[0]:
+            assert record.value is None or len(record.value) >= 0
+        with pytest.raises(CorruptRecordError):
+            batches[1].records()
+        builder = _accel.RecordBatchBuilder(magic=2)
+        for ts, key, value, headers in SAMPLE:
+            builder.append(ts, key, value, headers)
+        builder.build()
+
+    sentinels = [TimestampType.CREATE_TIME, Record, CorruptRecordError, max_ts, b"k"]
+    for _ in range(20):
+        one_round()
+    gc.collect()
+    before = [sys.getrefcount(obj) for obj in sentinels]
+    tracemalloc.start()
+    try:
+        for _ in range(200):
+            one_round()
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(1000):
+            one_round()
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(obj) for obj in sentinels] == before
+    assert second - first < 64 * 1024, (first, second)
