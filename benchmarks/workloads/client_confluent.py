@@ -1,0 +1,196 @@
+"""The workloads on confluent-kafka (librdkafka; callback based, driven by poll/flush).
+
+No per-message delivery callback is registered on the throughput runs (the cheapest way to use
+librdkafka from Python); the suite checks delivery afterwards from the partitions' end offsets.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+
+from workloads.common import (
+    GROUP_SESSION_TIMEOUT_MS,
+    POOL_MASK,
+    Pacer,
+    consumed,
+    latency_summary,
+    latency_value,
+    now,
+    payloads,
+    peak_rss_kb,
+    rss_kb,
+    stamp_ns,
+    throughput,
+)
+
+ASYNC = False
+
+
+def _producer(spec: dict[str, Any]) -> Producer:
+    config: dict[str, Any] = {
+        "bootstrap.servers": spec["bootstrap"],
+        "acks": str(spec.get("acks", 1)),
+        "compression.type": spec.get("compression") or "none",
+        "linger.ms": spec.get("linger_ms", 5),
+    }
+    if spec.get("idempotence"):
+        config["enable.idempotence"] = True
+    if spec.get("buffer_memory"):
+        # librdkafka's bound on queued (undelivered) messages, the buffer_memory equivalent.
+        config["queue.buffering.max.kbytes"] = spec["buffer_memory"] // 1024
+    return Producer(config)
+
+
+def _flush(producer: Producer, spec: dict[str, Any]) -> None:
+    remaining = producer.flush(spec["time_limit_s"])
+    if remaining:
+        raise RuntimeError(f"flush left {remaining} messages undelivered")
+
+
+def _produce_loop(
+    producer: Producer, topic: str, count: int, values: list[bytes], keys: list[bytes]
+) -> None:
+    produce, poll = producer.produce, producer.poll
+    for i in range(count):
+        while True:
+            try:
+                produce(topic, values[i & POOL_MASK], keys[i & POOL_MASK])
+                break
+            except BufferError:  # queue full: serve delivery reports, then retry
+                poll(0.001)
+        if not i & 1023:
+            poll(0)
+
+
+def produce(spec: dict[str, Any]) -> dict[str, Any]:
+    topic, count = spec["topic"], spec["records"]
+    values, keys = payloads(spec["value_size"], spec["key_size"])
+    producer = _producer(spec)
+    producer.list_topics(topic, timeout=10)  # metadata known before the clock starts
+    rss_start = rss_kb()
+    started = now()
+    _produce_loop(producer, topic, count, values, keys)
+    _flush(producer, spec)
+    elapsed = now() - started
+    result = throughput(count, count * (spec["value_size"] + spec["key_size"]), elapsed)
+    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb())
+    return result
+
+
+def senders(spec: dict[str, Any]) -> dict[str, Any]:
+    """The equivalent of many senders: the same produce calls, from one thread."""
+    inner = dict(spec, records=spec["senders"] * spec["per_sender"])
+    result = produce(inner)
+    result.pop("rss_start_kb", None)
+    return result
+
+
+def _consumer(spec: dict[str, Any], group: str | None) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "group.id": group or "bench-unused",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": GROUP_SESSION_TIMEOUT_MS,
+        }
+    )
+
+
+def consume(spec: dict[str, Any]) -> dict[str, Any]:
+    topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
+    consumer = _consumer(spec, group)
+    started = now()
+    if group:
+        consumer.subscribe([topic])
+    else:
+        consumer.assign(
+            [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])]
+        )
+    received = payload = 0
+    first = None
+    limit = started + spec["time_limit_s"]
+    try:
+        while received < count and now() < limit:
+            messages = consumer.consume(num_messages=10_000, timeout=1.0)
+            if messages and first is None:
+                first = now() - started
+            for message in messages:
+                if message.error():
+                    raise KafkaException(message.error())
+                payload += len(message.value()) + len(message.key())
+            received += len(messages)
+        elapsed = now() - started
+    finally:
+        consumer.close()
+    result = consumed(received, payload, elapsed, first)
+    result.update(rss_peak_kb=peak_rss_kb())
+    return result
+
+
+def latency(spec: dict[str, Any]) -> dict[str, Any]:
+    """Producer paced in the main thread, consumer in a second thread."""
+    topic, count = spec["topic"], spec["records"]
+    padding, _ = latency_value(spec["value_size"])
+    consumer = _consumer(spec, None)
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])])
+    producer = _producer(spec)
+    producer.list_topics(topic, timeout=10)
+    latencies: list[int] = []
+    limit = now() + spec["time_limit_s"]
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            while len(latencies) < count and now() < limit:
+                messages = consumer.consume(num_messages=1000, timeout=0.2)
+                arrived = stamp_ns()
+                for message in messages:
+                    if message.error():
+                        raise KafkaException(message.error())
+                    latencies.append(arrived - int.from_bytes(message.value()[:8], "big"))
+        except BaseException as exc:
+            failure.append(exc)
+
+    reader = threading.Thread(target=read, name="bench-consumer", daemon=True)
+    reader.start()
+    time.sleep(0.2)
+    pacer = Pacer(spec["rate"], count)
+    pacer.start()
+    while not pacer.done and now() < limit:
+        due = pacer.due()
+        for _ in range(due):
+            producer.produce(topic, stamp_ns().to_bytes(8, "big") + padding)
+        pacer.sent += due
+        producer.poll(0)
+        time.sleep(pacer.wait_s())
+    _flush(producer, spec)
+    reader.join(timeout=max(1.0, limit - now()))
+    consumer.close()
+    if failure:
+        raise failure[0]
+    result = latency_summary(latencies)
+    result.update(records=len(latencies), rss_peak_kb=peak_rss_kb())
+    return result
+
+
+def scale(spec: dict[str, Any]) -> dict[str, Any]:
+    """One record to each partition of each topic, from a cold client (creation included)."""
+    topics, partitions = spec["topics"], spec["partitions"]
+    value = b"v" * spec["value_size"]
+    started = now()
+    producer = _producer(spec)
+    for topic in topics:
+        for partition in range(partitions):
+            producer.produce(topic, value, partition=partition)
+        producer.poll(0)
+    _flush(producer, spec)
+    elapsed = now() - started
+    count = len(topics) * partitions
+    result = throughput(count, count * spec["value_size"], elapsed)
+    result.update(rss_peak_kb=peak_rss_kb())
+    return result

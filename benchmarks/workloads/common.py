@@ -1,0 +1,133 @@
+"""Helpers shared by the client modules: payloads, clocks, memory figures, percentiles."""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import time
+from typing import Any
+
+POOL_SIZE = 1024  # distinct keys/values cycled through (index & POOL_MASK)
+POOL_MASK = POOL_SIZE - 1
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def payloads(value_size: int, key_size: int) -> tuple[list[bytes], list[bytes]]:
+    """1,024 distinct values and keys.
+
+    Each value is half random bytes, half repeated text, so lz4 compresses it roughly like a
+    typical payload (never all identical, which would flatter compressed throughput).  Keys are
+    distinct big-endian integers of ``key_size`` bytes.
+    """
+    rng = random.Random(1234)
+    text = b"aiokafkawire benchmark payload; "
+    values = []
+    for _ in range(POOL_SIZE):
+        head = rng.randbytes(value_size // 2)
+        tail = (text * (value_size // len(text) + 1))[: value_size - len(head)]
+        values.append(head + tail)
+    keys = [i.to_bytes(key_size, "big") if key_size else b"" for i in range(POOL_SIZE)]
+    return values, keys
+
+
+def now() -> float:
+    """Wall-clock seconds on a monotonic clock (perf_counter)."""
+    return time.perf_counter()
+
+
+def stamp_ns() -> int:
+    """The send timestamp carried in latency records (monotonic, same process only)."""
+    return time.perf_counter_ns()
+
+
+def latency_value(value_size: int) -> tuple[bytes, int]:
+    """Padding for a latency record: 8 bytes of timestamp + padding = ``value_size`` bytes."""
+    return b"x" * max(0, value_size - 8), 8
+
+
+def rss_kb() -> int:
+    """The current resident set size in KiB (from /proc/self/statm)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_KB
+    except OSError:
+        return peak_rss_kb()
+
+
+def peak_rss_kb() -> int:
+    """The peak resident set size of this process so far (ru_maxrss, KiB on Linux)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of already-sorted values, nearest rank."""
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values) + 0.5) - 1))
+    return sorted_values[index]
+
+
+def latency_summary(latencies_ns: list[int]) -> dict[str, Any]:
+    """p50/p99/max in milliseconds of send-to-receipt latencies."""
+    values = sorted(latencies_ns)
+    return {
+        "samples": len(values),
+        "p50_ms": percentile(values, 0.50) / 1e6,
+        "p99_ms": percentile(values, 0.99) / 1e6,
+        "max_ms": (values[-1] / 1e6) if values else float("nan"),
+    }
+
+
+def throughput(records: int, payload_bytes: int, seconds: float) -> dict[str, Any]:
+    """records/s and MB/s (10**6 bytes of key + value payload, uncompressed)."""
+    seconds = max(seconds, 1e-9)
+    return {
+        "records": records,
+        "seconds": seconds,
+        "records_per_s": records / seconds,
+        "mb_per_s": payload_bytes / seconds / 1e6,
+    }
+
+
+class Pacer:
+    """Tells a producer how many records are due at a fixed rate since :meth:`start`."""
+
+    def __init__(self, rate: float, total: int) -> None:
+        self.rate = rate
+        self.total = total
+        self.sent = 0
+        self.started = 0.0
+
+    def start(self) -> None:
+        self.started = now()
+
+    def due(self) -> int:
+        """How many records should be sent right now (0 when ahead of schedule)."""
+        target = min(self.total, int((now() - self.started) * self.rate) + 1)
+        return max(0, target - self.sent)
+
+    def wait_s(self) -> float:
+        """Seconds until the next record is due."""
+        return max(0.0, self.started + self.sent / self.rate - now())
+
+    @property
+    def done(self) -> bool:
+        return self.sent >= self.total
+
+
+# The same session timeout for every client in the group workload: Tansu 0.6 answers the first
+# JoinGroup only after about half the session timeout (23 s with librdkafka's default of 45 s,
+# 5 s with aiokafka's 10 s), so equal settings keep the join phase comparable.
+GROUP_SESSION_TIMEOUT_MS = 10_000
+
+
+def consumed(records: int, payload: int, seconds: float, first: float | None) -> dict[str, Any]:
+    """Consumer throughput, plus the rate after the first record arrived (join/startup excluded)."""
+    result = throughput(records, payload, seconds)
+    steady = seconds - first if first is not None else 0.0
+    result.update(
+        first_record_s=first,
+        records_per_s_after_first=records / steady if steady > 0 else 0.0,
+    )
+    return result
