@@ -43,12 +43,21 @@ class RecordAccumulator:
         self._order = 0
         self._memory_freed: asyncio.Event | None = None
         self.wakeup: asyncio.Event | None = None  # set by the owner: wakes the sender
+        self.closed = False
+
+    def close(self) -> None:
+        """Refuse further reservations and wake every ``send`` waiting for memory."""
+        self.closed = True
+        if self._memory_freed is not None:
+            self._memory_freed.set()
 
     # ---------------------------------------------------------------- memory
 
     async def reserve(self, size: int, deadline: float) -> None:
         """Take ``size`` bytes of the budget, waiting until ``deadline`` (monotonic) if needed."""
         while self.available < size:
+            if self.closed:
+                raise errors.ClientClosedError("the producer was closed while send() waited")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise errors.BufferFullError(

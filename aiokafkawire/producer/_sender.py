@@ -83,6 +83,7 @@ class Sender:
         self._identity_epoch = (-1, -1)
         self._identity_error: BaseException | None = None
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
+        self._add_task: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -103,6 +104,12 @@ class Sender:
         else:
             log.error("producer task %s failed", name, exc_info=exc)
         self.wakeup.set()
+
+    async def wait_add_partitions(self) -> None:
+        """Wait until no AddPartitionsToTxn request is under way."""
+        task = self._add_task
+        if task is not None and not task.done():
+            await asyncio.wait([task])
 
     @property
     def identity_error(self) -> BaseException | None:
@@ -141,8 +148,8 @@ class Sender:
                 self._tasks.start("init-producer-id", self._init_producer_id())
             return self._next_expiry(now)
         if txn.transactional and txn.pending_partitions:
-            if not self._tasks.running("add-partitions"):
-                self._tasks.start("add-partitions", self._add_partitions())
+            if self._add_task is None or self._add_task.done():
+                self._add_task = self._tasks.start("add-partitions", self._add_partitions())
         self._expire(now)
         return self._drain(now)
 
@@ -255,6 +262,13 @@ class Sender:
                     self.cluster.request_update()
                 for batch in batches:
                     self._attempt_failed(batch, exc)
+                return
+            except Exception as exc:  # a bug, not a broker problem: fail, never hang
+                log.exception("Produce request to broker %d failed unexpectedly", node)
+                for batch in batches:
+                    batch.in_flight = False
+                    self._done_in_flight(batch)
+                    self._fail_batch(batch, exc)
                 return
             if response is None:  # acks=0: written is all we learn
                 for batch in batches:
@@ -399,6 +413,10 @@ class Sender:
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
+            if not (exc.retriable or isinstance(exc, errors.KafkaConnectionError)):
+                # E.g. not authorised to be idempotent: no batch can ever be sent.
+                self.txn.set_fatal(exc)
+                return
             # Retried by the next pass, after a pause so a dead cluster is not hammered.
             self._identity_error = exc
             log.warning("InitProducerId failed: %s", exc)

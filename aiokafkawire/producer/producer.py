@@ -270,6 +270,7 @@ class Producer:
         self._closing = asyncio.get_running_loop().create_future()
         self._closed = True
         self._update_send_checks()
+        self._accumulator.close()
         try:
             if self._started and flush and self._sender is not None:
                 try:
@@ -404,9 +405,6 @@ class Producer:
         reserve = max(self.batch_size, size)
         if accumulator.available < reserve:
             await accumulator.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
-            if self._closed:
-                accumulator.available += reserve
-                raise errors.ClientClosedError("the producer was closed while send() waited")
         else:
             accumulator.available -= reserve
         queue = accumulator.batches.get(tp)
@@ -429,7 +427,12 @@ class Producer:
         batch.count = 1
         assert self._sender is not None
         self._sender.wakeup.set()
-        return DeliveryHandle(batch, 0, timestamp)
+        handle = DeliveryHandle(batch, 0, timestamp)
+        if len(accumulator.batches[tp]) > 1:
+            # A full batch is waiting: give the sender loop a turn, so that a tight send loop
+            # overlaps with the network instead of buffering everything first.
+            await asyncio.sleep(0)
+        return handle
 
     async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
         cluster = self._cluster
@@ -556,6 +559,8 @@ class Producer:
         in_flight = [b.future for b in self._accumulator.incomplete]
         if in_flight:
             await asyncio.wait(in_flight)
+        # An AddPartitionsToTxn under way would otherwise reopen the transaction after EndTxn.
+        await sender.wait_add_partitions()
         if txn.fatal is not None:
             raise txn.fatal
         try:

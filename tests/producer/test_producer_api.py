@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -185,3 +186,28 @@ async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockClus
         mock_cluster.set_broker_rtt(-1, 0)
         await producer.close(timeout=0.2)
     assert all(h.done() for h in handles)
+
+
+async def test_close_wakes_a_send_blocked_on_the_buffer(mock_cluster: MockCluster, topic: str):
+    producer = Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        buffer_memory=2 * 16384,
+        batch_size=16384,
+        linger_ms=60_000,  # the two open batches keep holding the whole buffer
+        max_block_ms=60_000,
+    )
+    await producer.start()
+    try:
+        held = [await producer.send(topic, b"x", partition=p) for p in (0, 1)]
+        assert producer.buffered_bytes == 2 * 16384
+        blocked = asyncio.ensure_future(producer.send(topic, b"y", partition=2))
+        for _ in range(20):  # let it run up to the point where it waits for memory
+            await asyncio.sleep(0)
+        assert not blocked.done()
+    finally:
+        await producer.close(flush=False)
+    with pytest.raises(errors.ClientClosedError):
+        await blocked
+    for handle in held:
+        with pytest.raises(errors.ClientClosedError):
+            await handle
