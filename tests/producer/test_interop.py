@@ -6,7 +6,7 @@ import asyncio
 import itertools
 
 import pytest
-from _producer_helpers import ck, read_back, unique_topic
+from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
 
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.testing import MockCluster
@@ -124,3 +124,28 @@ async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: Mo
     assert sorted((r.partition, r.offset) for r in read) == sorted(
         (m.partition, m.offset) for m in metadata
     )
+
+
+async def test_idempotent_batches_carry_one_producer_id_and_contiguous_sequences(
+    kafka_bootstrap: str,
+):
+    topic = unique_topic("seq")
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap,
+        allow_auto_create_topics=True,
+        batch_size=1024,
+        linger_ms=1,
+    ) as producer:
+        assert producer.idempotent
+        handles = [await producer.send(topic, b"r%04d" % i, partition=0) for i in range(500)]
+        await producer.flush()
+    assert all(h.exception() is None for h in handles)
+    batches = await fetch_raw_batches(kafka_bootstrap, topic, 0)
+    assert len(batches) > 5
+    assert len({(b.producer_id, b.producer_epoch) for b in batches}) == 1
+    assert batches[0].producer_id >= 0
+    expected = 0
+    for batch in batches:
+        assert batch.base_sequence == expected
+        expected += batch.record_count
+    assert expected == 500

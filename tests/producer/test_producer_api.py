@@ -211,3 +211,36 @@ async def test_close_wakes_a_send_blocked_on_the_buffer(mock_cluster: MockCluste
     for handle in held:
         with pytest.raises(errors.ClientClosedError):
             await handle
+
+
+# ---------------------------------------------------------------- request shaping
+
+
+async def test_one_produce_request_per_broker_up_to_max_request_size(mock_cluster: MockCluster):
+    topic = unique_topic("shape")
+    mock_cluster.create_topic(topic, partitions=6)
+    for partition in range(6):
+        mock_cluster.set_partition_leader(topic, partition, 1 if partition < 4 else 2)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=60_000
+    ) as producer:
+        await producer.partitions_for(topic)
+        mock_cluster.start_request_tracking()
+        for partition in range(6):
+            await producer.send(topic, b"x" * 100, partition=partition)
+        await producer.flush(timeout=10)
+        produce = [r for r in mock_cluster.requests() if r.api_key == 0]
+        # Four partitions on broker 1 in one request, two on broker 2 in another.
+        assert sorted(r.broker_id for r in produce) == [1, 2]
+
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        linger_ms=60_000,
+        max_request_size=2500,
+    ) as producer:
+        mock_cluster.clear_requests()
+        for partition in range(4):  # broker 1 only; each batch ~1 KB
+            await producer.send(topic, b"y" * 1000, partition=partition)
+        await producer.flush(timeout=10)
+        produce = [r for r in mock_cluster.requests() if r.api_key == 0]
+        assert [r.broker_id for r in produce] == [1, 1]
