@@ -357,6 +357,11 @@ def is_mutable_default(fld: Field) -> bool:
     return default_expr(fld) not in ("None",) and (fld.is_array or fld.struct is not None)
 
 
+def is_lazy_default(fld: Field) -> bool:
+    """A struct field with a default object: decoders leave it unset, built on first read."""
+    return fld.struct is not None and not fld.is_array and default_expr(fld) != "None"
+
+
 def differs_from_default_expr(fld: Field, value: str, writer: ModuleWriter) -> str:
     """An expression true when ``value`` is not the field's default."""
     expr = default_expr(fld)
@@ -688,7 +693,8 @@ class ModuleWriter:
         regular, tagged, absent = self.present_fields(struct, version)
         em.line(f"obj = _new({struct.class_name})")
         for fld in absent:
-            em.line(f"obj.{fld.py_name} = {default_expr(fld)}")
+            if not is_lazy_default(fld):
+                em.line(f"obj.{fld.py_name} = {default_expr(fld)}")
         run: list[Field] = []
         for fld in regular:
             if not fld.is_array and fld.struct is None and fld.type_name in FIXED:
@@ -700,7 +706,8 @@ class ModuleWriter:
         self.flush_decode_run(em, run)
         if flexible:
             for fld in tagged:
-                em.line(f"obj.{fld.py_name} = {default_expr(fld)}")
+                if not is_lazy_default(fld):
+                    em.line(f"obj.{fld.py_name} = {default_expr(fld)}")
             if tagged:
                 with em.block("if buf[pos]:"):
                     em.line(f"count, pos = {self.helper('read_unsigned_varint')}(buf, pos)")
@@ -1064,6 +1071,13 @@ def class_tail(spec: Spec, struct: Struct, writer: ModuleWriter) -> list[str]:
         lines.append(f"{name}.{attr} = (")
         lines.extend(f"    {i}," for i in items)
         lines.append(")")
+    lazy = [f for f in struct.fields if is_lazy_default(f)]
+    if lazy:
+        lines.append(f"{name}._LAZY_DEFAULTS = {{")
+        for f in lazy:
+            assert f.struct is not None
+            lines.append(f"    {q(f.py_name)}: {f.struct.class_name},")
+        lines.append("}")
     lines.append(f"{name}._SCHEMA = (")
     for f in struct.fields:
         lit = schema_literal(f)

@@ -373,6 +373,43 @@ def test_tagged_struct_field() -> None:
     assert len(plain.encode(12)) == len(data) - len(tagged) + 1
 
 
+def test_absent_tagged_struct_default_is_fresh_per_object() -> None:
+    data = FetchResponse(
+        responses=[
+            fetch_module.FetchableTopicResponse(
+                partitions=[fetch_module.PartitionData(partition_index=i) for i in range(2)]
+            )
+        ]
+    ).encode(12)
+    first, second = FetchResponse.decode(data, 12).responses[0].partitions
+    assert first.current_leader == fetch_module.LeaderIdAndEpoch()
+    first.current_leader.leader_id = 7  # a default object is never shared
+    assert second.current_leader.leader_id == -1
+    assert first == fetch_module.PartitionData(
+        partition_index=0, current_leader=fetch_module.LeaderIdAndEpoch(leader_id=7)
+    )
+    with pytest.raises(AttributeError):
+        first.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+
+
+@pytest.mark.parametrize("size", [0, 1, 126, 127, 128, 300, 16382, 16383, 16384, 70000])
+def test_variable_length_sizes_across_varint_widths(size: int) -> None:
+    from aiokafkawire.protocol.messages import produce as produce_module
+
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    name = "t" * (size % 2000)
+    partition = produce_module.PartitionProduceData(index=1, records=payload)
+    request = ProduceRequest(
+        topic_data=[produce_module.TopicProduceData(name=name, partition_data=[partition])]
+    )
+    for version in (3, 9):  # int32/int16 lengths, then compact (varint) lengths
+        data = request.encode(version)
+        decoded = ProduceRequest.decode(data, version)
+        assert decoded == request
+        with pytest.raises(ProtocolError):
+            ProduceRequest.decode(data[:-2], version)
+
+
 def test_nullable_struct_field() -> None:
     response = cgh_module.ConsumerGroupHeartbeatResponse(
         assignment=cgh_module.Assignment(

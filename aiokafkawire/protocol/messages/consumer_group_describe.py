@@ -641,6 +641,10 @@ Member._ENCODERS = (
 Member._DECODERS = (
     _dec_Member_v0,
 )
+Member._LAZY_DEFAULTS = {
+    "assignment": Assignment,
+    "target_assignment": Assignment,
+}
 Member._SCHEMA = (
     ("member_id", "string", (0, None), None, None, None, False, None),
     ("instance_id", "string", (0, None), (0, None), None, None, False, None),

@@ -1237,7 +1237,6 @@ def _enc_FetchRequest_v0(out, obj):
 def _dec_FetchRequest_v0(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.max_bytes = 2147483647
     obj.isolation_level = 0
     obj.session_id = 0
@@ -1271,7 +1270,6 @@ def _enc_FetchRequest_v3(out, obj):
 def _dec_FetchRequest_v3(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.isolation_level = 0
     obj.session_id = 0
     obj.session_epoch = -1
@@ -1310,7 +1308,6 @@ def _enc_FetchRequest_v4(out, obj):
 def _dec_FetchRequest_v4(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.session_id = 0
     obj.session_epoch = -1
     obj.forgotten_topics_data = []
@@ -1354,7 +1351,6 @@ def _enc_FetchRequest_v5(out, obj):
 def _dec_FetchRequest_v5(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.session_id = 0
     obj.session_epoch = -1
     obj.forgotten_topics_data = []
@@ -1402,7 +1398,6 @@ def _enc_FetchRequest_v7(out, obj):
 def _dec_FetchRequest_v7(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.rack_id = ""
     (
         obj.replica_id,
@@ -1455,7 +1450,6 @@ def _enc_FetchRequest_v9(out, obj):
 def _dec_FetchRequest_v9(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     obj.rack_id = ""
     (
         obj.replica_id,
@@ -1509,7 +1503,6 @@ def _enc_FetchRequest_v11(out, obj):
 def _dec_FetchRequest_v11(buf, pos):
     obj = _new(FetchRequest)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     (
         obj.replica_id,
         obj.max_wait_ms,
@@ -1571,7 +1564,6 @@ def _enc_FetchRequest_v12(out, obj):
 
 def _dec_FetchRequest_v12(buf, pos):
     obj = _new(FetchRequest)
-    obj.replica_state = ReplicaState()
     (
         obj.replica_id,
         obj.max_wait_ms,
@@ -1650,7 +1642,6 @@ def _enc_FetchRequest_v13(out, obj):
 
 def _dec_FetchRequest_v13(buf, pos):
     obj = _new(FetchRequest)
-    obj.replica_state = ReplicaState()
     (
         obj.replica_id,
         obj.max_wait_ms,
@@ -1756,7 +1747,6 @@ def _dec_FetchRequest_v15(buf, pos):
     obj.forgotten_topics_data = forgotten_topics_data_items
     obj.rack_id, pos = read_compact_string(buf, pos)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     if buf[pos]:
         count, pos = read_unsigned_varint(buf, pos)
         unknown = None
@@ -1841,7 +1831,6 @@ def _dec_FetchRequest_v17(buf, pos):
     obj.forgotten_topics_data = forgotten_topics_data_items
     obj.rack_id, pos = read_compact_string(buf, pos)
     obj.cluster_id = None
-    obj.replica_state = ReplicaState()
     if buf[pos]:
         count, pos = read_unsigned_varint(buf, pos)
         unknown = None
@@ -1974,9 +1963,6 @@ def _dec_PartitionData_v0(buf, pos):
     obj = _new(PartitionData)
     obj.last_stable_offset = -1
     obj.log_start_offset = -1
-    obj.diverging_epoch = EpochEndOffset()
-    obj.current_leader = LeaderIdAndEpoch()
-    obj.snapshot_id = SnapshotId()
     obj.aborted_transactions = []
     obj.preferred_read_replica = -1
     obj.partition_index, obj.error_code, obj.high_watermark = _S__ihq.unpack_from(buf, pos)
@@ -2014,9 +2000,6 @@ def _enc_PartitionData_v4(out, obj):
 def _dec_PartitionData_v4(buf, pos):
     obj = _new(PartitionData)
     obj.log_start_offset = -1
-    obj.diverging_epoch = EpochEndOffset()
-    obj.current_leader = LeaderIdAndEpoch()
-    obj.snapshot_id = SnapshotId()
     obj.preferred_read_replica = -1
     (
         obj.partition_index,
@@ -2067,9 +2050,6 @@ def _enc_PartitionData_v5(out, obj):
 
 def _dec_PartitionData_v5(buf, pos):
     obj = _new(PartitionData)
-    obj.diverging_epoch = EpochEndOffset()
-    obj.current_leader = LeaderIdAndEpoch()
-    obj.snapshot_id = SnapshotId()
     obj.preferred_read_replica = -1
     (
         obj.partition_index,
@@ -2120,9 +2100,6 @@ def _enc_PartitionData_v11(out, obj):
 
 def _dec_PartitionData_v11(buf, pos):
     obj = _new(PartitionData)
-    obj.diverging_epoch = EpochEndOffset()
-    obj.current_leader = LeaderIdAndEpoch()
-    obj.snapshot_id = SnapshotId()
     (
         obj.partition_index,
         obj.error_code,
@@ -2205,9 +2182,6 @@ def _dec_PartitionData_v12(buf, pos):
     (obj.preferred_read_replica,) = _S__i.unpack_from(buf, pos)
     pos += 4
     obj.records, pos = read_compact_nullable_bytes(buf, pos)
-    obj.diverging_epoch = EpochEndOffset()
-    obj.current_leader = LeaderIdAndEpoch()
-    obj.snapshot_id = SnapshotId()
     if buf[pos]:
         count, pos = read_unsigned_varint(buf, pos)
         unknown = None
@@ -2737,6 +2711,9 @@ FetchRequest._DECODERS = (
     _dec_FetchRequest_v15,
     _dec_FetchRequest_v17,
 )
+FetchRequest._LAZY_DEFAULTS = {
+    "replica_state": ReplicaState,
+}
 FetchRequest._SCHEMA = (
     ("cluster_id", "string", (12, None), (12, None), (12, None), 0, True, None),
     ("replica_id", "int32", (0, 14), None, None, None, False, None),
@@ -3120,6 +3097,11 @@ PartitionData._DECODERS = (
     _dec_PartitionData_v12,
     _dec_PartitionData_v12,
 )
+PartitionData._LAZY_DEFAULTS = {
+    "diverging_epoch": EpochEndOffset,
+    "current_leader": LeaderIdAndEpoch,
+    "snapshot_id": SnapshotId,
+}
 PartitionData._SCHEMA = (
     ("partition_index", "int32", (0, None), None, None, None, False, None),
     ("error_code", "int16", (0, None), None, None, None, False, None),

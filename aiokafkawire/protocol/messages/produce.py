@@ -717,7 +717,6 @@ def _dec_PartitionProduceResponse_v0(buf, pos):
     obj.log_start_offset = -1
     obj.record_errors = []
     obj.error_message = None
-    obj.current_leader = LeaderIdAndEpoch()
     obj.index, obj.error_code, obj.base_offset = _S__ihq.unpack_from(buf, pos)
     pos += 14
     obj.unknown_tagged_fields = None
@@ -735,7 +734,6 @@ def _dec_PartitionProduceResponse_v2(buf, pos):
     obj.log_start_offset = -1
     obj.record_errors = []
     obj.error_message = None
-    obj.current_leader = LeaderIdAndEpoch()
     (
         obj.index,
         obj.error_code,
@@ -763,7 +761,6 @@ def _dec_PartitionProduceResponse_v5(buf, pos):
     obj = _new(PartitionProduceResponse)
     obj.record_errors = []
     obj.error_message = None
-    obj.current_leader = LeaderIdAndEpoch()
     (
         obj.index,
         obj.error_code,
@@ -795,7 +792,6 @@ def _enc_PartitionProduceResponse_v8(out, obj):
 
 def _dec_PartitionProduceResponse_v8(buf, pos):
     obj = _new(PartitionProduceResponse)
-    obj.current_leader = LeaderIdAndEpoch()
     (
         obj.index,
         obj.error_code,
@@ -838,7 +834,6 @@ def _enc_PartitionProduceResponse_v9(out, obj):
 
 def _dec_PartitionProduceResponse_v9(buf, pos):
     obj = _new(PartitionProduceResponse)
-    obj.current_leader = LeaderIdAndEpoch()
     (
         obj.index,
         obj.error_code,
@@ -903,7 +898,6 @@ def _dec_PartitionProduceResponse_v10(buf, pos):
         record_errors_items.append(e)
     obj.record_errors = record_errors_items
     obj.error_message, pos = read_compact_nullable_string(buf, pos)
-    obj.current_leader = LeaderIdAndEpoch()
     if buf[pos]:
         count, pos = read_unsigned_varint(buf, pos)
         unknown = None
@@ -1536,6 +1530,9 @@ PartitionProduceResponse._DECODERS = (
     _dec_PartitionProduceResponse_v10,
     _dec_PartitionProduceResponse_v10,
 )
+PartitionProduceResponse._LAZY_DEFAULTS = {
+    "current_leader": LeaderIdAndEpoch,
+}
 PartitionProduceResponse._SCHEMA = (
     ("index", "int32", (0, None), None, None, None, False, None),
     ("error_code", "int16", (0, None), None, None, None, False, None),
