@@ -173,3 +173,43 @@ async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(mock_cluster: 
     assert first.offset == 0
     read = await read_back(mock_cluster.bootstrap_servers, topic, 50)
     assert [int(r.value) for r in read] == list(range(50))  # type: ignore[arg-type]
+
+
+async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker(
+    tansu_broker,  # type: ignore[no-untyped-def]
+):
+    """Tansu checks sequence numbers as Kafka does: with 5 requests in flight, cut connections
+    make the producer resend batches that may already be written (the broker must drop them as
+    duplicates) and batches behind a lost one (the broker refuses them as out of order)."""
+    bootstrap = tansu_broker.bootstrap_servers
+    topic = unique_topic("cut")
+    count = 20_000
+    cuts = 0
+    async with Producer(
+        bootstrap_servers=bootstrap,
+        allow_auto_create_topics=True,
+        batch_size=512,  # many small batches, so that several are in flight at each cut
+        linger_ms=0,
+        retry_backoff_ms=10,
+        reconnect_backoff_ms=10,
+        max_in_flight_requests_per_connection=5,
+    ) as producer:
+        partitions = await producer.partitions_for(topic)
+        cluster = producer._cluster
+        assert cluster is not None
+        handles = []
+        for i in range(count):
+            handles.append(await producer.send(topic, b"%d" % i, partition=i % PARTITIONS))
+            if i % 1000 == 999:
+                for broker in cluster.metadata.brokers.values():
+                    connection = cluster.pool.cached(broker.host, broker.port, "produce")
+                    if connection is not None and connection.in_flight:
+                        connection.close()  # responses of requests in flight are lost
+                        cuts += 1
+        await producer.flush(timeout=60)
+    assert len(partitions) >= PARTITIONS
+    assert cuts >= 3, "no connection was cut with requests in flight"
+    assert all(h.exception() is None for h in handles)
+    assert max(h._batch.attempts for h in handles) >= 2
+    read = await read_back(bootstrap, topic, count, timeout=60)
+    _assert_exactly_once_in_order(read, count)
