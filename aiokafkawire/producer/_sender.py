@@ -84,6 +84,7 @@ class Sender:
         self._identity_error: BaseException | None = None
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
         self._add_task: asyncio.Task[None] | None = None
+        self._rotation = 0
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -227,6 +228,12 @@ class Sender:
         size = 0
         txn = self.txn
         queues = self.accumulator.batches
+        if len(ready) > 1:
+            # Start at a different partition each time, so that when max_request_size cuts a
+            # request short, the same partitions are not always the ones left behind.
+            start = self._rotation % len(ready)
+            self._rotation += 1
+            ready = ready[start:] + ready[:start]
         for batch in ready:
             estimate = batch.estimated_size()
             if batches and size + estimate > self.max_request_size:
