@@ -189,6 +189,8 @@ class Producer:
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
         self._max_record_size = min(max_request_size, buffer_memory)
+        self._batches = self._accumulator.batches  # the same dict for the producer's life
+        self._choose_partition = self.partitioner.partition
         self._send_checks = True
 
     def __repr__(self) -> str:
@@ -316,12 +318,15 @@ class Producer:
             key, value = self._check_send(key, value)
         elif self._txn_state.fatal is not None:
             raise self._txn_state.fatal
-        header_list = list(headers) if headers else None
         size = _RECORD_OVERHEAD
         if key is not None:
             size += len(key)
         if value is not None:
             size += len(value)
+        if headers is None:
+            header_list = None
+        else:
+            header_list = headers if type(headers) is list else list(headers)
         if header_list:
             for header_key, header_value in header_list:
                 size += len(header_key) + _HEADER_OVERHEAD
@@ -334,24 +339,22 @@ class Producer:
             )
         if timestamp is None:
             timestamp = int(_wall_clock() * 1000)
-        cluster = self._cluster
-        assert cluster is not None
-        if cluster.metadata is not self._cached_metadata:
+        metadata = self._cluster.metadata  # type: ignore[union-attr]
+        if metadata is not self._cached_metadata:
             self._partition_cache.clear()
-            self._cached_metadata = cluster.metadata
+            self._cached_metadata = metadata
         cached = self._partition_cache.get(topic)
         if cached is None:
             cached = await self._partitions_of(topic)
         all_partitions, available = cached
         explicit = partition is not None
         if partition is None:
-            partition = self.partitioner.partition(topic, key, all_partitions, available)
+            partition = self._choose_partition(topic, key, all_partitions, available)
         elif not 0 <= partition < len(all_partitions):
             raise errors.ConfigError(
                 f"topic {topic!r} has {len(all_partitions)} partitions; {partition} is not one"
             )
-        accumulator = self._accumulator
-        queue = accumulator.batches.get((topic, partition))  # type: ignore[call-overload]
+        queue = self._batches.get((topic, partition))  # type: ignore[call-overload]
         if queue:
             batch = queue[-1]
             if not batch.closed:
