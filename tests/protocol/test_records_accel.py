@@ -148,6 +148,35 @@ def assert_same_reading(data: bytes, check_crcs: bool = False) -> Any:
     return pure
 
 
+_AccelBuilder: Any = _accel.DefaultRecordBatchBuilder
+
+
+class PythonAppendBuilder(_AccelBuilder):
+    """The accelerated builder with its Python append (the fallback when DIRECT_APPEND is off)."""
+
+    __slots__ = ()
+    append = _accel._python_append
+
+
+class SubclassBuilder(_AccelBuilder):
+    """A user subclass with a slot of its own: the C append still applies."""
+
+    __slots__ = ("extra",)
+
+
+ACCEL_BUILDERS: dict[str, type] = {
+    "c-append": _accel.DefaultRecordBatchBuilder,
+    "py-append": PythonAppendBuilder,
+    "subclass": SubclassBuilder,
+}
+
+
+@pytest.fixture(params=list(ACCEL_BUILDERS))
+def accel_builder(request: pytest.FixtureRequest) -> type:
+    """Each way the accelerated v2 builder's append can run."""
+    return ACCEL_BUILDERS[request.param]
+
+
 # ---------------------------------------------------------------------------------------------
 # selection of the implementation
 
@@ -197,6 +226,14 @@ def test_accel_classes_are_subclasses_of_the_pure_ones() -> None:
 def test_records_are_allocated_directly() -> None:
     # Record's layout is the one the C code knows: no per-record Python call.
     assert _accel.DIRECT_RECORDS is True
+
+
+def test_append_is_compiled() -> None:
+    assert _accel.DIRECT_APPEND is True
+    assert vars(_accel.DefaultRecordBatchBuilder)["append"] is _crecords.builder_append
+    assert vars(PythonAppendBuilder)["append"] is _accel._python_append
+    builder = _accel.RecordBatchBuilder(magic=2)
+    assert builder.append.__self__ is builder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,14 +298,14 @@ def test_records_are_independent_objects() -> None:
     assert first == Record(0, 1, TimestampType.CREATE_TIME, None, b"changed", [("x", b"y")])
 
 
-def test_batch_full_decisions_match_pure() -> None:
+def test_batch_full_decisions_match_pure(accel_builder: type) -> None:
     for batch_size in (0, 50, 200, 1000):
         results = {}
-        for impl in (_pure, _accel):
-            builder = impl.RecordBatchBuilder(magic=2, batch_size=batch_size)
+        for cls in (_pure_v2.DefaultRecordBatchBuilder, accel_builder):
+            builder = cls(magic=2, batch_size=batch_size)
             appended = [builder.append(1000 + i, b"k", b"v" * (i * 7), None) for i in range(40)]
-            results[impl] = (appended, builder.record_count, builder.size_in_bytes, builder.build())
-        assert results[_accel] == results[_pure]
+            results[cls] = (appended, builder.record_count, builder.size_in_bytes, builder.build())
+        assert results[accel_builder] == results[_pure_v2.DefaultRecordBatchBuilder]
 
 
 def test_builder_state_and_reuse_rules() -> None:
@@ -303,31 +340,84 @@ def test_builder_state_and_reuse_rules() -> None:
     ],
 )
 def test_unusual_appends_match_pure(
-    timestamps: list[Any], key: Any, value: Any, headers: Any
+    accel_builder: type, timestamps: list[Any], key: Any, value: Any, headers: Any
 ) -> None:
-    def run(impl: Any) -> Any:
-        builder = impl.RecordBatchBuilder(magic=2)
+    def run(cls: type) -> Any:
+        builder = cls(magic=2)
         results = [
             outcome(lambda t=t: builder.append(t, key, value, headers))  # type: ignore[misc]
             for t in timestamps
         ]
-        return results, outcome(builder.build)
+        state = (builder._base_timestamp, builder._max_timestamp, builder.record_count)
+        return results, state, outcome(builder.build)
 
-    assert run(_accel) == run(_pure)
+    assert run(accel_builder) == run(_pure_v2.DefaultRecordBatchBuilder)
 
 
-def test_value_aliasing_the_builder_buffer() -> None:
-    for impl in (_pure, _accel):
-        builder = impl.RecordBatchBuilder(magic=2)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b: b.append(timestamp_ms=5, key=b"k", value=b"v", headers=[("h", b"")]),
+        lambda b: b.append(5, b"k", value=b"v"),
+        lambda b: b.append(5, b"k"),
+        lambda b: b.append(5, b"k", b"v", None, "extra"),
+        lambda b: b.append(),
+        lambda b: type(b).append(object(), 5, b"k", b"v"),
+        lambda b: type(b).append(5, b"k", b"v", None),
+        lambda b: [b.append(1, None, b"a"), b.append(1 << 64, None, b"b")],
+        lambda b: [b.append(-(1 << 63), None, b"a"), b.append(INT64_MAX, None, b"b")],
+        lambda b: [b.append(INT64_MAX, None, b"a"), b.append(-(1 << 63), None, b"b")],
+    ],
+)
+def test_unusual_calls_match_pure(accel_builder: type, call: Callable[[Any], Any]) -> None:
+    def run(cls: type) -> Any:
+        builder = cls(magic=2)
+        result = outcome(lambda: call(builder))
+        return result, builder.record_count, outcome(builder.build)
+
+    assert run(accel_builder) == run(_pure_v2.DefaultRecordBatchBuilder)
+
+
+def test_odd_builder_states_match_pure(accel_builder: type) -> None:
+    def run(cls: type, damage: Callable[[Any], None]) -> Any:
+        builder = cls(magic=2)
+        builder.append(10, None, b"a")
+        damage(builder)
+        result = outcome(lambda: builder.append(20, None, b"b"))
+        return result, outcome(lambda: builder.record_count), outcome(builder.build)
+
+    def uninitialised(cls: type) -> Any:
+        return outcome(lambda: object.__new__(cls).append(1, None, b"x"))
+
+    damages: list[Callable[[Any], None]] = [
+        lambda b: setattr(b, "_count", 1.0),
+        lambda b: setattr(b, "_count", True),
+        lambda b: setattr(b, "_base_timestamp", 1 << 70),
+        lambda b: setattr(b, "_max_timestamp", 15.5),
+        lambda b: setattr(b, "_batch_size", 1 << 80),
+        lambda b: setattr(b, "_buffer", bytes(b._buffer)),
+        lambda b: delattr(b, "_buffer"),
+        lambda b: setattr(b, "_built", b""),
+    ]
+    for damage in damages:
+        assert run(accel_builder, damage) == run(_pure_v2.DefaultRecordBatchBuilder, damage)
+    assert uninitialised(accel_builder) == uninitialised(_pure_v2.DefaultRecordBatchBuilder)
+
+
+def test_value_aliasing_the_builder_buffer(accel_builder: type) -> None:
+    built = []
+    for cls in (_pure_v2.DefaultRecordBatchBuilder, accel_builder):
+        builder = cls(magic=2)
         builder.append(1, None, b"x", None)
         buffer = builder._buffer
         assert builder.append(2, buffer, buffer, None)
-    assert build(_accel, [(1, None, b"x", None)]) == build(_pure, [(1, None, b"x", None)])
+        built.append(builder.build())
+    assert built[0] == built[1]
 
 
-def test_buffer_exported_while_appending() -> None:
-    for impl in (_pure, _accel):
-        builder = impl.RecordBatchBuilder(magic=2)
+def test_buffer_exported_while_appending(accel_builder: type) -> None:
+    for cls in (_pure_v2.DefaultRecordBatchBuilder, accel_builder):
+        builder = cls(magic=2)
         builder.append(1, None, b"x", None)
         with memoryview(builder._buffer):
             with pytest.raises(BufferError):
@@ -531,14 +621,15 @@ def test_fuzz_builds_and_reads_like_pure(
 ) -> None:
     records = [(1 if ts is None else ts, k, v, h) for ts, k, v, h in records]  # no clock
     built = {}
-    for impl in (_pure, _accel):
-        builder = impl.RecordBatchBuilder(
+    for cls in (_pure_v2.DefaultRecordBatchBuilder, *ACCEL_BUILDERS.values()):
+        builder = cls(
             magic=2, compression_type=codec, timestamp_type=ts_type, batch_size=batch_size
         )
         appended = [builder.append(*record) for record in records]
-        built[impl] = (appended, builder.build())
-    assert built[_accel] == built[_pure]
-    data = built[_pure][1]
+        built[cls] = (appended, builder.build())
+    for cls in ACCEL_BUILDERS.values():
+        assert built[cls] == built[_pure_v2.DefaultRecordBatchBuilder]
+    data = built[_pure_v2.DefaultRecordBatchBuilder][1]
     assert parse(_accel, data) == parse(_pure, data)
 
 
@@ -593,10 +684,15 @@ def test_no_reference_leaks() -> None:
             assert record.value is None or len(record.value) >= 0
         with pytest.raises(CorruptRecordError):
             batches[1].records()
-        builder = _accel.RecordBatchBuilder(magic=2)
-        for ts, key, value, headers in SAMPLE:
-            builder.append(ts, key, value, headers)
-        builder.build()
+        for cls in ACCEL_BUILDERS.values():
+            builder = cls(magic=2)
+            for ts, key, value, headers in SAMPLE:
+                builder.append(ts, key, value, headers)
+            builder.append(None, None, b"now")
+            builder.append(7, b"k", memoryview(b"pure path"), (("t", None),))
+            with pytest.raises(TypeError):
+                builder.append(1, "text", b"v")
+            builder.build()
 
     sentinels = [TimestampType.CREATE_TIME, Record, CorruptRecordError, max_ts, b"k"]
     for _ in range(20):

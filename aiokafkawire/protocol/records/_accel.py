@@ -19,6 +19,8 @@ from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
 from aiokafkawire.protocol.records import _builder, _pure_legacy, _pure_v2
 from aiokafkawire.protocol.records._crecords import (
     _setup,
+    _setup_builder,
+    builder_append,
     decode_records,
     encode_record,
 )
@@ -161,7 +163,12 @@ def _now_ms() -> int:
 
 
 class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchBuilder):
-    """A v2 builder whose records are encoded by the C extension."""
+    """A v2 builder whose records are encoded by the C extension.
+
+    ``append`` is replaced below by the C function ``builder_append`` (which updates the
+    builder's slots itself) when the class layout is the expected one; the Python method here
+    is the fallback, calling only the C record encoder.
+    """
 
     __slots__ = ()
 
@@ -197,6 +204,16 @@ class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchB
                 return False
         # Already built (raises), or input outside the C fast path: the pure path decides.
         return super().append(timestamp_ms, key, value, headers)
+
+
+#: True when ``DefaultRecordBatchBuilder.append`` is the C function.
+DIRECT_APPEND: bool = _setup_builder(
+    DefaultRecordBatchBuilder, _pure_v2.DefaultRecordBatchBuilder.append, _now_ms
+)
+#: The Python method (kept for tests, and used when DIRECT_APPEND is False).
+_python_append = DefaultRecordBatchBuilder.append
+if DIRECT_APPEND:
+    DefaultRecordBatchBuilder.append = builder_append  # type: ignore[method-assign]
 
 
 class LegacyRecordBatchBuilder(_pure_legacy.LegacyRecordBatchBuilder, RecordBatchBuilder):

@@ -144,6 +144,12 @@ add_overflows(int64_t a, int64_t b)
     return (b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b);
 }
 
+static inline int
+sub_overflows(int64_t a, int64_t b)
+{
+    return (b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* decoding                                                                                     */
 
@@ -572,49 +578,23 @@ write_headers(unsigned char *p, PyObject *headers)
     return p;
 }
 
-static PyObject *
-encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+enum { APPEND_FALLBACK = -1, APPEND_FULL = 0, APPEND_DONE = 1 };
+
+/*
+ * Append one record to ``buffer`` (an exact bytearray).  APPEND_FALLBACK, with nothing written
+ * and no exception set, when an argument is outside the fast path or the buffer cannot grow.
+ */
+static int
+append_record(PyObject *buffer, int64_t offset_delta, int64_t timestamp_delta, PyObject *key,
+              PyObject *value, PyObject *headers, int64_t batch_size)
 {
-    PyObject *buffer, *key, *value, *headers;
-    int64_t offset_delta, timestamp_delta, batch_size;
     const char *key_data, *value_data;
     Py_ssize_t key_len, value_len, header_len, body_len, total, old_len;
     unsigned char *p;
-    int status;
 
-    (void)module;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "encode_record() takes exactly 7 arguments");
-        return NULL;
-    }
-    buffer = args[0];
-    key = args[3];
-    value = args[4];
-    headers = args[5];
-    if (!PyByteArray_CheckExact(buffer)) {
-        PyErr_SetString(PyExc_TypeError, "buffer must be a bytearray");
-        return NULL;
-    }
-    if (!PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2])
-        || !PyLong_CheckExact(args[6])) {
-        Py_RETURN_NONE;
-    }
-    status = as_int64(args[1], &offset_delta);
-    if (status == 0) {
-        status = as_int64(args[2], &timestamp_delta);
-    }
-    if (status == 0) {
-        status = as_int64(args[6], &batch_size);
-    }
-    if (status < 0) {
-        return NULL;
-    }
-    if (status > 0 || offset_delta < 0) {
-        Py_RETURN_NONE;
-    }
-    if (fast_bytes(key, buffer, &key_data, &key_len) < 0
+    if (offset_delta < 0 || fast_bytes(key, buffer, &key_data, &key_len) < 0
         || fast_bytes(value, buffer, &value_data, &value_len) < 0) {
-        Py_RETURN_NONE;
+        return APPEND_FALLBACK;
     }
     /* Python truthiness of the pure path's "if headers": empty list/tuple means none. */
     if ((PyList_CheckExact(headers) || PyTuple_CheckExact(headers))
@@ -623,7 +603,7 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     header_len = headers_size(headers);
     if (header_len < 0) {
-        Py_RETURN_NONE;
+        return APPEND_FALLBACK;
     }
 
     body_len = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
@@ -632,14 +612,14 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     total = varint_size(body_len) + body_len;
     old_len = PyByteArray_GET_SIZE(buffer);
     if (offset_delta != 0 && (int64_t)old_len + (int64_t)total > batch_size) {
-        Py_RETURN_FALSE;
+        return APPEND_FULL;
     }
     /* No Python code runs from here on: the headers, key and value cannot change under us. */
     if (total > PY_SSIZE_T_MAX - old_len || PyByteArray_Resize(buffer, old_len + total) < 0) {
         /* MemoryError, or BufferError while a memoryview of the buffer is alive: the pure path
            raises it again, with its own side effects on the builder state. */
         PyErr_Clear();
-        Py_RETURN_NONE;
+        return APPEND_FALLBACK;
     }
     p = (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len;
     p = write_varint(p, body_len);
@@ -657,12 +637,218 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         p += value_len;
     }
     p = write_headers(p, headers);
-    if (p != (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len + total) {
-        /* cannot happen: sizes and writes use the same encoders */
-        PyErr_SetString(PyExc_SystemError, "encode_record: size mismatch");
+    /* sizes and writes use the same encoders: the record fills exactly what was reserved */
+    assert(p == (unsigned char *)PyByteArray_AS_STRING(buffer) + old_len + total);
+    (void)p;
+    return APPEND_DONE;
+}
+
+static PyObject *
+append_result(int status)
+{
+    if (status == APPEND_FALLBACK) {
+        Py_RETURN_NONE;
+    }
+    return PyBool_FromLong(status);
+}
+
+static PyObject *
+encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t offset_delta, timestamp_delta, batch_size;
+    int status;
+
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "encode_record() takes exactly 7 arguments");
         return NULL;
     }
-    Py_RETURN_TRUE;
+    if (!PyByteArray_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2])
+        || !PyLong_CheckExact(args[6])) {
+        Py_RETURN_NONE;
+    }
+    status = as_int64(args[1], &offset_delta);
+    if (status == 0) {
+        status = as_int64(args[2], &timestamp_delta);
+    }
+    if (status == 0) {
+        status = as_int64(args[6], &batch_size);
+    }
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0) {
+        Py_RETURN_NONE;
+    }
+    return append_result(
+        append_record(args[0], offset_delta, timestamp_delta, args[3], args[4], args[5],
+                      batch_size));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* DefaultRecordBatchBuilder.append                                                             */
+
+enum { B_BUILT, B_COUNT, B_BASE_TIMESTAMP, B_MAX_TIMESTAMP, B_BUFFER, B_BATCH_SIZE, N_BUILDER };
+
+static const char *const builder_names[N_BUILDER] = {
+    "_built", "_count", "_base_timestamp", "_max_timestamp", "_buffer", "_batch_size",
+};
+
+static PyTypeObject *builder_type = NULL;
+static PyObject *pure_append = NULL; /* _pure_v2.DefaultRecordBatchBuilder.append */
+static PyObject *now_ms = NULL;      /* () -> int, the clock of the pure path */
+static Py_ssize_t builder_offsets[N_BUILDER];
+
+#define SLOT(obj, field) (*(PyObject **)((char *)(obj) + builder_offsets[field]))
+
+/* The value of an int slot that holds an exact int in int64 range; 0 = no. */
+static int
+int_slot(PyObject *self, int field, int64_t *out)
+{
+    PyObject *obj = SLOT(self, field);
+    return obj != NULL && PyLong_CheckExact(obj) && as_int64(obj, out) == 0;
+}
+
+static PyObject *
+call_pure_append(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(pure_append, args, (size_t)nargs, kwnames);
+}
+
+/*
+ * builder_append(self, timestamp_ms, key, value, headers=None): the body of the accelerated
+ * DefaultRecordBatchBuilder.append, reading and updating the builder's slots in place.
+ * Anything unusual (already built, a timestamp that is not a plain int, keys or headers outside
+ * the fast path, keyword arguments) is handed to the pure method unchanged.
+ */
+static PyObject *
+builder_append(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *self, *timestamp, *headers, *result, *new_count;
+    int64_t count, base_timestamp, max_timestamp, batch_size, ts;
+    int status, own_timestamp = 0;
+
+    (void)module;
+    if (builder_type == NULL || kwnames != NULL || nargs < 4 || nargs > 5
+        || !PyObject_TypeCheck(args[0], builder_type)) {
+        goto pure;
+    }
+    self = args[0];
+    headers = nargs == 5 ? args[4] : Py_None;
+    timestamp = args[1];
+    if (timestamp == Py_None) {
+        /* Python code: run it before reading the builder's state */
+        timestamp = PyObject_CallNoArgs(now_ms);
+        if (timestamp == NULL) {
+            return NULL;
+        }
+        own_timestamp = 1;
+    }
+    /* From here to the end of the update no Python code runs (no calls, no GC-tracked
+       allocations), so the state read here is still the builder's state when it is written. */
+    if (SLOT(self, B_BUILT) != Py_None || !int_slot(self, B_COUNT, &count)
+        || !int_slot(self, B_BASE_TIMESTAMP, &base_timestamp)
+        || !int_slot(self, B_MAX_TIMESTAMP, &max_timestamp)
+        || !int_slot(self, B_BATCH_SIZE, &batch_size) || SLOT(self, B_BUFFER) == NULL
+        || !PyByteArray_CheckExact(SLOT(self, B_BUFFER))) {
+        goto pure_with_timestamp;
+    }
+    if (!PyLong_CheckExact(timestamp) || as_int64(timestamp, &ts) != 0
+        || (count != 0 && sub_overflows(ts, base_timestamp)) || count == INT64_MAX) {
+        PyErr_Clear();
+        goto pure_with_timestamp;
+    }
+    new_count = PyLong_FromLongLong(count + 1); /* before writing: nothing can fail after */
+    if (new_count == NULL) {
+        if (own_timestamp) {
+            Py_DECREF(timestamp);
+        }
+        return NULL;
+    }
+    status = append_record(SLOT(self, B_BUFFER), count, count != 0 ? ts - base_timestamp : 0,
+                           args[2], args[3], headers, batch_size);
+    if (status == APPEND_FALLBACK) {
+        Py_DECREF(new_count);
+        goto pure_with_timestamp;
+    }
+    if (status == APPEND_FULL) {
+        Py_DECREF(new_count);
+    }
+    else {
+        /* The old values are exact ints: releasing them runs no Python code. */
+        if (count == 0) {
+            Py_INCREF(timestamp);
+            Py_XSETREF(SLOT(self, B_BASE_TIMESTAMP), timestamp);
+        }
+        if (ts > max_timestamp) {
+            Py_INCREF(timestamp);
+            Py_XSETREF(SLOT(self, B_MAX_TIMESTAMP), timestamp);
+        }
+        Py_XSETREF(SLOT(self, B_COUNT), new_count);
+    }
+    if (own_timestamp) {
+        Py_DECREF(timestamp);
+    }
+    return PyBool_FromLong(status);
+
+pure_with_timestamp:
+    if (own_timestamp) {
+        /* the clock was read: pass that reading on rather than reading it again */
+        PyObject *call_args[5] = {args[0], timestamp, args[2], args[3], headers};
+        result = call_pure_append(call_args, 5, NULL);
+        Py_DECREF(timestamp);
+        return result;
+    }
+pure:
+    return call_pure_append(args, nargs, kwnames);
+}
+
+static int
+find_builder_offsets(PyTypeObject *cls)
+{
+    int found = 0, i;
+    PyTypeObject *base;
+    PyMemberDef *member;
+
+    for (base = cls; base != NULL; base = base->tp_base) {
+        if (base->tp_members == NULL) {
+            continue;
+        }
+        for (member = base->tp_members; member->name != NULL; member++) {
+            for (i = 0; i < N_BUILDER; i++) {
+                if (strcmp(member->name, builder_names[i]) == 0) {
+                    if (member->type != MEMBER_OBJECT_EX || (found & (1 << i))) {
+                        return 0;
+                    }
+                    builder_offsets[i] = member->offset;
+                    found |= 1 << i;
+                }
+            }
+        }
+    }
+    return found == (1 << N_BUILDER) - 1;
+}
+
+/* _setup_builder(builder_cls, pure_append, now_ms) -> bool: whether builder_append is usable. */
+static PyObject *
+setup_builder(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyCallable_Check(args[1])
+        || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "_setup_builder(builder_cls, pure_append, now_ms)");
+        return NULL;
+    }
+    Py_INCREF(args[1]);
+    Py_XSETREF(pure_append, args[1]);
+    Py_INCREF(args[2]);
+    Py_XSETREF(now_ms, args[2]);
+    Py_CLEAR(builder_type);
+    if (find_builder_offsets((PyTypeObject *)args[0])) {
+        Py_INCREF(args[0]);
+        builder_type = (PyTypeObject *)args[0];
+    }
+    return PyBool_FromLong(builder_type != NULL);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -738,6 +924,8 @@ static PyMethodDef methods[] = {
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
     {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,
      "Register Record, ControlRecord and CorruptRecordError."},
+    {"_setup_builder", (PyCFunction)(void (*)(void))setup_builder, METH_FASTCALL,
+     "Register the builder class whose slots builder_append updates."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -753,8 +941,32 @@ static struct PyModuleDef module_def = {
     NULL,
 };
 
+static PyMethodDef builder_append_def = {
+    "append", (PyCFunction)(void (*)(void))builder_append, METH_FASTCALL | METH_KEYWORDS,
+    "append($self, timestamp_ms, key, value, headers=None)\n--\n\n"
+    "Add a record; False when the batch is full (the first record always fits)."};
+
 PyMODINIT_FUNC
 PyInit__crecords(void)
 {
-    return PyModule_Create(&module_def);
+    PyObject *module, *function, *method;
+
+    module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    /* An instancemethod binds like a Python function when set as a class attribute. */
+    function = PyCFunction_NewEx(&builder_append_def, NULL, NULL);
+    if (function == NULL) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    method = PyInstanceMethod_New(function);
+    Py_DECREF(function);
+    if (method == NULL || PyModule_AddObject(module, "builder_append", method) < 0) {
+        Py_XDECREF(method);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -24,6 +24,14 @@ def encode_record(
     batch_size: int,
     /,
 ) -> bool | None: ...
+def builder_append(
+    self: object,
+    timestamp_ms: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None = None,
+) -> bool: ...
+def _setup_builder(builder_cls: type, pure_append: object, now_ms: object, /) -> bool: ...
 def _setup(
     record_cls: type[Record], control_record_cls: type[Record], corrupt_record_error: type, /
 ) -> bool: ...
