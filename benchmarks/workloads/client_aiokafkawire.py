@@ -99,6 +99,7 @@ async def senders(spec: dict[str, Any]) -> dict[str, Any]:
 async def consume(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
     partitions = [TopicPartition(topic, p) for p in range(spec["partitions"])]
+    started = now()  # cold: client start-up and offset lookup (or the group join) included
     if group:
         consumer = Consumer(
             topic,
@@ -112,13 +113,11 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
         consumer = Consumer(
             bootstrap_servers=spec["bootstrap"], group_id=None, auto_offset_reset="earliest"
         )
-    started = now()
     await consumer.start()
     try:
         if not group:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
-            started = now()
         received = payload = 0
         first = None
         limit = started + spec["time_limit_s"]

@@ -103,8 +103,8 @@ def _consumer(spec: dict[str, Any], group: str | None) -> Consumer:
 
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
+    started = now()  # cold: client start-up and offset lookup (or the group join) included
     consumer = _consumer(spec, group)
-    started = now()
     if group:
         consumer.subscribe([topic])
     else:

@@ -129,5 +129,6 @@ def consumed(records: int, payload: int, seconds: float, first: float | None) ->
     result.update(
         first_record_s=first,
         records_per_s_after_first=records / steady if steady > 0 else 0.0,
+        mb_per_s_after_first=payload / steady / 1e6 if steady > 0 else 0.0,
     )
     return result

