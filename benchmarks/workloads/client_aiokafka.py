@@ -117,7 +117,7 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
         received = payload = 0
-        first = None
+        first = first_count = None
         limit = started + spec["time_limit_s"]
         while received < count and now() < limit:
             batches = await consumer.getmany(timeout_ms=1000, max_records=10_000)
@@ -127,10 +127,12 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 for record in records:
                     payload += len(record.value) + len(record.key)
                 received += len(records)
+            if first_count is None and first is not None:
+                first_count = received
         elapsed = now() - started
     finally:
         await consumer.stop()
-    result = consumed(received, payload, elapsed, first)
+    result = consumed(received, payload, elapsed, first, first_count)
     result.update(rss_peak_kb=peak_rss_kb())
     return result
 
@@ -144,6 +146,7 @@ async def latency(spec: dict[str, Any]) -> dict[str, Any]:
         group_id=None,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        fetch_max_wait_ms=spec["fetch_max_wait_ms"],
     )
     producer = _producer(spec)
     await consumer.start()

@@ -119,7 +119,7 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
         received = payload = 0
-        first = None
+        first = first_count = None
         limit = started + spec["time_limit_s"]
         while received < count and now() < limit:
             batches = await consumer.getmany(timeout_ms=1000, max_records=10_000)
@@ -129,10 +129,12 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 for record in records:
                     payload += len(record.value) + len(record.key)
                 received += len(records)
+            if first_count is None and first is not None:
+                first_count = received
         elapsed = now() - started
     finally:
         await consumer.close()
-    result = consumed(received, payload, elapsed, first)
+    result = consumed(received, payload, elapsed, first, first_count)
     result.update(rss_peak_kb=peak_rss_kb())
     return result
 
@@ -142,7 +144,10 @@ async def latency(spec: dict[str, Any]) -> dict[str, Any]:
     partitions = [TopicPartition(topic, p) for p in range(spec["partitions"])]
     padding, _ = latency_value(spec["value_size"])
     consumer = Consumer(
-        bootstrap_servers=spec["bootstrap"], group_id=None, auto_offset_reset="earliest"
+        bootstrap_servers=spec["bootstrap"],
+        group_id=None,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=spec["fetch_max_wait_ms"],
     )
     producer = _producer(spec)
     await consumer.start()

@@ -90,15 +90,16 @@ def senders(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _consumer(spec: dict[str, Any], group: str | None) -> Consumer:
-    return Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "group.id": group or "bench-unused",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": GROUP_SESSION_TIMEOUT_MS,
-        }
-    )
+    config: dict[str, Any] = {
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": group or "bench-unused",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": GROUP_SESSION_TIMEOUT_MS,
+    }
+    if "fetch_max_wait_ms" in spec:
+        config["fetch.wait.max.ms"] = spec["fetch_max_wait_ms"]
+    return Consumer(config)
 
 
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
             [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])]
         )
     received = payload = 0
-    first = None
+    first = first_count = None
     limit = started + spec["time_limit_s"]
     try:
         while received < count and now() < limit:
@@ -124,10 +125,12 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
                     raise KafkaException(message.error())
                 payload += len(message.value()) + len(message.key())
             received += len(messages)
+            if first_count is None and first is not None:
+                first_count = received
         elapsed = now() - started
     finally:
         consumer.close()
-    result = consumed(received, payload, elapsed, first)
+    result = consumed(received, payload, elapsed, first, first_count)
     result.update(rss_peak_kb=peak_rss_kb())
     return result
 

