@@ -21,10 +21,22 @@
  *       (str, bytes | None) pairs, numbers outside int64): the caller then uses the pure path,
  *       so behaviour (and errors) stay exactly the pure path's.
  *
+ *   builder_append(self, timestamp_ms, key, value, headers=None) -> bool
+ *       An instancemethod: _accel.py makes it DefaultRecordBatchBuilder.append.  It reads the
+ *       builder's slots (_built, _count, _base_timestamp, _max_timestamp, _buffer, _batch_size),
+ *       appends with the same code as encode_record and updates the slots in place.  Anything
+ *       unusual (built batch, timestamps that are not plain ints, keyword arguments, input
+ *       outside encode_record's fast path) goes to the pure method, with the same arguments.
+ *
  *   _setup(record_cls, control_record_cls, corrupt_record_error) -> bool
+ *   _setup_builder(builder_cls, pure_append, now_ms) -> bool
  *       Called once by _accel.py.  Records are allocated directly and their six __slots__
  *       filled in place when the class layout is exactly the expected one (returns True);
- *       otherwise records are made by calling the class (returns False).
+ *       otherwise records are made by calling the class (returns False).  Likewise
+ *       builder_append is only used when the builder's slots are all found (returns True).
+ *
+ * Slots are located through the classes' PyMemberDef tables (tp_members), never guessed; a
+ * class whose layout differs from the expected one gets the generic (pure) path.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -212,6 +224,8 @@ decode_headers(const unsigned char **pp, const unsigned char *limit)
     if (headers == NULL) {
         return NULL;
     }
+    /* Hidden from the collector (and gc.get_objects()) while it holds NULL items. */
+    PyObject_GC_UnTrack(headers);
     for (i = 0; i < (Py_ssize_t)count; i++) {
         PyObject *key, *value, *pair;
         if (read_varint(pp, limit, &key_len) != VARINT_OK) {
@@ -242,6 +256,7 @@ decode_headers(const unsigned char **pp, const unsigned char *limit)
         PyTuple_SET_ITEM(pair, 1, value);
         PyList_SET_ITEM(headers, i, pair);
     }
+    PyObject_GC_Track(headers);
     return headers;
 error:
     Py_DECREF(headers); /* unfilled items are NULL: list_dealloc skips them */
@@ -454,12 +469,17 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (records == NULL) {
         goto done;
     }
+    /* Hidden from the collector (and gc.get_objects()) while it holds NULL items. */
+    PyObject_GC_UnTrack(records);
     {
         const unsigned char *base = (const unsigned char *)view.buf;
         status = decode_all(base + pos, base + end, count, base_offset, base_timestamp,
                             timestamp_type, log_append_time, cls, records);
     }
-    if (status != 0) {
+    if (status == 0) {
+        PyObject_GC_Track(records);
+    }
+    else {
         Py_CLEAR(records);
         if (status == NEEDS_PURE) {
             records = Py_None;
