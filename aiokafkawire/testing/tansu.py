@@ -117,13 +117,16 @@ class TansuBroker:
         startup_timeout: float = 20.0,
         stop_timeout: float = 5.0,
         bind_attempts: int = 5,
+        advertised_address: tuple[str, int] | None = None,
     ) -> None:
         """Configure (but do not start) a broker.
 
         ``port=None`` picks a free port and retries with another one (``bind_attempts`` times in
         all) when the port is taken between choosing and binding; an explicit port is tried once.
-        ``authentication=True`` makes Tansu require SASL.  ``extra_args`` are appended to the
-        ``tansu broker`` command line; ``env`` adds environment variables for the child.
+        ``advertised_address`` makes the broker advertise another (host, port) in metadata, e.g. a
+        TLS-terminating relay in front of it.  ``authentication=True`` makes Tansu require SASL.
+        ``extra_args`` are appended to the ``tansu broker`` command line; ``env`` adds environment
+        variables for the child.
         """
         if bind_attempts < 1:
             raise ConfigError("bind_attempts must be at least 1")
@@ -135,6 +138,7 @@ class TansuBroker:
         self.authentication = authentication
         self._binary = binary
         self._extra_args = tuple(extra_args)
+        self._advertised_address = advertised_address
         self._extra_env = dict(env or {})
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
@@ -173,6 +177,9 @@ class TansuBroker:
         """The command line that starts the broker on ``port``."""
         binary = self._binary or resolve_tansu_binary()
         url = f"tcp://{self.host}:{port}"
+        advertised = url
+        if self._advertised_address is not None:
+            advertised = f"tcp://{self._advertised_address[0]}:{self._advertised_address[1]}"
         args = [
             binary,
             "broker",
@@ -181,7 +188,7 @@ class TansuBroker:
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            advertised,
             "--storage-engine",
             "memory://tansu/",
         ]
