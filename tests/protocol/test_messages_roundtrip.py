@@ -37,6 +37,7 @@ from aiokafkawire.protocol.messages import (
     ProduceRequest,
     RequestHeader,
     ResponseHeader,
+    SyncGroupResponse,
 )
 from aiokafkawire.protocol.messages import api_versions as api_versions_module
 from aiokafkawire.protocol.messages import consumer_group_heartbeat as cgh_module
@@ -408,6 +409,9 @@ def test_variable_length_sizes_across_varint_widths(size: int) -> None:
         assert decoded == request
         with pytest.raises(ProtocolError):
             ProduceRequest.decode(data[:-2], version)
+    sync = SyncGroupResponse(assignment=payload)  # non-nullable bytes
+    for version in (3, 4):
+        assert SyncGroupResponse.decode(sync.encode(version), version) == sync
 
 
 def test_nullable_struct_field() -> None:
