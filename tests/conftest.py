@@ -1,7 +1,7 @@
 """Shared test configuration.
 
 The embedded-broker fixtures (``tansu_broker``, ``mock_cluster``, ``kafka_bootstrap``) come from the
-``aiokafkawire.testing.pytest_plugin`` plugin, registered through the package's pytest11 entry point.
+``aiokafkawire.testing.pytest_plugin`` plugin (the package's pytest11 entry point).
 """
 
 from __future__ import annotations
