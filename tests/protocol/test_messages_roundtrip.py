@@ -7,7 +7,9 @@ the chosen version can carry.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import pickle
 import sys
 import uuid
 from collections.abc import Iterator
@@ -391,6 +393,9 @@ def test_absent_tagged_struct_default_is_fresh_per_object() -> None:
     )
     with pytest.raises(AttributeError):
         first.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+    untouched = FetchResponse.decode(data, 12)
+    assert copy.deepcopy(untouched) == untouched
+    assert pickle.loads(pickle.dumps(untouched)) == untouched
 
 
 @pytest.mark.parametrize("size", [0, 1, 126, 127, 128, 300, 16382, 16383, 16384, 70000])
