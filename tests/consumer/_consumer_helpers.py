@@ -111,9 +111,7 @@ def produce_values(bootstrap_servers: str, topic: str, partitions: int, count: i
     )
 
 
-async def consume_n(
-    consumer: Consumer, count: int, timeout: float = 20.0
-) -> list[ConsumerRecord]:
+async def consume_n(consumer: Consumer, count: int, timeout: float = 20.0) -> list[ConsumerRecord]:
     """getmany() until ``count`` records arrived or ``timeout`` passed."""
     records: list[ConsumerRecord] = []
     deadline = time.monotonic() + timeout
@@ -139,3 +137,69 @@ def by_partition(records: list[ConsumerRecord]) -> dict[TopicPartition, list[Con
     for record in records:
         out.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
     return out
+
+
+class ConfluentMember:
+    """A confluent-kafka group consumer polled in its own thread (started and stopped by us)."""
+
+    def __init__(self, bootstrap_servers: str, group_id: str, topic: str, **config: Any) -> None:
+        import threading
+
+        self._config = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "enable.auto.commit": False,
+            **config,
+        }
+        self._topic = topic
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._assignment: set[TopicPartition] = set()
+        self.records: list[tuple[int, int]] = []
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="confluent-member", daemon=True)
+
+    def start(self) -> ConfluentMember:
+        """Start polling."""
+        self._thread.start()
+        return self
+
+    @property
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions librdkafka currently assigns to this member."""
+        with self._lock:
+            return set(self._assignment)
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer as RdConsumer
+
+        consumer = RdConsumer(self._config)
+
+        def on_assign(_c: Any, partitions: list[Any]) -> None:
+            with self._lock:
+                self._assignment = {TopicPartition(p.topic, p.partition) for p in partitions}
+
+        def on_revoke(_c: Any, _partitions: list[Any]) -> None:
+            with self._lock:
+                self._assignment = set()
+
+        try:
+            consumer.subscribe([self._topic], on_assign=on_assign, on_revoke=on_revoke)
+            while not self._stop.is_set():
+                message = consumer.poll(0.1)
+                if message is not None and not message.error():
+                    self.records.append((message.partition(), message.offset()))
+        except BaseException as exc:  # reported to the test through .error
+            self.error = exc
+        finally:
+            consumer.close()  # leaves the group
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Close the consumer (it leaves the group) and join the thread."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        assert not self._thread.is_alive(), "confluent consumer thread did not stop"

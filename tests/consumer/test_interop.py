@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from _consumer_helpers import Broker, by_partition, consume_n, produce
 
 from aiokafkawire.consumer import Consumer
 from aiokafkawire.structs import TopicPartition
-
-from _consumer_helpers import Broker, by_partition, consume_n, produce
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 PARTITIONS = 3

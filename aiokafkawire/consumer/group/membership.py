@@ -323,7 +323,12 @@ class ClassicMembership(Membership):
                         log.info("group %r: %s; joining again", self.group_id, exc)
                         await asyncio.sleep(backoff)
                         continue
-                    except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                    except (
+                        errors.KafkaConnectionError,
+                        errors.KafkaTimeoutError,
+                        # A malformed answer kills the connection; a new one may fare better.
+                        errors.ProtocolError,
+                    ) as exc:
                         log.info("group %r: join failed: %s; retrying", self.group_id, exc)
                         self._cluster.invalidate_coordinator(self.group_id)
                         await asyncio.sleep(backoff)
@@ -440,6 +445,15 @@ class ClassicMembership(Membership):
         errors.raise_for_code(code, f"JoinGroup {self.group_id!r}")
         self.generation = response.generation_id
         self.member_id = response.member_id
+        log.debug(
+            "group %r: joined generation %d as %s (leader %s, %d members, protocol %s)",
+            self.group_id,
+            response.generation_id,
+            response.member_id,
+            response.leader,
+            len(response.members),
+            response.protocol_name,
+        )
         self.leader_id = response.leader
         self.protocol_name = response.protocol_name
         assignor = next((a for a in config.assignors if a.name == response.protocol_name), None)
@@ -613,8 +627,9 @@ class ClassicMembership(Membership):
         self._stable.clear()
         if self.config.group_instance_id is None:
             try:
-                await self._leave_group("consumer poll timeout has expired")
-            except errors.KafkaError as exc:
+                async with timeout_after(min(self.config.request_timeout_ms / 1000, 5.0)):
+                    await self._leave_group("consumer poll timeout has expired")
+            except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
                 log.info("group %r: LeaveGroup failed: %s", self.group_id, exc)
             self.member_id = ""
         self.generation = -1
@@ -634,7 +649,12 @@ class ClassicMembership(Membership):
         else:
             request.member_id = self.member_id
         response = await connection.send(request, version)
-        log.info("group %r: left the group (%s)", self.group_id, reason)
+        log.info(
+            "group %r: left the group (%s): %s",
+            self.group_id,
+            reason,
+            errors.error_for_code(response.error_code).name if response.error_code else "ok",
+        )
         self.generation = -1
         if response.error_code not in (0, errors.UnknownMemberIdError.code):
             errors.raise_for_code(response.error_code, "LeaveGroup")
