@@ -77,9 +77,7 @@ def library_versions() -> dict[str, str | None]:
     try:
         from aiokafkawire.protocol import records
 
-        versions["aiokafkawire-records"] = records.__name__ + (
-            " (accelerated)" if "accel" in repr(records.RecordBatchBuilder) else " (pure Python)"
-        )
+        versions["aiokafkawire-records"] = records._impl.__name__  # accelerator or pure path
     except Exception:  # informational only
         pass
     try:
