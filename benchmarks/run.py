@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import uuid
 from importlib import metadata
@@ -85,6 +86,24 @@ def library_versions() -> dict[str, str | None]:
     except metadata.PackageNotFoundError:
         versions["uvloop"] = None
     return versions
+
+
+def git_revision() -> str | None:
+    """The repository's HEAD commit, with "+dirty" when the working tree has changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None
 
 
 def median(values: list[float]) -> float | None:
@@ -509,6 +528,7 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     entries = list(report["workloads"].items())
     clients = report["clients"]
@@ -523,7 +543,7 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
         values = [entry["results"][c]["median"] or 0.0 for c in clients]
         bars = ax.bar(range(len(clients)), values, color=[colours[c] for c in clients])
         for bar, client, value in zip(bars, clients, values, strict=True):
-            label = "failed" if not value else fmt_value(workload, value)
+            label = "failed (see notes)" if not value else fmt_value(workload, value)
             if not value and not entry["results"][client]["errors"]:
                 label = "-"
             ax.annotate(
@@ -534,6 +554,9 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
                 fontsize=8,
             )
         ax.set_xticks(range(len(clients)), [c.replace("-kafka", "") for c in clients], fontsize=8)
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda value, _pos, w=workload: fmt_value(w, value))
+        )
         better = "higher" if workload.higher_is_better else "lower"
         ax.set_title(f"{wid}: {entry['title']}", fontsize=9)
         ax.set_ylabel(f"{entry['unit']} ({better} is better)", fontsize=8)
@@ -568,6 +591,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--uvloop", action="store_true", help="uvloop for the asyncio clients")
     parser.add_argument("--output-dir", type=Path, default=HERE / "results")
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG")
+    parser.add_argument(
+        "--replot",
+        type=Path,
+        metavar="JSON",
+        help="only print the table and draw the chart of an earlier results file",
+    )
     args = parser.parse_args(argv)
     if args.records is None:
         args.records = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
@@ -594,6 +623,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.replot:
+        report = json.loads(args.replot.read_text())
+        print(render_table(report))
+        png_path = args.replot.with_suffix(".png")
+        draw_chart(report, png_path)
+        print(f"wrote {png_path}")
+        return 0
     loop_name = "uvloop" if args.uvloop else "asyncio (standard loop)"
     started = dt.datetime.now(dt.timezone.utc)
     print(
@@ -632,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_s": args.timeout,
         "broker": "Tansu (aiokafkawire.testing.TansuBroker, memory storage, one broker)",
         "libraries": library_versions(),
+        "git_revision": git_revision(),
         "clients": args.clients,
         "client_notes": {c: CLIENT_NOTES[c] for c in args.clients if c in CLIENT_NOTES},
         "workloads": suite.results,
