@@ -33,6 +33,9 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 __all__ = ["GroupOffsets", "MemberIdentity"]
 
 _COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
+_EPOCH_CODES = frozenset(
+    (errors.FencedLeaderEpochError.code, errors.UnknownLeaderEpochError.code)
+)
 _MEMBERSHIP_CODES = frozenset(
     cls.code
     for cls in (
@@ -77,6 +80,7 @@ class GroupOffsets:
         self._backoff = retry_backoff_ms / 1000
         self._require_stable = require_stable
         self.on_membership_error: Callable[[int], None] | None = None
+        self._last_codes: set[str] = set()
 
     async def _connection(self) -> Any:
         return await self._cluster.coordinator_connection(self.group_id, purpose="group")
@@ -112,7 +116,7 @@ class GroupOffsets:
             else:
                 if not pending:
                     return
-                last = errors.KafkaTimeoutError("retriable commit errors")
+                last = errors.KafkaTimeoutError(f"retriable commit errors: {self._last_codes}")
             if time.monotonic() + self._backoff > deadline:
                 raise errors.CommitFailedError(
                     f"committing offsets of group {self.group_id!r} failed: {last}"
@@ -154,17 +158,23 @@ class GroupOffsets:
             request.group_instance_id = identity.group_instance_id
         response = await connection.send(request, version)
         retry: dict[TopicPartition, OffsetAndMetadata] = {}
+        self._last_codes = set()
         for topic in response.topics:
             for p in topic.partitions:
                 code = p.error_code
                 if not code:
                     continue
                 tp = TopicPartition(topic.name, p.partition_index)
+                self._last_codes.add(errors.error_for_code(code).name)
                 if code in _COORDINATOR_CODES:
                     self._coordinator_failed()
                     retry[tp] = offsets[tp]
                 elif code == errors.RebalanceInProgressError.code:
                     raise RebalanceNeeded()
+                elif code in _EPOCH_CODES and offsets[tp].leader_epoch is not None:
+                    # The epoch is advisory; some coordinators check it against the current
+                    # leader's: commit the offset without it.
+                    retry[tp] = offsets[tp]._replace(leader_epoch=None)
                 elif code in _MEMBERSHIP_CODES:
                     if self.on_membership_error is not None:
                         self.on_membership_error(code)
