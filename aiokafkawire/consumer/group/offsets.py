@@ -33,9 +33,7 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 __all__ = ["GroupOffsets", "MemberIdentity"]
 
 _COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
-_EPOCH_CODES = frozenset(
-    (errors.FencedLeaderEpochError.code, errors.UnknownLeaderEpochError.code)
-)
+_EPOCH_CODES = frozenset((errors.FencedLeaderEpochError.code, errors.UnknownLeaderEpochError.code))
 _MEMBERSHIP_CODES = frozenset(
     cls.code
     for cls in (

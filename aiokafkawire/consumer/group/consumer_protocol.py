@@ -1,0 +1,250 @@
+"""KIP-848 membership (``group_protocol="consumer"``): the broker computes the assignment.
+
+One supervised loop sends ConsumerGroupHeartbeat every ``heartbeat_interval_ms`` (the broker's
+value), carrying the subscription and the partitions this member owns.  When the broker's target
+assignment differs, the member revokes what it must give up (commit + listener), adds what is new,
+and acknowledges at once with its new owned set.  Leaving sends member epoch -1 (-2 for a static
+member, which keeps its assignment for the session timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import COORDINATOR_ERRORS
+from aiokafkawire.consumer._waits import timeout_after, wait_event
+from aiokafkawire.consumer.group.membership import Membership
+from aiokafkawire.protocol.messages import ConsumerGroupHeartbeatRequest
+from aiokafkawire.protocol.messages.consumer_group_heartbeat import TopicPartitions
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.consumer.group")
+
+__all__ = ["ConsumerProtocolMembership"]
+
+_COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
+_FENCED_CODES = frozenset((errors.FencedMemberEpochError.code, errors.UnknownMemberIdError.code))
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+class ConsumerProtocolMembership(Membership):
+    """A member of a KIP-848 consumer group."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # From ConsumerGroupHeartbeat v1 the member chooses its own id (KIP-1082).
+        self.member_id = uuid.uuid4().hex
+        self.generation = 0  # the member epoch; 0 = (re)joining
+        self._interval = 0.0
+        self._pending_target: set[TopicPartition] | None = None
+
+    def _loop_for(self, name: str) -> Any:
+        return self._heartbeat_loop()
+
+    def start(self) -> None:
+        """Start the heartbeat loop."""
+        self._tasks.start("heartbeat", self._heartbeat_loop())
+
+    async def close(self, leave: bool = True) -> None:
+        """Revoke (commit + listener), leave with epoch -1 (-2 when static), stop the loop."""
+        self._closing = True
+        try:
+            if self._subs.assignment and self.state == "stable":
+                await self._revoke(set(self._subs.assignment))
+        finally:
+            await self._tasks.stop()
+        if leave and self.generation > 0:
+            epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
+            try:
+                async with timeout_after(5.0):
+                    await self._send(epoch)
+            except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
+                log.info("group %r: leaving failed: %s", self.group_id, exc)
+        self.state = "closed"
+        self._stable.set()
+
+    def request_rejoin(self, reason: str = "") -> None:
+        """Heartbeat now (the subscription changed or an acknowledgement is due)."""
+        if reason:
+            log.info("group %r: heartbeat now (%s)", self.group_id, reason)
+        self._wakeup.set()
+
+    # ----------------------------------------------------------------- the loop
+
+    async def _heartbeat_loop(self) -> None:
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            await wait_event(self._wakeup, self._interval)
+            self._wakeup.clear()
+            if self._poll_timed_out:
+                self._interval = 1.0
+                continue
+            if self.state == "stable" and self._poll_expired() and not self._in_callback:
+                await self._poll_timeout()
+                continue
+            if self._partitions_lost_pending:
+                await self._lose_partitions()
+            try:
+                response = await self._send(self.generation)
+            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                log.debug("group %r: heartbeat failed: %s", self.group_id, exc)
+                self._cluster.invalidate_coordinator(self.group_id)
+                self._interval = backoff
+                continue
+            code = response.error_code
+            if code in _COORDINATOR_CODES:
+                self._cluster.invalidate_coordinator(self.group_id)
+                self._interval = backoff
+                continue
+            if code in _FENCED_CODES:
+                log.info(
+                    "group %r: fenced (%s); rejoining",
+                    self.group_id,
+                    errors.error_for_code(code).name,
+                )
+                self.generation = 0
+                self.state = "rebalancing"
+                self._stable.clear()
+                await self._lose_partitions()
+                self._interval = 0.0
+                continue
+            if code:
+                error = errors.error_for_code(code)(
+                    response.error_message or "ConsumerGroupHeartbeat failed"
+                )
+                if error.retriable:
+                    self._interval = backoff
+                    continue
+                raise error
+            if response.member_id:
+                self.member_id = response.member_id
+            self.generation = response.member_epoch
+            self._interval = max(response.heartbeat_interval_ms, 1) / 1000
+            if response.assignment is not None:
+                self._pending_target = await self._resolve(response.assignment.topic_partitions)
+            if self._pending_target is not None:
+                await self._reconcile(self._pending_target)
+
+    async def _resolve(self, topic_partitions: list[Any]) -> set[TopicPartition] | None:
+        """Topic ids -> names (refreshing metadata for unknown ids); None until all are known."""
+        names = self._names_by_id()
+        if any(tp.topic_id not in names for tp in topic_partitions):
+            await self._cluster.refresh_metadata()
+            names = self._names_by_id()
+        target: set[TopicPartition] = set()
+        missing = False
+        for entry in topic_partitions:
+            name = names.get(entry.topic_id)
+            if name is None:
+                missing = True
+                continue
+            target.update(TopicPartition(name, p) for p in entry.partitions)
+        if missing:
+            self._interval = min(self._interval, 0.2)
+        return target
+
+    def _names_by_id(self) -> dict[Any, str]:
+        return {
+            info.topic_id: name
+            for name, info in self._cluster.metadata.topics.items()
+            if info.topic_id is not None
+        }
+
+    async def _reconcile(self, target: set[TopicPartition]) -> None:
+        owned = set(self._subs.assignment)
+        revoked = owned - target
+        added = target - owned
+        self._pending_target = None
+        if revoked:
+            await self._revoke(revoked)
+        if added:
+            self._cluster.add_topics({tp.topic for tp in added})
+        self.state = "stable"
+        if revoked or added:
+            log.info(
+                "group %r epoch %d: assigned %s (added %d, revoked %d)",
+                self.group_id,
+                self.generation,
+                sorted(target),
+                len(added),
+                len(revoked),
+            )
+            await self._assign(added)
+            self._interval = 0.0  # acknowledge the new assignment at once
+        self._stable.set()
+
+    async def _send(self, epoch: int) -> Any:
+        config = self.config
+        connection = await self._cluster.coordinator_connection(self.group_id, purpose="heartbeat")
+        version = connection.versions.version_for(ConsumerGroupHeartbeatRequest.API_KEY)
+        subs = self._subs
+        ids = {
+            name: info.topic_id
+            for name, info in self._cluster.metadata.topics.items()
+            if info.topic_id is not None
+        }
+        owned: dict[str, list[int]] = {}
+        for tp in subs.assignment:
+            owned.setdefault(tp.topic, []).append(tp.partition)
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=self.member_id,
+            member_epoch=epoch,
+            instance_id=config.group_instance_id,
+            rack_id=config.client_rack or None,
+            rebalance_timeout_ms=config.effective_rebalance_timeout_ms if epoch == 0 else -1,
+            server_assignor=config.group_remote_assignor,
+            topic_partitions=[
+                TopicPartitions(topic_id=ids[t], partitions=sorted(p))
+                for t, p in owned.items()
+                if t in ids
+            ],
+        )
+        if subs.pattern is not None and version >= 1:
+            request.subscribed_topic_regex = subs.pattern.pattern
+            request.subscribed_topic_names = None
+        else:
+            topics = (
+                subs.matching_topics(self._cluster.metadata.topics)
+                if subs.pattern is not None
+                else subs.topics
+            )
+            request.subscribed_topic_names = sorted(topics)
+            if version >= 1:
+                # An empty regex says "no regex subscription" (KIP-848); some brokers insist on
+                # both fields being present together.
+                request.subscribed_topic_regex = ""
+        return await connection.send(request, version)
+
+    async def _poll_timeout(self) -> None:
+        log.warning(
+            "group %r: the consumer was not polled for more than max_poll_interval_ms=%d; "
+            "leaving the group (it rejoins at the next poll)",
+            self.group_id,
+            self.config.max_poll_interval_ms,
+        )
+        self._poll_timed_out = True
+        self.state = "unjoined"
+        self._stable.clear()
+        epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
+        try:
+            async with timeout_after(5.0):
+                await self._send(epoch)
+        except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
+            log.info("group %r: leaving failed: %s", self.group_id, exc)
+        self.generation = 0
+
+    async def on_poll(self) -> None:
+        """Note the poll; after a poll timeout, give the partitions up and join again."""
+        was_out = self._poll_timed_out
+        await super().on_poll()
+        if was_out:
+            self._interval = 0.0
+            self._last_poll = time.monotonic()
+            self._wakeup.set()
