@@ -143,24 +143,39 @@ class PositionUpdate(NamedTuple):
 
 
 class _Chunk:
-    """Records of one partition from one fetch response, handed out progressively."""
+    """Records of one partition from one fetch response, handed out progressively.
 
-    __slots__ = ("index", "last_epoch", "next_offset", "records", "start_offset", "version")
+    The raw bytes are decoded on first use (in :meth:`Fetcher.drain`), so the next fetch of the
+    partition is already on the wire while this one is decoded.
+    """
+
+    __slots__ = (
+        "aborted",
+        "index",
+        "last_epoch",
+        "next_offset",
+        "raw",
+        "records",
+        "start_offset",
+        "version",
+    )
 
     def __init__(
         self,
-        records: list[ConsumerRecord],
+        raw: bytes,
+        aborted: list[Any] | None,
         start_offset: int,
         next_offset: int,
         version: int,
-        last_epoch: int | None,
     ) -> None:
-        self.records = records
+        self.raw: bytes | None = raw
+        self.aborted = aborted
+        self.records: list[ConsumerRecord] | None = None
         self.index = 0
         self.start_offset = start_offset
         self.next_offset = next_offset
         self.version = version
-        self.last_epoch = last_epoch
+        self.last_epoch: int | None = None
 
 
 class _FetchSession:
@@ -316,6 +331,16 @@ class Fetcher:
                     chunks.clear()  # stale: the position moved since this was fetched
                     break
                 records = chunk.records
+                if records is None:
+                    try:
+                        records = self._materialize(tp, chunk)
+                    except Exception:
+                        # Fetch again from the position: the error repeats until the user seeks.
+                        del self._buffer[tp]
+                        if position is not None:
+                            state.seek(position, epoch)
+                        self._subs.notify()
+                        raise
                 index = chunk.index
                 left = len(records) - index
                 if left > remaining:
@@ -358,6 +383,17 @@ class Fetcher:
         if not self.has_data():
             self._data_event.clear()
         return result, ends
+
+    def _materialize(self, tp: TopicPartition, chunk: _Chunk) -> list[ConsumerRecord]:
+        """Decode a chunk's bytes (once); a corrupt batch raises here, to the user."""
+        raw = chunk.raw
+        assert raw is not None
+        chunk.raw = None
+        records, _next, last_epoch = self._parse(tp, raw, chunk.start_offset, chunk.aborted)
+        chunk.records = records
+        chunk.last_epoch = last_epoch
+        chunk.aborted = None
+        return records
 
     def apply_position(self, tp: TopicPartition, update: PositionUpdate) -> None:
         """Apply a position returned by :meth:`drain` (ignored if the partition was seeked)."""
@@ -855,8 +891,8 @@ class Fetcher:
         if not raw:
             return False
         aborted = getattr(data, "aborted_transactions", None)
-        records, next_offset, last_epoch = self._parse(tp, raw, fetch_offset, aborted)
-        if next_offset == fetch_offset and not records:
+        next_offset = _next_offset(raw, fetch_offset)
+        if next_offset == fetch_offset:
             # Only a partial batch: it is larger than the size we asked for, so ask for more.
             current = plan[3]
             limit = max(self._config.fetch_max_bytes, current)
@@ -873,15 +909,7 @@ class Fetcher:
         chunks = self._buffer.get(tp)
         if chunks is None:
             chunks = self._buffer[tp] = deque()
-        chunks.append(_Chunk(records, fetch_offset, next_offset, state.version, last_epoch))
-        if not records:
-            # Nothing to hand out (control or aborted batches): advance the position now if this
-            # chunk is next in line, so a consumer is not left waiting on an empty chunk.
-            if len(chunks) == 1 and state.position == fetch_offset:
-                chunks.popleft()
-                state.position = next_offset
-                del self._buffer[tp]
-            return False
+        chunks.append(_Chunk(raw, aborted, fetch_offset, next_offset, state.version))
         return True
 
     def _partition_error(self, tp: TopicPartition, state: PartitionState, code: int) -> bool:
@@ -940,7 +968,7 @@ class Fetcher:
             heapq.heapify(heap)
         aborted_producers: set[int] = set()
         out: list[ConsumerRecord] = []
-        append = out.append
+        new = tuple.__new__  # skips the namedtuple's Python-level __new__
         next_offset = fetch_offset
         last_epoch: int | None = None
         make = ConsumerRecord
@@ -973,45 +1001,65 @@ class Fetcher:
             else:
                 epoch = None
             records = batch.records()
+            if batch.base_offset < fetch_offset:
+                # Only the first batch of a response can start before the fetch offset.
+                records = [r for r in records if r.offset >= fetch_offset]
             if key_deserializer is None and value_deserializer is None:
-                for r in records:
-                    offset = r.offset
-                    if offset >= fetch_offset:
-                        append(
-                            make(
+                out.extend(
+                    [
+                        new(
+                            make,
+                            (
                                 topic,
                                 partition,
-                                offset,
+                                r.offset,
                                 r.timestamp,
                                 r.timestamp_type,
                                 r.key,
                                 r.value,
                                 r.headers,
                                 epoch,
-                            )
+                            ),
                         )
+                        for r in records
+                    ]
+                )
             else:
                 kd = key_deserializer or _identity
                 vd = value_deserializer or _identity
-                for r in records:
-                    offset = r.offset
-                    if offset >= fetch_offset:
-                        append(
-                            make(
+                out.extend(
+                    [
+                        new(
+                            make,
+                            (
                                 topic,
                                 partition,
-                                offset,
+                                r.offset,
                                 r.timestamp,
                                 r.timestamp_type,
                                 kd(r.key),
                                 vd(r.value),
                                 r.headers,
                                 epoch,
-                            )
+                            ),
                         )
+                        for r in records
+                    ]
+                )
             next_offset = max(next_offset, batch.next_offset)
             last_epoch = epoch
         return out, next_offset, last_epoch
+
+
+def _next_offset(raw: bytes, fetch_offset: int) -> int:
+    """The offset after the last whole batch in ``raw`` (headers only, nothing decoded)."""
+    next_offset = fetch_offset
+    for batch in iter_batches(raw, check_crcs=False):
+        if batch.last_offset >= fetch_offset:
+            following = batch.next_offset
+            if following > next_offset:
+                next_offset = following
+    return next_offset
 
 
 def _identity(value: Any) -> Any:
