@@ -356,7 +356,7 @@ class Consumer:
 
     @property
     def state(self) -> str:
-        """``"unjoined"``, ``"rebalancing"``, ``"stable"``, ``"fatal"``, ``"manual"``, ``"closed"``."""
+        """One of "unjoined", "rebalancing", "stable", "fatal", "manual", "closed"."""
         if self._closed:
             return "closed"
         if self._membership is not None:
@@ -392,7 +392,7 @@ class Consumer:
 
         Positions advance past the returned records.  Only ``partitions`` when given.
         """
-        _, subs, fetcher = self._require_started()
+        _, _, fetcher = self._require_started()
         limit = max_records or self._max_poll_records
         self._flush_iterator()
         deadline = time.monotonic() + timeout_ms / 1000
@@ -432,7 +432,7 @@ class Consumer:
             record = pending.popleft()
             self._advance_iterated(record)
             return record
-        _, subs, fetcher = self._require_started()
+        _, _, fetcher = self._require_started()
         while True:
             if self._closed:
                 raise StopAsyncIteration
@@ -503,7 +503,7 @@ class Consumer:
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` from ``offset`` next."""
-        _, subs, fetcher = self._require_started()
+        _, subs, _ = self._require_started()
         if offset < 0:
             raise errors.ConfigError("offset must be >= 0")
         subs.state(partition).seek(offset)

@@ -365,7 +365,7 @@ class Fetcher:
                         taken.extend(part)
                 if remaining <= 0:
                     break
-            if position != state.position:
+            if position is not None and position != state.position:
                 if advance:
                     state.position = position
                     state.leader_epoch = epoch
@@ -483,8 +483,8 @@ class Fetcher:
         if not lookups:
             return
         versions = {tp: subs.assignment[tp].version for tp in lookups}
-        found = await self.list_offsets(lookups)
-        for tp, (offset, _timestamp, epoch) in found.items():
+        offsets = await self.list_offsets(lookups)
+        for tp, (offset, _timestamp, epoch) in offsets.items():
             state = subs.assignment.get(tp)
             if state is None or state.version != versions[tp] or offset is None:
                 continue
@@ -515,7 +515,7 @@ class Fetcher:
         pending = [
             tp for tp, st in subs.assignment.items() if st.awaiting_validation and st.position
         ]
-        for tp, st in subs.assignment.items():
+        for st in subs.assignment.values():
             if st.awaiting_validation and st.position is None:
                 st.awaiting_validation = False
         if not pending:
@@ -554,9 +554,10 @@ class Fetcher:
             for topic in response.topics:
                 for result in topic.partitions:
                     tp = TopicPartition(topic.topic, result.partition)
-                    state = subs.assignment.get(tp)
-                    if state is None or state.version != versions.get(tp):
+                    current = subs.assignment.get(tp)
+                    if current is None or current.version != versions.get(tp):
                         continue
+                    state = current
                     if result.error_code:
                         if result.error_code in _METADATA_ERRORS:
                             self._cluster.request_update()
@@ -796,7 +797,7 @@ class Fetcher:
             rack_id=config.client_rack,
         )
         request.topics = [
-            FetchTopic(topic=t, topic_id=topic_ids.get(t), partitions=p)
+            FetchTopic(topic=t, topic_id=topic_ids[t], partitions=p)
             if version >= _TOPIC_ID_FETCH_VERSION
             else FetchTopic(topic=t, partitions=p)
             for t, p in by_topic.items()
@@ -808,7 +809,7 @@ class Fetcher:
             for tp in forgotten:
                 forgotten_by_topic.setdefault(tp.topic, []).append(tp.partition)
             request.forgotten_topics_data = [
-                ForgottenTopic(topic=t, topic_id=topic_ids.get(t), partitions=p)
+                ForgottenTopic(topic=t, topic_id=topic_ids[t], partitions=p)
                 if version >= _TOPIC_ID_FETCH_VERSION
                 else ForgottenTopic(topic=t, partitions=p)
                 for t, p in forgotten_by_topic.items()
@@ -944,12 +945,12 @@ class Fetcher:
                     state.awaiting_validation = True
             self._backoff_until[tp] = time.monotonic() + backoff
             return False
-        error = errors.error_for_code(code)(f"fetching {tp}")
-        if error.retriable:
+        failure = errors.error_for_code(code)(f"fetching {tp}")
+        if failure.retriable:
             self._backoff_until[tp] = time.monotonic() + backoff
             return False
-        log.error("fetching %s failed: %s", tp, error)
-        self._errors.append(error)
+        log.error("fetching %s failed: %s", tp, failure)
+        self._errors.append(failure)
         self._backoff_until[tp] = time.monotonic() + backoff * 10
         self._data_event.set()
         return False

@@ -1,4 +1,4 @@
-"""Fault injection on the librdkafka mock cluster: the consumer keeps delivering, skipping nothing."""
+"""Fault injection on the librdkafka mock cluster: the consumer keeps delivering, skips nothing."""
 
 from __future__ import annotations
 

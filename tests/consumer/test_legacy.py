@@ -88,7 +88,7 @@ def test_legacy_message_sets_and_compressed_wrappers_decode() -> None:
     expected = [v for _, _, values in legacy for v in values] + [b"v2"]
     tp = TopicPartition("t", 0)
     fetcher = Fetcher(None, None, FetchConfig())  # type: ignore[arg-type]
-    records, next_offset, epoch = fetcher._parse(tp, payload, 0, None)
+    records, next_offset, _epoch = fetcher._parse(tp, payload, 0, None)
     assert [r.value for r in records] == expected
     assert [r.offset for r in records] == list(range(len(expected)))
     assert next_offset == len(expected)
