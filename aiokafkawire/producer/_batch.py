@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
 from crc32c import crc32c
@@ -204,6 +204,10 @@ class DeliveryHandle:
         """The metadata once done; raises the delivery error, or InvalidStateError if pending."""
         base_offset, log_append_time = self._batch.future.result()
         return self._metadata(base_offset, log_append_time)
+
+    def add_done_callback(self, callback: Callable[[DeliveryHandle], object]) -> None:
+        """Call ``callback(handle)`` (from the event loop) once the delivery is decided."""
+        self._batch.future.add_done_callback(lambda _future: callback(self))
 
     def _metadata(self, base_offset: int, log_append_time: int) -> RecordMetadata:
         batch = self._batch

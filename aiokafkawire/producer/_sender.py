@@ -22,7 +22,7 @@ from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
-from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, fenced_error
+from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, TxnState, fenced_error
 from aiokafkawire.protocol.messages import ProduceRequest
 from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
 from aiokafkawire.structs import TopicPartition
@@ -143,9 +143,19 @@ class Sender:
         if txn.fatal is not None:
             self.accumulator.abort_queued(txn.fatal)
             return None
+        if txn.transactional and txn.state == TxnState.ABORTABLE_ERROR:
+            # Nothing more of this transaction can commit: do not make commit wait for it.
+            self.accumulator.abort_queued(
+                errors.IllegalStateError(f"the transaction must be aborted: {txn.abortable}")
+            )
         if self.idempotent and not txn.has_producer_id:
             self._expire(now)
-            if self.in_flight_total == 0 and not self._tasks.running("init-producer-id"):
+            # A transactional producer gets its new epoch from abort_transaction().
+            if (
+                not txn.transactional
+                and self.in_flight_total == 0
+                and not self._tasks.running("init-producer-id")
+            ):
                 self._tasks.start("init-producer-id", self._init_producer_id())
             return self._next_expiry(now)
         if txn.transactional and txn.pending_partitions:
@@ -367,7 +377,7 @@ class Sender:
         txn = self.txn
         if txn.transactional:
             txn.set_abortable(exc)
-        elif self.idempotent and batch.base_sequence >= 0 and batch.attempts:
+        if self.idempotent and batch.base_sequence >= 0 and batch.attempts:
             # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
             txn.request_bump(f"batch for {batch.topic}-{batch.partition} failed: {exc}")
 

@@ -593,7 +593,13 @@ class Producer:
             ):
                 await self.abort_transaction()
             raise
-        await self.commit_transaction()
+        try:
+            await self.commit_transaction()
+        except errors.KafkaError:
+            txn = self._txn
+            if txn is not None and txn.fatal is None and txn.state == TxnState.ABORTABLE_ERROR:
+                await self.abort_transaction()  # leave the producer ready for the next one
+            raise
 
     async def send_offsets_to_transaction(
         self,

@@ -148,3 +148,26 @@ async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap
             consumer.close()
 
     assert await asyncio.to_thread(committed_offsets) == {0: 42, 1: 7}
+
+
+async def test_failed_record_aborts_the_transaction_and_the_next_one_works(mock_cluster):  # type: ignore[no-untyped-def]
+    topic = unique_topic("txnfail")
+    mock_cluster.create_topic(topic, partitions=1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=_txn_id()
+    ) as producer:
+        await producer.partitions_for(topic)
+        mock_cluster.push_request_errors(0, [errors.InvalidRecordError.code])
+        decided: list[bool] = []
+        with pytest.raises(errors.IllegalStateError, match="abort") as info:
+            async with producer.transaction():
+                handle = await producer.send(topic, b"refused", partition=0)
+                handle.add_done_callback(lambda h: decided.append(h.exception() is not None))
+        assert isinstance(info.value.__cause__, errors.InvalidRecordError)
+        assert decided == [True]
+        async with producer.transaction():
+            committed = await producer.send(topic, b"accepted", partition=0)
+    assert (await committed).offset >= 0
+    outline = _log_outline(await fetch_raw_batches(mock_cluster.bootstrap_servers, topic, 0))
+    assert outline[-2:] == [("data", [b"accepted"]), ("marker", ControlRecordType.COMMIT)]
+    assert b"refused" not in [v for kind, values in outline if kind == "data" for v in values]  # type: ignore[attr-defined]
