@@ -397,7 +397,7 @@ class Sender:
             same_identity = (
                 batch.producer_id == txn.producer_id and batch.producer_epoch == txn.producer_epoch
             )
-            if same_identity and batch.base_sequence == self.acked_next.get(tp, 0):
+            if same_identity and not self._earlier_batch_pending(batch):
                 # The broker lost our state (or records): nothing earlier is pending, so waiting
                 # will not help.  A new epoch restarts the sequences (KIP-360).
                 if txn.transactional:
@@ -419,6 +419,22 @@ class Sender:
             log.debug("retrying %r after %s", batch, exc)
             return
         self._fail_batch(batch, exc)
+
+    def _earlier_batch_pending(self, batch: ProducerBatch) -> bool:
+        """Whether a batch sent before ``batch`` to its partition is still undecided.
+
+        If so, an OUT_OF_ORDER_SEQUENCE_NUMBER for ``batch`` only means that batch was not
+        written yet; otherwise the broker really lost sequence numbers.
+        """
+        if batch.base_sequence == self.acked_next.get(batch.tp, 0):
+            return False
+        return any(
+            other.tp == batch.tp
+            and other.order < batch.order
+            and other.producer_epoch == batch.producer_epoch
+            and other.producer_id == batch.producer_id
+            for other in self.accumulator.incomplete
+        )
 
     # ---------------------------------------------------------------- identity / transactions
 
