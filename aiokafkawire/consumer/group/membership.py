@@ -9,6 +9,7 @@ waits behind a JoinGroup or a commit).  The consumer's partitions live in the sh
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import time
@@ -48,6 +49,11 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 __all__ = ["ClassicMembership", "GroupConfig", "Membership"]
 
 _COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
+# Set inside rebalance callbacks (and the commits around revocation): per task, so a commit from
+# the user's own loop running at the same time is not mistaken for one made by a callback.
+_IN_CALLBACK: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "aiokafkawire_in_rebalance_callback", default=False
+)
 _SUBSCRIPTION_VERSION = 3
 _WATCH_INTERVAL_S = 1.0
 
@@ -129,7 +135,7 @@ class Membership:
     @property
     def in_callback(self) -> bool:
         """Whether a rebalance listener callback is running right now."""
-        return self._in_callback
+        return self._in_callback and _IN_CALLBACK.get()
 
     def request_rejoin(self, reason: str = "") -> None:
         """Ask the group loop to rejoin the group."""
@@ -196,6 +202,7 @@ class Membership:
         if callback is None:
             return
         self._in_callback = True
+        token = _IN_CALLBACK.set(True)
         try:
             result = callback(set(partitions))
             if inspect.isawaitable(result):
@@ -205,6 +212,7 @@ class Membership:
         except Exception:
             log.exception("group %r: rebalance listener %s failed", self.group_id, method)
         finally:
+            _IN_CALLBACK.reset(token)
             self._in_callback = False
 
     async def _revoke(self, partitions: set[TopicPartition]) -> None:
@@ -213,11 +221,13 @@ class Membership:
             return
         if self._commit_positions is not None:
             self._in_callback = True
+            token = _IN_CALLBACK.set(True)
             try:
                 await self._commit_positions(partitions)
             except errors.KafkaError as exc:
                 log.warning("group %r: commit before revocation failed: %s", self.group_id, exc)
             finally:
+                _IN_CALLBACK.reset(token)
                 self._in_callback = False
         await self._call_listener("on_partitions_revoked", partitions)
         self._subs.remove_partitions(partitions)
