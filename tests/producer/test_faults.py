@@ -13,8 +13,8 @@ from collections import defaultdict
 from _producer_helpers import read_back, unique_topic
 
 from aiokafkawire import errors
-from aiokafkawire.producer import Producer
-from aiokafkawire.testing import MockCluster
+from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
+from aiokafkawire.testing import MockCluster, TansuBroker
 
 NOT_LEADER_OR_FOLLOWER = errors.NotLeaderOrFollowerError.code
 REQUEST_TIMED_OUT = errors.RequestTimedOutError.code
@@ -56,7 +56,7 @@ async def _chaos(cluster: MockCluster, topic: str, stop: asyncio.Event, rounds: 
 
 async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
     mock_cluster: MockCluster,
-):
+) -> None:
     count = 100_000
     topic = unique_topic("chaos")
     mock_cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
@@ -108,11 +108,11 @@ async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
     assert time.monotonic() - started < 90
 
 
-async def _resolve(handle):  # type: ignore[no-untyped-def]
+async def _resolve(handle: DeliveryHandle) -> RecordMetadata:
     return await handle
 
 
-async def test_injected_errors_are_retried_in_order(mock_cluster: MockCluster):
+async def test_injected_errors_are_retried_in_order(mock_cluster: MockCluster) -> None:
     topic = unique_topic("inject")
     mock_cluster.create_topic(topic, partitions=PARTITIONS)
     codes = [NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT] * 5
@@ -133,7 +133,9 @@ async def test_injected_errors_are_retried_in_order(mock_cluster: MockCluster):
     _assert_exactly_once_in_order(read, count)
 
 
-async def test_non_idempotent_producer_keeps_order_across_retries(mock_cluster: MockCluster):
+async def test_non_idempotent_producer_keeps_order_across_retries(
+    mock_cluster: MockCluster,
+) -> None:
     topic = unique_topic("noidem")
     mock_cluster.create_topic(topic, partitions=PARTITIONS)
     mock_cluster.push_request_errors(0, [NOT_LEADER_OR_FOLLOWER, 0, REQUEST_TIMED_OUT, 0] * 3)
@@ -153,7 +155,9 @@ async def test_non_idempotent_producer_keeps_order_across_retries(mock_cluster: 
     _assert_exactly_once_in_order(read, count)
 
 
-async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(mock_cluster: MockCluster):
+async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(
+    mock_cluster: MockCluster,
+) -> None:
     topic = unique_topic("oosn")
     mock_cluster.create_topic(topic, partitions=1)
     async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, retry_backoff_ms=10) as p:
@@ -176,8 +180,8 @@ async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(mock_cluster: 
 
 
 async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker(
-    tansu_broker,  # type: ignore[no-untyped-def]
-):
+    tansu_broker: TansuBroker,
+) -> None:
     """Tansu checks sequence numbers as Kafka does: with 5 requests in flight, cut connections
     make the producer resend batches that may already be written (the broker must drop them as
     duplicates) and batches behind a lost one (the broker refuses them as out of order)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from typing import Any
 
 import pytest
 from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
@@ -14,9 +15,9 @@ from aiokafkawire.testing import MockCluster
 BASE_TS = 1_700_000_000_000
 
 
-def _records(count: int) -> list[dict[str, object]]:
+def _records(count: int) -> list[dict[str, Any]]:
     """Keys, null keys, null values (tombstones), empty values, headers and explicit timestamps."""
-    records: list[dict[str, object]] = []
+    records: list[dict[str, Any]] = []
     for i in range(count):
         kind = i % 5
         if kind == 0:
@@ -40,7 +41,9 @@ def _records(count: int) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
-async def test_every_codec_reads_back_exactly(kafka_bootstrap: str, compression: str | None):
+async def test_every_codec_reads_back_exactly(
+    kafka_bootstrap: str, compression: str | None
+) -> None:
     topic = unique_topic(f"codec-{compression}")
     records = _records(60)
     async with Producer(
@@ -58,7 +61,7 @@ async def test_every_codec_reads_back_exactly(kafka_bootstrap: str, compression:
                 partition=0,
                 timestamp=r["timestamp"],
                 headers=r.get("headers"),
-            )  # type: ignore[arg-type]
+            )
             for r in records
         ]
         metadata = [await h for h in handles]
@@ -77,7 +80,7 @@ async def test_every_codec_reads_back_exactly(kafka_bootstrap: str, compression:
         assert got.headers == list(sent.get("headers") or [])
 
 
-async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap: str):
+async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap: str) -> None:
     topic = unique_topic("murmur")
     keys = [b"key-%d" % i for i in range(150)] + [b"", b"\x00\xff", "ключ".encode()]
 
@@ -108,7 +111,7 @@ async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap
     assert len(set(ours_by_key.values())) > 1  # the keys really were spread
 
 
-async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: MockCluster):
+async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: MockCluster) -> None:
     topic = unique_topic("sticky")
     mock_cluster.create_topic(topic, partitions=4)
     async with Producer(
@@ -128,7 +131,7 @@ async def test_keyless_records_are_spread_sticky_and_all_arrive(mock_cluster: Mo
 
 async def test_idempotent_batches_carry_one_producer_id_and_contiguous_sequences(
     kafka_bootstrap: str,
-):
+) -> None:
     topic = unique_topic("seq")
     async with Producer(
         bootstrap_servers=kafka_bootstrap,

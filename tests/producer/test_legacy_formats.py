@@ -18,7 +18,7 @@ from aiokafkawire.testing import MockCluster
 )
 async def test_pinned_old_release_writes_legacy_message_sets(
     mock_cluster: MockCluster, api_version: str, magic: int, compression: str | None
-):
+) -> None:
     topic = unique_topic(f"legacy{magic}")
     mock_cluster.create_topic(topic, partitions=2)
     count = 200
@@ -61,7 +61,9 @@ async def test_pinned_old_release_writes_legacy_message_sets(
             assert record.timestamp == 1_600_000_000_000 + i
 
 
-async def test_explicit_idempotence_with_an_old_release_is_refused(mock_cluster: MockCluster):
+async def test_explicit_idempotence_with_an_old_release_is_refused(
+    mock_cluster: MockCluster,
+) -> None:
     producer = Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         api_version="0.10",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from _producer_helpers import read_back, unique_topic
@@ -23,7 +24,7 @@ def topic(mock_cluster: MockCluster) -> str:
 # ---------------------------------------------------------------- configuration
 
 
-def test_idempotence_requires_acks_all_and_says_so():
+def test_idempotence_requires_acks_all_and_says_so() -> None:
     with pytest.raises(errors.ConfigError, match="requires acks='all'"):
         Producer(acks=1, enable_idempotence=True)
     with pytest.raises(errors.ConfigError, match="requires acks='all'"):
@@ -45,12 +46,12 @@ def test_idempotence_requires_acks_all_and_says_so():
         {"delivery_timeout_ms": 1000, "request_timeout_ms": 30_000},
     ],
 )
-def test_invalid_configuration_is_refused(options):
+def test_invalid_configuration_is_refused(options: dict[str, Any]) -> None:
     with pytest.raises(errors.ConfigError):
         Producer(**options)
 
 
-async def test_send_before_start_and_after_close(mock_cluster: MockCluster, topic: str):
+async def test_send_before_start_and_after_close(mock_cluster: MockCluster, topic: str) -> None:
     producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers)
     with pytest.raises(errors.IllegalStateError):
         await producer.send(topic, b"x")
@@ -65,7 +66,7 @@ async def test_send_before_start_and_after_close(mock_cluster: MockCluster, topi
 # ---------------------------------------------------------------- sending
 
 
-async def test_send_and_wait_does_not_linger(mock_cluster: MockCluster, topic: str):
+async def test_send_and_wait_does_not_linger(mock_cluster: MockCluster, topic: str) -> None:
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=30_000
     ) as producer:
@@ -76,7 +77,9 @@ async def test_send_and_wait_does_not_linger(mock_cluster: MockCluster, topic: s
     assert metadata.topic == topic and metadata.offset == 0
 
 
-async def test_flush_and_close_deliver_lingering_records(mock_cluster: MockCluster, topic: str):
+async def test_flush_and_close_deliver_lingering_records(
+    mock_cluster: MockCluster, topic: str
+) -> None:
     producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=60_000)
     await producer.start()
     try:
@@ -90,7 +93,9 @@ async def test_flush_and_close_deliver_lingering_records(mock_cluster: MockClust
     assert [h.result().offset for h in second] == list(range(10))
 
 
-async def test_close_without_flush_fails_pending_records(mock_cluster: MockCluster, topic: str):
+async def test_close_without_flush_fails_pending_records(
+    mock_cluster: MockCluster, topic: str
+) -> None:
     producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers, linger_ms=60_000)
     await producer.start()
     handle = await producer.send(topic, b"never sent")
@@ -101,7 +106,7 @@ async def test_close_without_flush_fails_pending_records(mock_cluster: MockClust
 
 async def test_acks_zero_never_waits_and_reports_offset_minus_one(
     mock_cluster: MockCluster, topic: str
-):
+) -> None:
     async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, acks=0) as producer:
         assert not producer.idempotent
         handles = [await producer.send(topic, b"%d" % i, partition=2) for i in range(100)]
@@ -113,7 +118,7 @@ async def test_acks_zero_never_waits_and_reports_offset_minus_one(
 
 async def test_serializers_partitions_for_and_explicit_partition(
     mock_cluster: MockCluster, topic: str
-):
+) -> None:
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         key_serializer=lambda k: k.encode(),
@@ -128,7 +133,7 @@ async def test_serializers_partitions_for_and_explicit_partition(
     assert (read[0].key, read[0].value) == (b"key", b"{'a': 1}")
 
 
-async def test_unknown_topic_fails_after_max_block_ms(mock_cluster: MockCluster):
+async def test_unknown_topic_fails_after_max_block_ms(mock_cluster: MockCluster) -> None:
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers, max_block_ms=300
     ) as producer:
@@ -141,7 +146,7 @@ async def test_unknown_topic_fails_after_max_block_ms(mock_cluster: MockCluster)
 # ---------------------------------------------------------------- limits and back-pressure
 
 
-async def test_oversized_record_fails_at_send(mock_cluster: MockCluster, topic: str):
+async def test_oversized_record_fails_at_send(mock_cluster: MockCluster, topic: str) -> None:
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers, max_request_size=10_000
     ) as producer:
@@ -154,7 +159,7 @@ async def test_oversized_record_fails_at_send(mock_cluster: MockCluster, topic: 
         assert metadata.offset == 0
 
 
-async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockCluster):
+async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockCluster) -> None:
     topic = unique_topic("bp")
     mock_cluster.create_topic(topic, partitions=1)
     buffer_memory = 64 * 1024
@@ -188,7 +193,9 @@ async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockClus
     assert all(h.done() for h in handles)
 
 
-async def test_close_wakes_a_send_blocked_on_the_buffer(mock_cluster: MockCluster, topic: str):
+async def test_close_wakes_a_send_blocked_on_the_buffer(
+    mock_cluster: MockCluster, topic: str
+) -> None:
     producer = Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         buffer_memory=2 * 16384,
@@ -216,7 +223,9 @@ async def test_close_wakes_a_send_blocked_on_the_buffer(mock_cluster: MockCluste
 # ---------------------------------------------------------------- request shaping
 
 
-async def test_one_produce_request_per_broker_up_to_max_request_size(mock_cluster: MockCluster):
+async def test_one_produce_request_per_broker_up_to_max_request_size(
+    mock_cluster: MockCluster,
+) -> None:
     topic = unique_topic("shape")
     mock_cluster.create_topic(topic, partitions=6)
     for partition in range(6):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
+from typing import Any
 
 import pytest
 from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
@@ -20,6 +21,7 @@ from aiokafkawire import errors
 from aiokafkawire.producer import OffsetAndMetadata, Producer
 from aiokafkawire.protocol.records import ControlRecordType
 from aiokafkawire.structs import TopicPartition
+from aiokafkawire.testing import MockCluster
 
 
 def _txn_id() -> str:
@@ -42,7 +44,7 @@ def _log_outline(batches: list) -> list[tuple[str, object]]:
     return outline
 
 
-async def test_committed_and_aborted_transactions(kafka_bootstrap: str):
+async def test_committed_and_aborted_transactions(kafka_bootstrap: str) -> None:
     topic = unique_topic("txn")
     async with Producer(
         bootstrap_servers=kafka_bootstrap,
@@ -85,12 +87,15 @@ async def test_committed_and_aborted_transactions(kafka_bootstrap: str):
         assert [r.value for r in read] == [b"committed-%d" % i for i in range(5)]
 
 
-async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: str):
+async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: str) -> None:
     if getattr(kafka_bootstrap, "kind", "") == "mock":
         pytest.skip("librdkafka's mock does not check producer epochs, so it never fences")
     topic = unique_topic("fence")
     txn_id = _txn_id()
-    common = {"bootstrap_servers": kafka_bootstrap, "allow_auto_create_topics": True}
+    common: dict[str, Any] = {
+        "bootstrap_servers": kafka_bootstrap,
+        "allow_auto_create_topics": True,
+    }
     async with Producer(transactional_id=txn_id, **common) as first:
         await first.partitions_for(topic)
         async with first.transaction():
@@ -119,7 +124,7 @@ async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: st
     assert committed == [b"first", b"second"]
 
 
-async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap: str):
+async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap: str) -> None:
     if getattr(kafka_bootstrap, "kind", "") == "mock":
         pytest.skip("librdkafka's mock accepts TxnOffsetCommit but never applies the offsets")
     topic = unique_topic("offsets")
@@ -150,7 +155,9 @@ async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap
     assert await asyncio.to_thread(committed_offsets) == {0: 42, 1: 7}
 
 
-async def test_failed_record_aborts_the_transaction_and_the_next_one_works(mock_cluster):  # type: ignore[no-untyped-def]
+async def test_failed_record_aborts_the_transaction_and_the_next_one_works(
+    mock_cluster: MockCluster,
+) -> None:
     topic = unique_topic("txnfail")
     mock_cluster.create_topic(topic, partitions=1)
     async with Producer(
