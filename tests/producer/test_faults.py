@@ -217,3 +217,23 @@ async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker
     assert max(h._batch.attempts for h in handles) >= 2
     read = await read_back(bootstrap, topic, count, timeout=60)
     _assert_exactly_once_in_order(read, count)
+
+
+async def test_stale_leader_refreshes_metadata_and_follows_the_new_leader(
+    mock_cluster: MockCluster,
+) -> None:
+    topic = unique_topic("moved")
+    mock_cluster.create_topic(topic, partitions=1)
+    mock_cluster.set_partition_leader(topic, 0, 1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, retry_backoff_ms=10
+    ) as producer:
+        assert (await producer.send_and_wait(topic, b"before", partition=0)).offset == 0
+        mock_cluster.set_partition_leader(topic, 0, 2)
+        mock_cluster.start_request_tracking()
+        moved = await producer.send_and_wait(topic, b"after", partition=0)
+        produce_brokers = [r.broker_id for r in mock_cluster.requests() if r.api_key == 0]
+    assert moved.offset == 1
+    # The old leader refused (NOT_LEADER_OR_FOLLOWER); after a metadata refresh the batch went
+    # to the new one.
+    assert produce_brokers[0] == 1 and produce_brokers[-1] == 2
