@@ -517,7 +517,7 @@ def render_table(report: dict[str, Any]) -> str:
     lines.append("Targets:")
     for target in report["targets"]:
         value = target["value"]
-        shown = "n/a" if value is None else f"{value:.2f}{target['unit']}"
+        shown = "n/a" if value is None else f"{value:.3g}{target['unit']}"
         verdict = {True: "met", False: "NOT met", None: "n/a"}[target["met"]]
         lines.append(f"  [{verdict:7s}] {target['target']}: {shown}")
     return "\n".join(lines)
