@@ -640,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         f"event loop for aiokafkawire/aiokafka: {loop_name}, {os.cpu_count()} cores",
         flush=True,
     )
+    revision = git_revision()  # before the runs: others may commit while the suite runs
     suite = Suite(args)
     asyncio.run(suite.run())
     finished = dt.datetime.now(dt.timezone.utc)
@@ -670,7 +671,8 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_s": args.timeout,
         "broker": "Tansu (aiokafkawire.testing.TansuBroker, memory storage, one broker)",
         "libraries": library_versions(),
-        "git_revision": git_revision(),
+        "git_revision": revision,
+        "git_revision_at_end": git_revision(),
         "clients": args.clients,
         "client_notes": {c: CLIENT_NOTES[c] for c in args.clients if c in CLIENT_NOTES},
         "workloads": suite.results,
