@@ -363,10 +363,11 @@ class Producer:
                     batch.count = index + 1
                     return DeliveryHandle(batch, index, timestamp)
                 batch.full = True
-                if key is None and not explicit:
-                    # KIP-480: a keyless record moves on to the next sticky partition.
+                if not explicit:
+                    # KIP-480: as in the Java client, the partitioner hears of every new batch it
+                    # caused (a sticky one then moves on; a keyed choice stays where it is).
                     self.partitioner.on_new_batch(topic, partition)
-                    partition = self.partitioner.partition(topic, key, all_partitions, available)
+                    partition = self._choose_partition(topic, key, all_partitions, available)
         return await self._append_new_batch(
             TopicPartition(topic, partition), timestamp, key, value, header_list, size
         )

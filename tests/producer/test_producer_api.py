@@ -253,3 +253,18 @@ async def test_one_produce_request_per_broker_up_to_max_request_size(
         await producer.flush(timeout=10)
         produce = [r for r in mock_cluster.requests() if r.api_key == 0]
         assert [r.broker_id for r in produce] == [1, 1]
+
+
+async def test_uniform_sticky_moves_keyed_records_on_when_a_batch_fills(
+    mock_cluster: MockCluster, topic: str
+) -> None:
+    # UniformStickyPartitioner ignores keys, so full batches must move keyed records on too.
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        partitioner="uniform_sticky",
+        batch_size=512,
+        linger_ms=50,
+    ) as producer:
+        handles = [await producer.send(topic, b"v" * 100, key=b"same-key") for _ in range(60)]
+        metadata = [await h for h in handles]
+    assert len({m.partition for m in metadata}) > 1
