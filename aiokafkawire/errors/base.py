@@ -33,6 +33,7 @@ __all__ = [
     "ProtocolError",
     "RebalanceInProgressClientError",
     "RecordTooLargeError",
+    "TransactionAbortedError",
     "UnknownCodecError",
     "UnknownMagicError",
     "UnknownTopicError",
@@ -180,6 +181,10 @@ class RebalanceInProgressClientError(CommitFailedError):
 
 class ProducerFencedClientError(KafkaError):
     """Another producer with the same ``transactional_id`` fenced this one; it cannot continue."""
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was dropped because its transaction was aborted before it was sent."""
 
 
 class OffsetOutOfRangeClientError(KafkaError):

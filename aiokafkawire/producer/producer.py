@@ -558,7 +558,7 @@ class Producer:
         assert sender is not None
         txn.state = TxnState.ABORTING
         self._accumulator.abort_queued(
-            errors.IllegalStateError("the transaction was aborted before this record was sent")
+            errors.TransactionAbortedError("its transaction was aborted before the record was sent")
         )
         in_flight = [b.future for b in self._accumulator.incomplete]
         if in_flight:

@@ -178,3 +178,21 @@ async def test_failed_record_aborts_the_transaction_and_the_next_one_works(
     outline = _log_outline(await fetch_raw_batches(mock_cluster.bootstrap_servers, topic, 0))
     assert outline[-2:] == [("data", [b"accepted"]), ("marker", ControlRecordType.COMMIT)]
     assert b"refused" not in [v for kind, values in outline if kind == "data" for v in values]  # type: ignore[attr-defined]
+
+
+async def test_records_still_queued_at_abort_fail_with_transaction_aborted(
+    mock_cluster: MockCluster,
+) -> None:
+    topic = unique_topic("txnqueued")
+    mock_cluster.create_topic(topic, partitions=1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        transactional_id=_txn_id(),
+        linger_ms=60_000,  # nothing leaves the accumulator before the abort
+    ) as producer:
+        await producer.partitions_for(topic)
+        await producer.begin_transaction()
+        handle = await producer.send(topic, b"never-sent", partition=0)
+        await producer.abort_transaction()
+        with pytest.raises(errors.TransactionAbortedError):
+            await handle
