@@ -235,7 +235,7 @@ class Fetcher:
         self.committed_lookup = committed_lookup
         self._buffer: dict[TopicPartition, deque[_Chunk]] = {}
         self._in_flight: set[TopicPartition] = set()
-        self._backoff_until: dict[TopicPartition, float] = {}
+        self._backoff_until: dict[TopicPartition, tuple[float, int]] = {}
         self._errors: deque[Exception] = deque()
         self._data_event = asyncio.Event()
         self._node_loops: set[int] = set()
@@ -700,9 +700,10 @@ class Fetcher:
                 continue
             if metadata.leader_for(tp.topic, tp.partition) != node:
                 continue
-            until = self._backoff_until.get(tp)
-            if until is not None:
-                if until > now:
+            backoff = self._backoff_until.get(tp)
+            if backoff is not None:
+                # A seek (new version) ends the backoff at once.
+                if backoff[0] > now and backoff[1] == state.version:
                     continue
                 del self._backoff_until[tp]
             chosen.append((tp, state))
@@ -933,7 +934,7 @@ class Fetcher:
                 )
                 state.pending_error = error
                 self._errors.append(error)
-                self._backoff_until[tp] = time.monotonic() + 3600
+                self._backoff_until[tp] = (time.monotonic() + 3600, state.version)
                 self._data_event.set()
             self._subs.notify()
             return False
@@ -943,15 +944,15 @@ class Fetcher:
             if code in (errors.FencedLeaderEpochError.code, errors.NotLeaderOrFollowerError.code):
                 if state.leader_epoch is not None and self._supports_validation(tp):
                     state.awaiting_validation = True
-            self._backoff_until[tp] = time.monotonic() + backoff
+            self._backoff_until[tp] = (time.monotonic() + backoff, state.version)
             return False
         failure = errors.error_for_code(code)(f"fetching {tp}")
         if failure.retriable:
-            self._backoff_until[tp] = time.monotonic() + backoff
+            self._backoff_until[tp] = (time.monotonic() + backoff, state.version)
             return False
         log.error("fetching %s failed: %s", tp, failure)
         self._errors.append(failure)
-        self._backoff_until[tp] = time.monotonic() + backoff * 10
+        self._backoff_until[tp] = (time.monotonic() + backoff * 10, state.version)
         self._data_event.set()
         return False
 
