@@ -1,0 +1,86 @@
+"""Fetcher internals without a broker: fetch sessions, oversized batches, buffering, positions."""
+
+from __future__ import annotations
+
+from aiokafkawire.consumer.fetcher import FetchConfig, Fetcher, _FetchSession
+from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.protocol.messages.fetch import PartitionData
+from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
+from aiokafkawire.structs import TopicPartition
+
+A, B, C = (TopicPartition("t", p) for p in range(3))
+
+
+def test_fetch_session_sends_only_changes_and_forgets_dropped_partitions() -> None:
+    session = _FetchSession()
+    wanted = {A: (0, 1, -1, 100), B: (5, 1, -1, 100)}
+    # No session yet: a full request.
+    assert session.plan(wanted) == (wanted, [])
+    session.completed(77, wanted)
+    assert (session.id, session.epoch) == (77, 1)
+    # Unchanged partitions are left out; moved ones are sent; dropped ones are forgotten.
+    changed, forgotten = session.plan({A: (3, 1, -1, 100), C: (0, 1, -1, 100)})
+    assert changed == {A: (3, 1, -1, 100), C: (0, 1, -1, 100)}
+    assert forgotten == [B]
+    session.completed(77, {A: (3, 1, -1, 100), C: (0, 1, -1, 100)})
+    assert session.epoch == 2
+    assert session.plan({A: (3, 1, -1, 100), C: (0, 1, -1, 100)}) == ({}, [])
+    # The broker dropped the session (id 0): back to full requests with epoch 0.
+    session.completed(0, wanted)
+    assert (session.id, session.epoch) == (0, 0)
+    assert session.plan(wanted) == (wanted, [])
+
+
+def _batch(base_offset: int, count: int, size: int = 10) -> bytes:
+    builder = DefaultRecordBatchBuilder(base_offset=base_offset, batch_size=1 << 20)
+    for i in range(count):
+        builder.append(1_700_000_000_000 + i, None, bytes([65 + i % 26]) * size)
+    return builder.build()
+
+
+def _fetcher() -> tuple[Fetcher, SubscriptionState]:
+    subs = SubscriptionState("earliest")
+    subs.assign_manually([A])
+    subs.assignment[A].seek(0)
+    return Fetcher(None, subs, FetchConfig(max_partition_fetch_bytes=100)), subs  # type: ignore[arg-type]
+
+
+def test_oversized_batch_grows_the_fetch_size_then_is_buffered() -> None:
+    fetcher, subs = _fetcher()
+    state = subs.assignment[A]
+    whole = _batch(0, 20, size=50)
+    partial = PartitionData(partition_index=0, high_watermark=20, records=whole[:100])
+    assert not fetcher._handle_partition(A, partial, (0, -1, -1, 100), state.version, 2)
+    assert state.fetch_size is not None and state.fetch_size >= 200
+    assert state.fetch_position == 0  # nothing buffered: the same offset is fetched again
+    complete = PartitionData(partition_index=0, high_watermark=20, records=whole)
+    assert fetcher._handle_partition(A, complete, (0, -1, -1, state.fetch_size), state.version, 2)
+    assert state.fetch_size is None and state.fetch_position == 20
+    data, _ = fetcher.drain(1000)
+    assert [r.offset for r in data[A]] == list(range(20))
+    assert state.position == 20 and state.highwater == 20
+
+
+def test_drain_hands_out_in_order_and_positions_follow() -> None:
+    fetcher, subs = _fetcher()
+    state = subs.assignment[A]
+    first = PartitionData(partition_index=0, high_watermark=20, records=_batch(0, 10))
+    assert fetcher._handle_partition(A, first, (0, -1, -1, 1000), state.version, 11)
+    second = PartitionData(partition_index=0, high_watermark=20, records=_batch(10, 10))
+    assert fetcher._handle_partition(A, second, (10, -1, -1, 1000), state.version, 11)
+    data, _ = fetcher.drain(4)
+    assert [r.offset for r in data[A]] == [0, 1, 2, 3]
+    assert state.position == 4
+    # Without advancing, the caller gets the end position to apply itself.
+    data, ends = fetcher.drain(10, advance=False)
+    assert [r.offset for r in data[A]] == list(range(4, 14))
+    assert state.position == 4 and ends[A].offset == 14
+    fetcher.apply_position(A, ends[A])
+    assert state.position == 14
+    # A seek makes buffered data stale: it is dropped, nothing is handed out.
+    state.seek(2)
+    data, _ = fetcher.drain(10)
+    assert data == {}
+    # Data fetched for an old version of the position is ignored.
+    stale = PartitionData(partition_index=0, high_watermark=20, records=_batch(0, 10))
+    assert not fetcher._handle_partition(A, stale, (0, -1, -1, 1000), state.version - 1, 11)
