@@ -11,8 +11,9 @@ class ConsumerRecord(NamedTuple):
     """One record as delivered to the user.
 
     ``key`` and ``value`` are the deserialized payloads (raw ``bytes`` without deserializers);
-    ``headers`` is a list of ``(str, bytes | None)``; ``leader_epoch`` is ``None`` for records of
-    legacy message sets.  ``timestamp_type`` is 0 (create time), 1 (log append time) or -1.
+    ``headers`` is a tuple of ``(str, bytes | None)`` pairs; ``leader_epoch`` is ``None`` for
+    records of legacy message sets.  ``timestamp_type`` is 0 (create time), 1 (log append time)
+    or -1 (none: magic 0).
     """
 
     topic: str
@@ -22,7 +23,7 @@ class ConsumerRecord(NamedTuple):
     timestamp_type: int
     key: Any
     value: Any
-    headers: list[tuple[str, bytes | None]]
+    headers: tuple[tuple[str, bytes | None], ...]
     leader_epoch: int | None
 
 

@@ -52,7 +52,7 @@ async def test_codecs_headers_timestamps_read_exactly(broker: Broker, codec: str
                 assert record.timestamp == message["timestamp"]
                 assert record.timestamp_type == 0
                 headers = message.get("headers") or []
-                assert record.headers == [(k, v) for k, v in headers]  # type: ignore[attr-defined]
+                assert record.headers == tuple((k, v) for k, v in headers)  # type: ignore[attr-defined]
             assert await consumer.position(tp) == len(want)
             assert consumer.highwater(tp) == len(want)
 

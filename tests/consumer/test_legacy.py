@@ -95,7 +95,7 @@ def test_legacy_message_sets_and_compressed_wrappers_decode() -> None:
     assert [r.timestamp_type for r in records[:5]] == [-1] * 5  # magic 0 has no timestamps
     assert records[5].timestamp == 1_600_000_000_005
     assert all(r.leader_epoch is None for r in records[:-1])
-    assert records[-1].headers == [("h", b"1")]
+    assert records[-1].headers == (("h", b"1"),)
     # From offset 3 (inside the gzip wrapper holding offsets 2-4): earlier messages skipped.
     records, _, _ = fetcher._parse(tp, payload, 3, None)
     assert [r.offset for r in records] == list(range(3, len(expected)))
