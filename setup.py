@@ -1,6 +1,7 @@
-"""Optional C accelerator for the record formats; all other metadata lives in pyproject.toml.
+"""Optional C accelerators; all other metadata lives in pyproject.toml.
 
-The extension ``aiokafkawire.protocol.records._crecords`` is built when a C compiler and the
+The extensions ``aiokafkawire.protocol.records._crecords`` (record batches) and
+``aiokafkawire.producer._cmurmur2`` (keyed partitioning) are built when a C compiler and the
 Python headers are available.  If building it fails for any reason, installation still succeeds
 and the pure-Python implementation is used.  ``AIOKAFKAWIRE_NO_EXTENSIONS=1`` skips the build.
 """
@@ -49,6 +50,13 @@ if not _no_extensions() and sys.implementation.name == "cpython":
         Extension(
             "aiokafkawire.protocol.records._crecords",
             sources=["aiokafkawire/protocol/records/_crecords.c"],
+            optional=True,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "aiokafkawire.producer._cmurmur2",
+            sources=["aiokafkawire/producer/_cmurmur2.c"],
             optional=True,
         )
     )

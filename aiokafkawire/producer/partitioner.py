@@ -15,6 +15,7 @@ the caller's list is in.
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 from collections.abc import Callable, Sequence
@@ -32,6 +33,8 @@ __all__ = [
     "create_partitioner",
     "murmur2",
     "partition_for_key",
+    "pure_murmur2",
+    "pure_partition_for_key",
 ]
 
 _SEED = 0x9747B28C
@@ -79,15 +82,31 @@ def _murmur2_unsigned(data: bytes) -> int:
     return h
 
 
-def murmur2(data: bytes) -> int:
+def pure_murmur2(data: bytes) -> int:
     """Return the Java client's ``Utils.murmur2(data)``: a signed 32-bit MurmurHash2 value."""
     h = _murmur2_unsigned(data)
     return h - 0x1_0000_0000 if h & 0x8000_0000 else h
 
 
-def partition_for_key(key: bytes, partition_count: int) -> int:
+def pure_partition_for_key(key: bytes, partition_count: int) -> int:
     """Return the partition the Java client picks for ``key`` in a topic of ``partition_count``."""
     return (_murmur2_unsigned(key) & _POSITIVE_MASK) % partition_count
+
+
+def _compiled() -> tuple[Callable[[bytes], int], Callable[[bytes, int], int]] | None:
+    """The C versions (same results), unless missing or AIOKAFKAWIRE_PURE_PYTHON is set."""
+    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+        return None
+    try:
+        from aiokafkawire.producer import _cmurmur2  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _cmurmur2.murmur2, _cmurmur2.partition_for_key
+
+
+_COMPILED = _compiled()
+#: ``murmur2(data)`` and ``partition_for_key(key, count)``: compiled when available.
+murmur2, partition_for_key = _COMPILED or (pure_murmur2, pure_partition_for_key)
 
 
 @runtime_checkable
@@ -176,7 +195,7 @@ class DefaultPartitioner:
     ) -> int:
         """Return ``partition_for_key`` for keyed records, else the topic's sticky partition."""
         if key is not None:
-            return (_murmur2_unsigned(key) & _POSITIVE_MASK) % len(partitions)
+            return partition_for_key(key, len(partitions))
         return self._sticky.partition(topic, partitions, available)
 
     def on_new_batch(self, topic: str, previous_partition: int) -> None:

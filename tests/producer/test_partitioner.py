@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiokafkawire.errors import ConfigError, UnknownTopicError
+from aiokafkawire.producer import partitioner
 from aiokafkawire.producer.partitioner import (
     CallablePartitioner,
     DefaultPartitioner,
@@ -402,3 +403,29 @@ def test_keyed_partition_matches_librdkafka_murmur2_random(
     for key, partition in delivered:
         assert partition == partition_for_key(key, partition_count), key
     assert len({partition for _, partition in delivered}) == partition_count
+
+
+_compiled = partitioner._COMPILED
+
+
+@pytest.mark.skipif(_compiled is None, reason="the C murmur2 is not built")
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=70), st.integers(1, 10_000))
+def test_compiled_murmur2_matches_the_pure_reference(data: bytes, count: int) -> None:
+    assert _compiled is not None
+    compiled_murmur2, compiled_partition_for_key = _compiled
+    assert compiled_murmur2(data) == partitioner.pure_murmur2(data)
+    assert compiled_murmur2(bytearray(data)) == partitioner.pure_murmur2(data)
+    assert compiled_partition_for_key(data, count) == partitioner.pure_partition_for_key(
+        data, count
+    )
+
+
+@pytest.mark.skipif(_compiled is None, reason="the C murmur2 is not built")
+def test_compiled_partition_for_key_rejects_bad_input() -> None:
+    assert _compiled is not None
+    _, compiled_partition_for_key = _compiled
+    with pytest.raises(ZeroDivisionError):
+        compiled_partition_for_key(b"k", 0)
+    with pytest.raises(TypeError):
+        compiled_partition_for_key("not bytes", 3)
