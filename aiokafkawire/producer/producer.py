@@ -32,7 +32,12 @@ from aiokafkawire.producer._txn import (
     TransactionManager,
     TxnState,
 )
-from aiokafkawire.producer.partitioner import Partitioner, create_partitioner
+from aiokafkawire.producer.partitioner import (
+    DefaultPartitioner,
+    Partitioner,
+    create_partitioner,
+    partition_for_key,
+)
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.structs import TopicPartition
 
@@ -191,6 +196,11 @@ class Producer:
         self._max_record_size = min(max_request_size, buffer_memory)
         self._batches = self._accumulator.batches  # the same dict for the producer's life
         self._choose_partition = self.partitioner.partition
+        # The default partitioner's keyed choice is a pure function: call it without the
+        # partitioner's own frame on the hot path.
+        self._keyed_partition = (
+            partition_for_key if type(self.partitioner) is DefaultPartitioner else None
+        )
         self._send_checks = True
 
     def __repr__(self) -> str:
@@ -349,7 +359,10 @@ class Producer:
         all_partitions, available = cached
         explicit = partition is not None
         if partition is None:
-            partition = self._choose_partition(topic, key, all_partitions, available)
+            if key is not None and self._keyed_partition is not None:
+                partition = self._keyed_partition(key, len(all_partitions))
+            else:
+                partition = self._choose_partition(topic, key, all_partitions, available)
         elif not 0 <= partition < len(all_partitions):
             raise errors.ConfigError(
                 f"topic {topic!r} has {len(all_partitions)} partitions; {partition} is not one"
