@@ -149,7 +149,7 @@ class ConfluentMember:
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
+            "session.timeout.ms": 4000,
             "heartbeat.interval.ms": 300,
             "enable.auto.commit": False,
             **config,

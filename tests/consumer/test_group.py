@@ -16,7 +16,7 @@ from aiokafkawire.consumer import Consumer, ConsumerRebalanceListener
 from aiokafkawire.structs import TopicPartition
 
 FAST_GROUP = {
-    "session_timeout_ms": 6000,
+    "session_timeout_ms": 4000,
     "heartbeat_interval_ms": 200,
     "auto_offset_reset": "earliest",
     "fetch_max_wait_ms": 100,
@@ -252,7 +252,7 @@ async def test_static_member_restart_gets_same_partitions_without_rebalance(
         bootstrap_servers=broker.bootstrap_servers,
         group_id=group,
         partition_assignment_strategy=["range"],
-        **FAST_GROUP,
+        **{**FAST_GROUP, "session_timeout_ms": 12_000},
     )
     other_listener = _Recorder()
     async with Consumer(group_instance_id="static-b", **options) as other:
