@@ -130,7 +130,7 @@ def fmt_value(workload: Workload, value: float | None) -> str:
     if workload.unit == "ms":
         return f"{value:.1f}"
     if workload.unit == "s":
-        return f"{value:.2f}"
+        return f"{value:.3f}"
     return f"{value:.1f}"
 
 
@@ -503,7 +503,8 @@ def render_table(report: dict[str, Any]) -> str:
             for c in clients
             if extra[c]["median"] is not None
         ]
-        lines.append("latency (5) p50: " + ", ".join(parts))
+        if parts:
+            lines.append("latency (5) p50: " + ", ".join(parts))
     for wid in ("4m", "4g"):
         if wid not in report["workloads"]:
             continue
@@ -514,7 +515,8 @@ def render_table(report: dict[str, Any]) -> str:
             for c in clients
             if extra[c]["median"] is not None
         ]
-        lines.append(f"consume ({wid}) time to the first record: " + ", ".join(parts))
+        if parts:
+            lines.append(f"consume ({wid}) time to the first record: " + ", ".join(parts))
     lines.append("")
     lines.append("Targets:")
     for target in report["targets"]:
