@@ -643,6 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     revision = git_revision()  # before the runs: others may commit while the suite runs
+    load_before = os.getloadavg()
     suite = Suite(args)
     asyncio.run(suite.run())
     finished = dt.datetime.now(dt.timezone.utc)
@@ -664,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.isoformat(timespec="seconds"),
         "duration_s": round((finished - started).total_seconds(), 1),
         "cpu_count": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "python": platform.python_version(),
         "platform": platform.platform(),
         "event_loop": "uvloop" if args.uvloop else "asyncio",
