@@ -237,6 +237,8 @@ class Fetcher:
         self._buffer: dict[TopicPartition, deque[_Chunk]] = {}
         self._in_flight: set[TopicPartition] = set()
         self._backoff_until: dict[TopicPartition, tuple[float, int]] = {}
+        # KIP-392: partitions the leader told us to fetch from a follower, until a deadline.
+        self._read_replicas: dict[TopicPartition, tuple[int, float]] = {}
         self._errors: deque[Exception] = deque()
         self._data_event = asyncio.Event()
         self._node_loops: set[int] = set()
@@ -437,7 +439,7 @@ class Fetcher:
                 if state.position is None or state.awaiting_validation:
                     needs_retry = True
                     continue
-                leader = metadata.leader_for(tp.topic, tp.partition)
+                leader = self._source_node(tp, metadata, time.monotonic())
                 if leader is None:
                     self._cluster.request_update()
                     needs_retry = True
@@ -709,7 +711,7 @@ class Fetcher:
                 continue
             if tp in in_flight or len(buffer.get(tp, ())) >= _MAX_CHUNKS_PER_PARTITION:
                 continue
-            if metadata.leader_for(tp.topic, tp.partition) != node:
+            if self._source_node(tp, metadata, now) != node:
                 continue
             backoff = self._backoff_until.get(tp)
             if backoff is not None:
@@ -719,6 +721,16 @@ class Fetcher:
                 del self._backoff_until[tp]
             chosen.append((tp, state))
         return chosen
+
+    def _source_node(self, tp: TopicPartition, metadata: Any, now: float) -> int | None:
+        """The broker to fetch ``tp`` from: a preferred read replica (KIP-392) or the leader."""
+        replica = self._read_replicas.get(tp)
+        if replica is not None:
+            if replica[1] > now and replica[0] in metadata.brokers:
+                return replica[0]
+            del self._read_replicas[tp]
+        leader: int | None = metadata.leader_for(tp.topic, tp.partition)
+        return leader
 
     async def _node_loop(self, node: int) -> None:
         session = _FetchSession()
@@ -855,7 +867,7 @@ class Fetcher:
                 plan = wanted.get(tp)
                 if plan is None:
                     continue
-                if self._handle_partition(tp, data, plan, versions[tp], version):
+                if self._handle_partition(tp, data, plan, versions[tp], version, node):
                     got_data = True
         if got_data:
             self._data_event.set()
@@ -867,8 +879,9 @@ class Fetcher:
         plan: tuple[int, int, int, int],
         version_at_request: int,
         fetch_version: int,
+        node: int = -1,
     ) -> bool:
-        """Apply one partition of a fetch response; True when records were buffered."""
+        """Apply one partition of a fetch response from broker ``node``; True when buffered."""
         state = self._subs.assignment.get(tp)
         fetch_offset = plan[0]
         if (
@@ -888,6 +901,17 @@ class Fetcher:
         log_start = getattr(data, "log_start_offset", -1)
         if log_start >= 0:
             state.log_start_offset = log_start
+        replica = getattr(data, "preferred_read_replica", -1)
+        if replica is not None and replica >= 0 and replica != node:
+            # The leader wants this partition read from a nearby follower (KIP-392); the leader
+            # is asked again after metadata_max_age_ms or an error at the follower.
+            self._read_replicas[tp] = (
+                replica,
+                time.monotonic() + self._cluster.metadata_max_age_ms / 1000,
+            )
+            log.debug("%s: fetching from preferred read replica %d", tp, replica)
+            self._subs.notify()
+            return False
         diverging = getattr(data, "diverging_epoch", None)
         if diverging is not None and diverging.epoch >= 0 and diverging.end_offset >= 0:
             if diverging.end_offset < fetch_offset:
@@ -927,6 +951,11 @@ class Fetcher:
 
     def _partition_error(self, tp: TopicPartition, state: PartitionState, code: int) -> bool:
         backoff = self._config.retry_backoff_ms / 1000
+        if self._read_replicas.pop(tp, None) is not None:
+            # Whatever went wrong at the follower, the leader decides again.
+            self._subs.notify()
+            if code == errors.OffsetOutOfRangeError.code:
+                return False
         if code == errors.OffsetOutOfRangeError.code:
             strategy = self._config.auto_offset_reset
             if strategy in _RESET_TIMESTAMPS:

@@ -149,3 +149,30 @@ async def test_manual_assignment_follows_leader_moves(mock: MockCluster) -> None
             await read_until(20 * (round_number + 1))
             mock.set_partition_leader(topic, 0, leader)
         assert offsets == list(range(80))
+
+
+async def test_fetches_follow_the_preferred_read_replica(mock: MockCluster) -> None:
+    """KIP-392: the leader names a follower; records are then fetched from it."""
+    topic = f"follower-{time.monotonic_ns()}"
+    mock.create_topic(topic, 1, 3)
+    mock.set_partition_leader(topic, 0, 1)
+    mock.set_partition_follower(topic, 0, 2)
+    produce(mock.bootstrap_servers, topic, [{"value": str(i).encode()} for i in range(30)])
+    mock.start_request_tracking()
+    tp = TopicPartition(topic, 0)
+    async with Consumer(
+        bootstrap_servers=mock.bootstrap_servers,
+        auto_offset_reset="earliest",
+        client_rack="rack-b",
+        fetch_max_wait_ms=100,
+    ) as consumer:
+        consumer.assign([tp])
+        offsets: list[int] = []
+        deadline = time.monotonic() + 20
+        while len(offsets) < 30:
+            assert time.monotonic() < deadline, offsets
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                offsets.extend(r.offset for r in records)
+        assert offsets == list(range(30))
+    fetch_brokers = {r.broker_id for r in mock.requests() if r.api_key == FETCH}
+    assert 2 in fetch_brokers
