@@ -88,3 +88,21 @@ async def test_deserializers_and_iteration(broker: Broker) -> None:
         assert first.offset == 45
         rest = await consume_n(consumer, 4)
         assert [r.offset for r in rest] == [46, 47, 48, 49]
+
+
+async def test_switching_from_iteration_to_getmany_loses_nothing(broker: Broker) -> None:
+    topic = broker.create_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": str(i).encode()} for i in range(30)])
+    tp = TopicPartition(topic, 0)
+    async with Consumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        max_poll_records=10,
+    ) as consumer:
+        consumer.assign([tp])
+        first = [await consumer.getone() for _ in range(3)]
+        assert [r.offset for r in first] == [0, 1, 2]
+        # The iterator took 10 records from the buffer but handed out 3: the rest comes next.
+        assert await consumer.position(tp) == 3
+        rest = await consume_n(consumer, 27)
+        assert [r.offset for r in rest] == list(range(3, 30))
