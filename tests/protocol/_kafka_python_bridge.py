@@ -212,6 +212,10 @@ def load_spec(name: str) -> MessageSpec:
 @cache
 def api_specs() -> dict[int, tuple[MessageSpec, MessageSpec]]:
     """``{api_key: (request spec, response spec)}`` for every API in the official specs."""
+    if not SPEC_DIR.is_dir():
+        import pytest
+
+        pytest.skip(f"the official specs are not at {SPEC_DIR}", allow_module_level=True)
     requests: dict[int, MessageSpec] = {}
     responses: dict[int, MessageSpec] = {}
     for path in sorted(SPEC_DIR.glob("*.json")):
