@@ -218,6 +218,11 @@ def _destroy(lib: ctypes.CDLL, rk: int, mcluster: int | None) -> None:
     lib.rd_kafka_destroy(rk)
 
 
+#: JoinGroup, Heartbeat, LeaveGroup, SyncGroup: the newest versions librdkafka 2.16's mock parses
+#: correctly (it advertises later, flexible, versions but reads them as non-flexible).
+MOCK_GROUP_API_CAPS = {11: 5, 12: 3, 13: 2, 14: 3}
+
+
 class MockCluster:
     """A librdkafka mock cluster with ``num_brokers`` brokers (ids 1..N) on loopback ports.
 
@@ -232,13 +237,16 @@ class MockCluster:
         *,
         group_initial_rebalance_delay_ms: int | None = None,
         log_level: int = 3,
+        cap_group_apis: bool = True,
     ) -> None:
         """Create and start the cluster.
 
         ``group_initial_rebalance_delay_ms`` sets the broker setting of that name (librdkafka's
         default, ``None``, is 3000 ms before the first classic-group assignment; 0 makes group
         tests fast).  ``log_level`` is librdkafka's syslog level for the owning handle (3 =
-        errors only).
+        errors only).  ``cap_group_apis`` limits JoinGroup/Heartbeat/LeaveGroup/SyncGroup to the
+        versions the mock really parses (it advertises flexible versions it then misreads,
+        dropping the connection); turn it off to test that behaviour itself.
         """
         if num_brokers < 1:
             raise ConfigError("a mock cluster needs at least one broker")
@@ -259,6 +267,12 @@ class MockCluster:
         self._default_api_versions: dict[int, tuple[int, int]] | None = None
         if group_initial_rebalance_delay_ms is not None:
             self.set_group_initial_rebalance_delay(group_initial_rebalance_delay_ms)
+        if cap_group_apis:
+            implemented = self.default_api_versions
+            for api_key, top in MOCK_GROUP_API_CAPS.items():
+                if api_key in implemented:
+                    low, high = implemented[api_key]
+                    self.set_api_version(api_key, low, min(high, top))
 
     def _create(self, num_brokers: int, log_level: int) -> tuple[int, int]:
         lib = self._lib

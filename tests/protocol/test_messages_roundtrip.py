@@ -600,3 +600,15 @@ def test_snake_case_names() -> None:
     assert generator.snake_case("ThrottleTimeMs") == "throttle_time_ms"
     assert generator.snake_case("ZkMigrationReady") == "zk_migration_ready"
     assert generator.snake_case("ProducerIdStart") == "producer_id_start"
+
+
+def test_null_in_non_nullable_bytes_reads_as_empty() -> None:
+    # librdkafka's mock answers a late SyncGroup with REBALANCE_IN_PROGRESS and a null assignment.
+    from aiokafkawire.protocol.messages import SyncGroupResponse
+
+    body = b"\x00\x1b" + b"\xff\xff\xff\xff"  # v0: error_code 27, assignment null
+    response = SyncGroupResponse.decode(body, 0)
+    assert response.error_code == 27 and response.assignment == b""
+    flexible = b"\x00\x00\x00\x00" + b"\x00\x1b" + b"\x00" + b"\x00" + b"\x00" + b"\x00"
+    response = SyncGroupResponse.decode(flexible, 5)  # compact null, then tags
+    assert response.assignment == b""

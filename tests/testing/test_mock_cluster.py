@@ -14,7 +14,7 @@ import pytest
 from aiokafkawire.errors import ConfigError, MessageTooLargeError, NotLeaderOrFollowerError
 from aiokafkawire.testing._errors import BrokerUnavailableError, MockClusterError
 from aiokafkawire.testing._probe import _recv_exactly, probe_api_versions
-from aiokafkawire.testing.mock_cluster import MockCluster, find_librdkafka
+from aiokafkawire.testing.mock_cluster import MOCK_GROUP_API_CAPS, MockCluster, find_librdkafka
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +102,18 @@ def test_every_broker_answers_api_versions(cluster: MockCluster) -> None:
         assert info.error_code == 0
         assert info.version == 2  # the mock implements ApiVersions up to v2 and says so
         assert {PRODUCE, METADATA, FIND_COORDINATOR} <= set(info.api_versions)
-    assert cluster.default_api_versions == info.api_versions
+    expected = dict(cluster.default_api_versions)
+    for api_key, top in MOCK_GROUP_API_CAPS.items():  # capped by default (see MockCluster)
+        expected[api_key] = (expected[api_key][0], min(expected[api_key][1], top))
+    assert info.api_versions == expected
+
+
+def test_group_api_caps_can_be_turned_off() -> None:
+    with MockCluster(1, cap_group_apis=False) as cluster:
+        host, port = cluster.broker_address(1)
+        info = probe_api_versions(host, port, version=3)
+        assert info.api_versions == cluster.default_api_versions
+        assert info.api_versions[11][1] > MOCK_GROUP_API_CAPS[11]
 
 
 def test_broker_ids_match_metadata(cluster: MockCluster) -> None:

@@ -474,11 +474,11 @@ def read_compact_nullable_string(buf: bytes, pos: int) -> tuple[str | None, int]
 
 
 def read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
-    """int32-length bytes; null is a protocol error."""
+    """int32-length bytes; a null reads as ``b""`` (librdkafka's mock sends null assignments)."""
     (n,) = _unpack_i32(buf, pos)
     pos += 4
     if n < 0:
-        raise ProtocolError("null bytes in a non-nullable field")
+        return b"", pos
     end = pos + n
     if end > len(buf):
         _check_end(buf, end)
@@ -509,10 +509,10 @@ def _read_length_varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def read_compact_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
-    """Unsigned-varint (length + 1) bytes; null is a protocol error."""
+    """Unsigned-varint (length + 1) bytes; a null reads as ``b""`` (see :func:`read_bytes`)."""
     n, pos = _read_length_varint(buf, pos)
     if n == 0:
-        raise ProtocolError("null bytes in a non-nullable field")
+        return b"", pos
     end = pos + n - 1
     if end > len(buf):
         _check_end(buf, end)
