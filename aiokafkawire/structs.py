@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["TopicPartition"]
+__all__ = ["OffsetAndMetadata", "TopicPartition"]
 
 
 class TopicPartition(NamedTuple):
@@ -12,3 +12,15 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed (or to-be-committed) position: the offset of the *next* record to read.
+
+    ``leader_epoch`` is the epoch of the last record read (None when unknown).  The consumer's
+    commits and the producer's ``send_offsets_to_transaction`` both take it.
+    """
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from aiokafkawire.structs import OffsetAndMetadata
+
 __all__ = ["ConsumerGroupMetadata", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp"]
 
 
@@ -25,14 +27,6 @@ class ConsumerRecord(NamedTuple):
     value: Any
     headers: tuple[tuple[str, bytes | None], ...]
     leader_epoch: int | None
-
-
-class OffsetAndMetadata(NamedTuple):
-    """A committed (or to-be-committed) position: the offset of the *next* record to read."""
-
-    offset: int
-    metadata: str = ""
-    leader_epoch: int | None = None
 
 
 class OffsetAndTimestamp(NamedTuple):

@@ -29,7 +29,7 @@ from aiokafkawire.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from aiokafkawire.structs import TopicPartition
+from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("aiokafkawire.producer")
 
@@ -61,20 +61,6 @@ class TxnState(enum.Enum):
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable_error"
     FATAL_ERROR = "fatal_error"
-
-
-class OffsetAndMetadata:
-    """An offset to commit with optional metadata (and leader epoch, -1 when unknown)."""
-
-    __slots__ = ("leader_epoch", "metadata", "offset")
-
-    def __init__(self, offset: int, metadata: str | None = "", leader_epoch: int = -1) -> None:
-        self.offset = offset
-        self.metadata = metadata
-        self.leader_epoch = leader_epoch
-
-    def __repr__(self) -> str:
-        return f"OffsetAndMetadata({self.offset}, {self.metadata!r}, {self.leader_epoch})"
 
 
 def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
@@ -381,7 +367,7 @@ class TransactionManager:
                 TxnOffsetCommitRequestPartition(
                     partition_index=tp.partition,
                     committed_offset=meta.offset,
-                    committed_leader_epoch=meta.leader_epoch,
+                    committed_leader_epoch=-1 if meta.leader_epoch is None else meta.leader_epoch,
                     committed_metadata=meta.metadata,
                 )
             )

@@ -27,11 +27,7 @@ from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch, RecordMetadata
 from aiokafkawire.producer._sender import PRODUCE_KEY, Sender
-from aiokafkawire.producer._txn import (
-    OffsetAndMetadata,
-    TransactionManager,
-    TxnState,
-)
+from aiokafkawire.producer._txn import TransactionManager, TxnState
 from aiokafkawire.producer.partitioner import (
     DefaultPartitioner,
     Partitioner,
@@ -39,7 +35,7 @@ from aiokafkawire.producer.partitioner import (
     partition_for_key,
 )
 from aiokafkawire.protocol.records import CompressionType
-from aiokafkawire.structs import TopicPartition
+from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["Producer"]
 
