@@ -42,6 +42,9 @@ class RecordMetadata(NamedTuple):
         return TopicPartition(self.topic, self.partition)
 
 
+_new_tuple = tuple.__new__
+
+
 class ProducerBatch:
     """Records bound for one partition, sent (and retried) together in one Produce request."""
 
@@ -216,8 +219,19 @@ class DeliveryHandle:
         return RecordMetadata(batch.topic, batch.partition, offset, timestamp)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        future = self._batch.future
+        batch = self._batch
+        future = batch.future
         if not future.done():
             yield from future.__await__()
         base_offset, log_append_time = future.result()
-        return self._metadata(base_offset, log_append_time)
+        # _metadata inlined, and the tuple made without NamedTuple's Python-level __new__:
+        # many services await every handle, so this runs once per record.
+        return _new_tuple(
+            RecordMetadata,
+            (
+                batch.topic,
+                batch.partition,
+                base_offset + self._index if base_offset >= 0 else -1,
+                log_append_time if log_append_time >= 0 else self._timestamp,
+            ),
+        )
