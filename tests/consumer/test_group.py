@@ -133,9 +133,9 @@ class _Member:
 
 
 async def test_group_of_three_with_leave_and_join_processes_everything(broker: Broker) -> None:
-    """6 partitions, 6,000 records (the issue's 60,000 scaled down to keep the test short)."""
+    """6 partitions, 60,000 records, a group of three; one member leaves midway, one joins."""
     _tansu_only(broker)
-    total = 6000
+    total = 60_000
     topic = broker.create_topic(6)
     group = _group()
     produce_values(broker.bootstrap_servers, topic, 6, total)
