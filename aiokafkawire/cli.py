@@ -68,9 +68,19 @@ async def _demo(records: int, compression: str) -> int:
         )
         started = time.perf_counter()
         seen = 0
+        # A short session timeout: Tansu answers a group's first join after half of it.
         async with Consumer(
-            "demo", bootstrap_servers=servers, group_id="demo", auto_offset_reset="earliest"
+            "demo",
+            bootstrap_servers=servers,
+            group_id="demo",
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=1000,
         ) as consumer:
+            await consumer.wait_for_assignment(30_000)
+            joined = time.perf_counter() - started
+            print(f"joined group 'demo' in {joined:.1f}s; assigned {sorted(consumer.assignment())}")
+            started = time.perf_counter()
             while seen < records:
                 batches = await consumer.getmany(timeout_ms=5000)
                 if not batches:
