@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError, IllegalStateError
 from aiokafkawire.protocol import records as records_api
 from aiokafkawire.protocol.primitives import encode_varint
@@ -141,10 +142,32 @@ def wide_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def consume(
+    impl: Any,
+    data: bytes,
+    min_offset: int = 0,
+    record_cls: type = ConsumerRecord,
+    key_deserializer: Callable[[Any], Any] | None = None,
+    value_deserializer: Callable[[Any], Any] | None = None,
+    check_crcs: bool = False,
+) -> list[tuple[type, Any]]:
+    """Every consumer record of every batch (``RecordBatch.consumer_records``), with its class."""
+    return [
+        (type(record), record)
+        for batch in impl.iter_batches(data, check_crcs=check_crcs)
+        for record in batch.consumer_records(
+            record_cls, "topic", 3, min_offset, key_deserializer, value_deserializer
+        )
+    ]
+
+
 def assert_same_reading(data: bytes, check_crcs: bool = False) -> Any:
     pure = outcome(lambda: parse(_pure, data, check_crcs))
     accel = outcome(lambda: parse(_accel, data, check_crcs))
     assert accel == pure
+    pure_consumed = outcome(lambda: consume(_pure, data, check_crcs=check_crcs))
+    accel_consumed = outcome(lambda: consume(_accel, data, check_crcs=check_crcs))
+    assert accel_consumed == pure_consumed
     return pure
 
 
@@ -589,6 +612,122 @@ def test_other_buffer_types_decode_the_same() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# consumer records (RecordBatch.consumer_records)
+
+
+class DictTuple(tuple):  # type: ignore[type-arg]
+    """A tuple class with a __dict__: the C path builds it with tuple.__new__, as the pure one."""
+
+
+def _upper(value: bytes | None) -> Any:
+    return None if value is None else value.upper()
+
+
+def _as_list(value: bytes | None) -> Any:
+    return [value]
+
+
+@pytest.mark.parametrize("codec", list(CompressionType))
+@pytest.mark.parametrize(
+    "timestamp_type", [TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]
+)
+@pytest.mark.parametrize("min_offset", [0, 2, 5, 100])
+@pytest.mark.parametrize("record_cls", [ConsumerRecord, tuple, DictTuple])
+@pytest.mark.parametrize(
+    "deserializers", [(None, None), (_upper, None), (None, _as_list), (_upper, _upper)]
+)
+def test_consumer_records_match_pure(
+    codec: CompressionType,
+    timestamp_type: TimestampType,
+    min_offset: int,
+    record_cls: type,
+    deserializers: tuple[Any, Any],
+) -> None:
+    data = build(_pure, SAMPLE, compression_type=codec, timestamp_type=timestamp_type)
+    data += build(_pure, SAMPLE[:2], base_offset=len(SAMPLE))
+    pure = consume(_pure, data, min_offset, record_cls, *deserializers, check_crcs=True)
+    accel = consume(_accel, data, min_offset, record_cls, *deserializers, check_crcs=True)
+    assert accel == pure
+    assert len(pure) == max(0, len(SAMPLE) + 2 - min_offset)
+    for cls, record in accel:
+        assert cls is record_cls
+        assert type(record[4]) is int and type(record[7]) is tuple
+        assert record[0] == "topic" and record[1] == 3 and record[8] is None
+
+
+def test_consumer_records_fields() -> None:
+    data = raw_batch(record_body(offset_delta=1, headers=b"\x02\x02h\x02v"), 1, base_offset=40)
+    data = data[:12] + struct.pack(">i", 7) + data[16:]  # partition leader epoch 7 (not in CRC)
+    for impl in (_pure, _accel):
+        ((_, record),) = consume(impl, data)
+        assert record == ConsumerRecord(
+            "topic", 3, 41, 1_700_000_000_000, 0, b"k", b"v", (("h", b"v"),), 7
+        )
+
+
+def test_consumer_records_skip_control_batches() -> None:
+    control = _pure_v2.build_control_batch(
+        ControlRecordType.COMMIT, producer_id=1, producer_epoch=0
+    )
+    for impl in (_pure, _accel):
+        assert consume(impl, bytes(control)) == []
+
+
+def test_consumer_records_errors_like_pure() -> None:
+    bad_utf8 = raw_batch(record_body(headers=b"\x02\x02\xff\x01"), 1)
+    for impl in (_pure, _accel):
+        with pytest.raises(CorruptRecordError) as info:
+            consume(impl, bad_utf8)
+        assert isinstance(info.value.__cause__, UnicodeDecodeError)
+        assert "malformed record in batch at offset 0" in str(info.value)
+    data = build(_pure, SAMPLE)
+    calls: dict[Any, list[Any]] = {_pure: [], _accel: []}
+
+    for impl in (_pure, _accel):
+
+        def failing(value: bytes | None, seen: list[Any] = calls[impl]) -> Any:
+            seen.append(value)
+            if len(seen) == 3:
+                raise ValueError("not mine")
+            return value
+
+        with pytest.raises(ValueError, match="not mine"):
+            consume(impl, data, 0, ConsumerRecord, None, failing)
+    assert calls[_accel] == calls[_pure]
+    # beyond int64: the pure path's Python ints
+    wide = raw_batch(record_body(offset_delta=INT64_MAX), 1, base_offset=INT64_MAX)
+    assert consume(_accel, wide) == consume(_pure, wide)
+    assert consume(_accel, wide)[0][1].offset == 2 * INT64_MAX
+
+
+def test_consumer_records_gc_tracking() -> None:
+    data = build(_pure, SAMPLE)
+    plain = [r for _, r in consume(_accel, data)]
+    assert plain and not any(gc.is_tracked(r) for r in plain)
+    assert all(not gc.is_tracked(h) for r in plain for h in r.headers)
+    listed = [r for _, r in consume(_accel, data, 0, ConsumerRecord, None, _as_list)]
+    assert all(gc.is_tracked(r) for r in listed)
+    # a record holding a tracked object is seen by the collector: cycles through it are found
+    listed[0].value.append(listed[0])
+    del listed
+    assert gc.collect() > 0
+
+
+def test_decode_consumer_records_guards_its_arguments() -> None:
+    data = raw_batch(record_body(), 1)
+    args: list[Any] = [data, HEADER_SIZE, len(data), 1, 0, 0, None, ConsumerRecord]
+    args += ["t", 0, 0, None, 0, None, None]
+    assert len(_crecords.decode_consumer_records(*args)) == 1
+    with pytest.raises(TypeError):
+        _crecords.decode_consumer_records(*args[:-1])
+    with pytest.raises(TypeError):
+        _crecords.decode_consumer_records(*args[:7], Record, *args[8:])
+    with pytest.raises(ValueError):
+        _crecords.decode_consumer_records(data, 0, len(data) + 1, *args[3:])
+    assert _crecords.decode_consumer_records(*args[:12], 1 << 64, None, None) is None
+
+
+# ---------------------------------------------------------------------------------------------
 # fuzzing
 
 
@@ -684,6 +823,11 @@ def test_no_reference_leaks() -> None:
             assert record.value is None or len(record.value) >= 0
         with pytest.raises(CorruptRecordError):
             batches[1].records()
+        for deserializer in (None, _upper, _as_list):
+            batches[0].consumer_records(ConsumerRecord, "t", 1, 2, deserializer, deserializer)
+            batches[0].consumer_records(DictTuple, "t", 1, 0, None, deserializer)
+        with pytest.raises(CorruptRecordError):
+            batches[1].consumer_records(ConsumerRecord, "t", 1, 0)
         for cls in ACCEL_BUILDERS.values():
             builder = cls(magic=2)
             for ts, key, value, headers in SAMPLE:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
@@ -21,6 +21,7 @@ from aiokafkawire.protocol.records._crecords import (
     _setup,
     _setup_builder,
     builder_append,
+    decode_consumer_records,
     decode_records,
     encode_record,
 )
@@ -102,6 +103,56 @@ class RecordBatch(_pure_v2.RecordBatch):
             raise CorruptRecordError(
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
+        return records
+
+    def consumer_records(
+        self,
+        record_cls: type[Any],
+        topic: str,
+        partition: int,
+        min_offset: int,
+        key_deserializer: Callable[[bytes | None], Any] | None = None,
+        value_deserializer: Callable[[bytes | None], Any] | None = None,
+    ) -> list[Any]:
+        """See :meth:`_pure_v2.RecordBatch.consumer_records`; built by the C extension."""
+        count = self.record_count
+        attributes = self.attributes
+        if count == 0 or attributes & _ATTR_CONTROL:
+            return []
+        codec = attributes & _CODEC_MASK
+        buf: Buffer
+        if codec:
+            view = memoryview(self._buffer)[self._start + _HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            pos, end = 0, len(buf)
+        else:
+            buf, pos, end = self._buffer, self._start + _HEADER_SIZE, self._end
+        if attributes & _ATTR_TIMESTAMP_TYPE:
+            timestamp_type, log_append_time = 1, self.max_timestamp
+        else:
+            timestamp_type, log_append_time = 0, None
+        epoch = self.partition_leader_epoch
+        records: list[Any] | None = decode_consumer_records(
+            buf,
+            pos,
+            end,
+            count,
+            self.base_offset,
+            self.base_timestamp,
+            log_append_time,
+            record_cls,
+            topic,
+            partition,
+            timestamp_type,
+            epoch if epoch >= 0 else None,
+            min_offset,
+            key_deserializer,
+            value_deserializer,
+        )
+        if records is None:  # numbers beyond 64 bits: the pure path's Python ints
+            return super().consumer_records(
+                record_cls, topic, partition, min_offset, key_deserializer, value_deserializer
+            )
         return records
 
 

@@ -12,6 +12,15 @@
  *       (varints longer than 64 bits, offset/timestamp sums overflowing int64): the caller then
  *       decodes that batch with the pure path, which has Python's unbounded ints.
  *
+ *   decode_consumer_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                           record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                           min_offset, key_deserializer, value_deserializer) -> list | None
+ *       The same decoding, building the consumer's record tuples directly (the contract of
+ *       _pure_v2.RecordBatch.consumer_records).  Records holding only atomic objects are left
+ *       untracked by the cyclic collector, as it untracks plain tuples itself: a NamedTuple
+ *       subclass is never untracked by CPython, and millions of buffered records would
+ *       otherwise be walked by every collection.
+ *
  *   encode_record(buffer, offset_delta, timestamp_delta, key, value, headers, batch_size)
  *       -> bool | None
  *       Appends one record (length-prefixed) to the bytearray ``buffer``, or returns False when
@@ -198,8 +207,13 @@ read_nullable_bytes(const unsigned char **pp, const unsigned char *limit, const 
     }
 }
 
+/*
+ * Decode a record's headers: a list of (str, bytes | None) pairs, or with ``as_tuple`` a tuple
+ * of them (the empty tuple when there are none).  The pairs, and the tuple, hold only atomic
+ * objects and are left untracked by the cyclic collector (as it would untrack them itself).
+ */
 static PyObject *
-decode_headers(const unsigned char **pp, const unsigned char *limit)
+decode_headers(const unsigned char **pp, const unsigned char *limit, int as_tuple)
 {
     int64_t count, key_len;
     Py_ssize_t i;
@@ -210,7 +224,7 @@ decode_headers(const unsigned char **pp, const unsigned char *limit)
         return NULL;
     }
     if (count == 0) {
-        return PyList_New(0);
+        return as_tuple ? PyTuple_New(0) : PyList_New(0);
     }
     if (count < 0) {
         PyErr_Format(corrupt_error, "invalid header count %lld", (long long)count);
@@ -220,7 +234,7 @@ decode_headers(const unsigned char **pp, const unsigned char *limit)
         corrupt("record headers overrun the record");
         return NULL;
     }
-    headers = PyList_New((Py_ssize_t)count);
+    headers = as_tuple ? PyTuple_New((Py_ssize_t)count) : PyList_New((Py_ssize_t)count);
     if (headers == NULL) {
         return NULL;
     }
@@ -254,12 +268,20 @@ decode_headers(const unsigned char **pp, const unsigned char *limit)
         }
         PyTuple_SET_ITEM(pair, 0, key);
         PyTuple_SET_ITEM(pair, 1, value);
-        PyList_SET_ITEM(headers, i, pair);
+        PyObject_GC_UnTrack(pair); /* a str and bytes/None: cannot be part of a cycle */
+        if (as_tuple) {
+            PyTuple_SET_ITEM(headers, i, pair);
+        }
+        else {
+            PyList_SET_ITEM(headers, i, pair);
+        }
     }
-    PyObject_GC_Track(headers);
+    if (!as_tuple) {
+        PyObject_GC_Track(headers);
+    }
     return headers;
 error:
-    Py_DECREF(headers); /* unfilled items are NULL: list_dealloc skips them */
+    Py_DECREF(headers); /* unfilled items are NULL: list and tuple deallocs skip them */
     return NULL;
 }
 
@@ -292,6 +314,83 @@ make_record(PyTypeObject *cls, PyObject *fields[N_FIELDS])
 /* Sentinel for "valid but needs Python ints": decode_records returns None. */
 #define NEEDS_PURE 2
 
+/*
+ * Parse the record at *pp (its length varint first), not reading past ``end``.  Fills the
+ * absolute offset, the timestamp (a new reference; ``log_append_time`` when given) and new
+ * references to key, value and headers.  0 = done, -1 = error set, NEEDS_PURE = numbers beyond
+ * int64 (nothing returned, no error set).
+ */
+static int
+parse_record(const unsigned char **pp, const unsigned char *end, int64_t base_offset,
+             int64_t base_timestamp, PyObject *log_append_time, int headers_as_tuple,
+             int64_t *offset, PyObject **timestamp, PyObject **key, PyObject **value,
+             PyObject **headers)
+{
+    const unsigned char *p = *pp, *record_end;
+    int64_t length, timestamp_delta, offset_delta;
+    int status;
+
+    if (read_varint(&p, end, &length) != VARINT_OK || length < 6 || length > end - p) {
+        corrupt("record length does not fit its batch");
+        return -1;
+    }
+    record_end = p + length;
+    p += 1; /* record attributes: unused */
+    status = read_varint(&p, record_end, &timestamp_delta);
+    if (status == VARINT_BAD) {
+        corrupt("malformed record timestamp delta");
+        return -1;
+    }
+    if (log_append_time == NULL
+        && (status == VARINT_WIDE || add_overflows(base_timestamp, timestamp_delta))) {
+        return NEEDS_PURE;
+    }
+    status = read_varint(&p, record_end, &offset_delta);
+    if (status == VARINT_BAD) {
+        corrupt("malformed record offset delta");
+        return -1;
+    }
+    if (status == VARINT_WIDE || add_overflows(base_offset, offset_delta)) {
+        return NEEDS_PURE;
+    }
+    *key = read_nullable_bytes(&p, record_end, "key");
+    if (*key == NULL) {
+        return -1;
+    }
+    *value = read_nullable_bytes(&p, record_end, "value");
+    if (*value == NULL) {
+        goto drop_key;
+    }
+    *headers = decode_headers(&p, record_end, headers_as_tuple);
+    if (*headers == NULL) {
+        goto drop_value;
+    }
+    if (p != record_end) {
+        corrupt("record length does not match its content");
+        goto drop_headers;
+    }
+    if (log_append_time != NULL) {
+        Py_INCREF(log_append_time);
+        *timestamp = log_append_time;
+    }
+    else {
+        *timestamp = PyLong_FromLongLong(base_timestamp + timestamp_delta);
+        if (*timestamp == NULL) {
+            goto drop_headers;
+        }
+    }
+    *offset = base_offset + offset_delta;
+    *pp = p;
+    return 0;
+drop_headers:
+    Py_DECREF(*headers);
+drop_value:
+    Py_DECREF(*value);
+drop_key:
+    Py_DECREF(*key);
+    return -1;
+}
+
 static int
 decode_all(const unsigned char *p, const unsigned char *end, Py_ssize_t count, int64_t base_offset,
            int64_t base_timestamp, PyObject *timestamp_type, PyObject *log_append_time,
@@ -300,69 +399,20 @@ decode_all(const unsigned char *p, const unsigned char *end, Py_ssize_t count, i
     Py_ssize_t i;
 
     for (i = 0; i < count; i++) {
-        int64_t length, timestamp_delta, offset_delta;
-        const unsigned char *record_end;
+        int64_t offset;
         PyObject *fields[N_FIELDS];
         PyObject *record;
         int status;
 
-        if (read_varint(&p, end, &length) != VARINT_OK || length < 6 || length > end - p) {
-            corrupt("record length does not fit its batch");
-            return -1;
+        status = parse_record(&p, end, base_offset, base_timestamp, log_append_time, 0, &offset,
+                              &fields[F_TIMESTAMP], &fields[F_KEY], &fields[F_VALUE],
+                              &fields[F_HEADERS]);
+        if (status != 0) {
+            return status;
         }
-        record_end = p + length;
-        p += 1; /* record attributes: unused */
-        status = read_varint(&p, record_end, &timestamp_delta);
-        if (status == VARINT_BAD) {
-            corrupt("malformed record timestamp delta");
-            return -1;
-        }
-        if (log_append_time == NULL
-            && (status == VARINT_WIDE || add_overflows(base_timestamp, timestamp_delta))) {
-            return NEEDS_PURE;
-        }
-        status = read_varint(&p, record_end, &offset_delta);
-        if (status == VARINT_BAD) {
-            corrupt("malformed record offset delta");
-            return -1;
-        }
-        if (status == VARINT_WIDE || add_overflows(base_offset, offset_delta)) {
-            return NEEDS_PURE;
-        }
-
-        fields[F_KEY] = read_nullable_bytes(&p, record_end, "key");
-        if (fields[F_KEY] == NULL) {
-            return -1;
-        }
-        fields[F_VALUE] = read_nullable_bytes(&p, record_end, "value");
-        if (fields[F_VALUE] == NULL) {
-            Py_DECREF(fields[F_KEY]);
-            return -1;
-        }
-        fields[F_HEADERS] = decode_headers(&p, record_end);
-        if (fields[F_HEADERS] == NULL) {
-            Py_DECREF(fields[F_KEY]);
-            Py_DECREF(fields[F_VALUE]);
-            return -1;
-        }
-        if (p != record_end) {
-            Py_DECREF(fields[F_KEY]);
-            Py_DECREF(fields[F_VALUE]);
-            Py_DECREF(fields[F_HEADERS]);
-            corrupt("record length does not match its content");
-            return -1;
-        }
-        fields[F_OFFSET] = PyLong_FromLongLong(base_offset + offset_delta);
-        if (log_append_time != NULL) {
-            Py_INCREF(log_append_time);
-            fields[F_TIMESTAMP] = log_append_time;
-        }
-        else {
-            fields[F_TIMESTAMP] = PyLong_FromLongLong(base_timestamp + timestamp_delta);
-        }
-        if (fields[F_OFFSET] == NULL || fields[F_TIMESTAMP] == NULL) {
-            Py_XDECREF(fields[F_OFFSET]);
-            Py_XDECREF(fields[F_TIMESTAMP]);
+        fields[F_OFFSET] = PyLong_FromLongLong(offset);
+        if (fields[F_OFFSET] == NULL) {
+            Py_DECREF(fields[F_TIMESTAMP]);
             Py_DECREF(fields[F_KEY]);
             Py_DECREF(fields[F_VALUE]);
             Py_DECREF(fields[F_HEADERS]);
@@ -485,6 +535,359 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             records = Py_None;
             Py_INCREF(records);
         }
+    }
+done:
+    PyBuffer_Release(&view);
+    return records;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* consumer records                                                                             */
+
+enum { C_TOPIC, C_PARTITION, C_OFFSET, C_TIMESTAMP, C_TIMESTAMP_TYPE, C_KEY, C_VALUE, C_HEADERS,
+       C_LEADER_EPOCH, N_CONSUMER_FIELDS };
+
+/* Whether the cyclic collector needs to see ``obj`` (as gc's own untracking rule for tuples). */
+static inline int
+needs_tracking(PyObject *obj)
+{
+    if (!PyObject_IS_GC(obj)) {
+        return 0;
+    }
+    return !PyTuple_CheckExact(obj) || PyObject_GC_IsTracked(obj);
+}
+
+/* Whether tuple.__new__(cls, 9 items) can be replaced by allocating cls and filling it. */
+static int
+plain_tuple_layout(PyTypeObject *cls)
+{
+    return cls == &PyTuple_Type
+           || (PyType_IsSubtype(cls, &PyTuple_Type)
+               && cls->tp_basicsize == PyTuple_Type.tp_basicsize
+               && cls->tp_itemsize == PyTuple_Type.tp_itemsize && cls->tp_dictoffset == 0
+               && cls->tp_weaklistoffset == 0 && cls->tp_alloc == PyType_GenericAlloc);
+}
+
+/* A new (untracked) cls instance from N_CONSUMER_FIELDS new references (always consumed). */
+static PyObject *
+make_consumer_record(PyTypeObject *cls, int direct, PyObject *fields[N_CONSUMER_FIELDS])
+{
+    PyObject *record;
+    int i;
+
+    if (direct) {
+        record = cls == &PyTuple_Type ? PyTuple_New(N_CONSUMER_FIELDS)
+                                      : cls->tp_alloc(cls, N_CONSUMER_FIELDS);
+        if (record != NULL) {
+            for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+                PyTuple_SET_ITEM(record, i, fields[i]);
+            }
+            PyObject_GC_UnTrack(record);
+            return record;
+        }
+        for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+            Py_DECREF(fields[i]);
+        }
+        return NULL;
+    }
+    else {
+        /* tuple.__new__(cls, fields), as the pure path does */
+        PyObject *items = PyTuple_New(N_CONSUMER_FIELDS), *args;
+        if (items == NULL) {
+            for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+                Py_DECREF(fields[i]);
+            }
+            return NULL;
+        }
+        for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+            PyTuple_SET_ITEM(items, i, fields[i]);
+        }
+        args = PyTuple_Pack(1, items);
+        Py_DECREF(items);
+        if (args == NULL) {
+            return NULL;
+        }
+        record = PyTuple_Type.tp_new(cls, args, NULL);
+        Py_DECREF(args);
+        return record;
+    }
+}
+
+/* Turn a ValueError (bad utf-8 in a header key) into CorruptRecordError, as _accel/_pure_v2 do. */
+static void
+wrap_decode_error(int64_t base_offset)
+{
+    PyObject *type, *value, *traceback, *message, *error;
+
+    if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
+        return;
+    }
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL) {
+        PyException_SetTraceback(value, traceback);
+    }
+    message = PyUnicode_FromFormat("malformed record in batch at offset %lld: %S",
+                                   (long long)base_offset, value);
+    error = message == NULL ? NULL : PyObject_CallOneArg(corrupt_error, message);
+    Py_XDECREF(message);
+    if (error == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return;
+    }
+    Py_XINCREF(value);
+    PyException_SetContext(error, value);
+    PyException_SetCause(error, value); /* steals; also sets __suppress_context__ */
+    PyErr_SetObject(corrupt_error, error);
+    Py_DECREF(error);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+}
+
+/* Replace item ``index`` of a record (refcount 1, not visible to Python code) by f(item). */
+static int
+deserialize_field(PyObject *record, Py_ssize_t index, PyObject *func)
+{
+    PyObject *old = PyTuple_GET_ITEM(record, index);
+    PyObject *result = PyObject_CallOneArg(func, old);
+    if (result == NULL) {
+        return -1;
+    }
+    PyTuple_SET_ITEM(record, index, result);
+    Py_DECREF(old); /* bytes or None: no Python code runs */
+    return 0;
+}
+
+/*
+ * Apply the deserializers (NULL = identity) to key then value of records[i].  A record made
+ * here directly and held only by the (untracked, unreturned) list is changed in place: no
+ * Python code can see it.  Otherwise it is rebuilt with tuple.__new__.
+ */
+static int
+deserialize_record(PyObject *records, Py_ssize_t i, PyTypeObject *cls, int direct,
+                   PyObject *key_deserializer, PyObject *value_deserializer)
+{
+    PyObject *record = PyList_GET_ITEM(records, i), *fields[N_CONSUMER_FIELDS], *replacement;
+    int j;
+
+    if (direct && Py_REFCNT(record) == 1 && !PyObject_GC_IsTracked(record)) {
+        if (key_deserializer != NULL && deserialize_field(record, C_KEY, key_deserializer) < 0) {
+            return -1;
+        }
+        if (value_deserializer != NULL
+            && deserialize_field(record, C_VALUE, value_deserializer) < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    for (j = 0; j < N_CONSUMER_FIELDS; j++) {
+        fields[j] = PyTuple_GET_ITEM(record, j);
+        Py_INCREF(fields[j]);
+    }
+    if (key_deserializer != NULL) {
+        Py_SETREF(fields[C_KEY], PyObject_CallOneArg(key_deserializer, fields[C_KEY]));
+    }
+    if (fields[C_KEY] != NULL && value_deserializer != NULL) {
+        Py_SETREF(fields[C_VALUE], PyObject_CallOneArg(value_deserializer, fields[C_VALUE]));
+    }
+    if (fields[C_KEY] == NULL || fields[C_VALUE] == NULL) {
+        for (j = 0; j < N_CONSUMER_FIELDS; j++) {
+            Py_XDECREF(fields[j]);
+        }
+        return -1;
+    }
+    replacement = make_consumer_record(cls, 0, fields);
+    if (replacement == NULL) {
+        return -1;
+    }
+    PyList_SET_ITEM(records, i, replacement);
+    Py_DECREF(record);
+    return 0;
+}
+
+/*
+ * decode_consumer_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                         record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                         min_offset, key_deserializer, value_deserializer) -> list | None
+ * The records of an uncompressed v2 batch body, each as
+ * tuple.__new__(record_cls, (topic, partition, offset, timestamp, timestamp_type, key, value,
+ * headers tuple, leader_epoch)) with the deserializers (or None) applied to key and value,
+ * after the whole batch decoded, record by record.  When base_offset < min_offset, records
+ * before min_offset are left out (decoded and checked all the same).  Errors as decode_records,
+ * except that bad utf-8 in a header key is already a CorruptRecordError.  None: numbers beyond
+ * int64 (the caller then uses the pure path).
+ */
+static PyObject *
+decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, count, filled = 0, i;
+    int64_t base_offset, base_timestamp, min_offset;
+    PyObject *log_append_time, *records = NULL, *topic, *partition, *timestamp_type, *epoch;
+    PyObject *key_deserializer, *value_deserializer;
+    PyTypeObject *cls;
+    int status, direct, constants_atomic;
+    const unsigned char *p, *limit;
+
+    (void)module;
+    if (corrupt_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_crecords._setup() has not been called");
+        return NULL;
+    }
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "decode_consumer_records() takes exactly 15 arguments");
+        return NULL;
+    }
+    if (!PyType_Check(args[7]) || !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple class");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[7];
+    log_append_time = args[6] == Py_None ? NULL : args[6];
+    topic = args[8];
+    partition = args[9];
+    timestamp_type = args[10];
+    epoch = args[11];
+    key_deserializer = args[13] == Py_None ? NULL : args[13];
+    value_deserializer = args[14] == Py_None ? NULL : args[14];
+    pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    status = as_int64(args[4], &base_offset);
+    if (status == 0) {
+        status = as_int64(args[5], &base_timestamp);
+    }
+    if (status == 0) {
+        status = as_int64(args[12], &min_offset);
+    }
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0) {
+        Py_RETURN_NONE;
+    }
+    if (log_append_time != NULL && !PyLong_Check(log_append_time)) {
+        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
+        return NULL;
+    }
+    direct = plain_tuple_layout(cls);
+    constants_atomic = !needs_tracking(topic) && !needs_tracking(partition)
+                       && !needs_tracking(timestamp_type) && !needs_tracking(epoch)
+                       && (log_append_time == NULL || !needs_tracking(log_append_time));
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (pos < 0 || end < pos || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "record bounds outside the buffer");
+        goto done;
+    }
+    if (count < 0) {
+        count = 0;
+    }
+    if (count > (end - pos) / MIN_RECORD_SIZE) {
+        corrupt("record count does not match the batch length");
+        goto done;
+    }
+    records = PyList_New(count);
+    if (records == NULL) {
+        goto done;
+    }
+    /* Hidden from the collector (and gc.get_objects()) while it holds NULL items. */
+    PyObject_GC_UnTrack(records);
+    p = (const unsigned char *)view.buf + pos;
+    limit = (const unsigned char *)view.buf + end;
+    for (i = 0; i < count; i++) {
+        PyObject *fields[N_CONSUMER_FIELDS], *record;
+        int64_t offset;
+
+        status = parse_record(&p, limit, base_offset, base_timestamp, log_append_time, 1, &offset,
+                              &fields[C_TIMESTAMP], &fields[C_KEY], &fields[C_VALUE],
+                              &fields[C_HEADERS]);
+        if (status != 0) {
+            goto failed;
+        }
+        if (offset < min_offset && base_offset < min_offset) { /* as the pure filter */
+            Py_DECREF(fields[C_TIMESTAMP]);
+            Py_DECREF(fields[C_KEY]);
+            Py_DECREF(fields[C_VALUE]);
+            Py_DECREF(fields[C_HEADERS]);
+            continue;
+        }
+        fields[C_OFFSET] = PyLong_FromLongLong(offset);
+        if (fields[C_OFFSET] == NULL) {
+            Py_DECREF(fields[C_TIMESTAMP]);
+            Py_DECREF(fields[C_KEY]);
+            Py_DECREF(fields[C_VALUE]);
+            Py_DECREF(fields[C_HEADERS]);
+            status = -1;
+            goto failed;
+        }
+        Py_INCREF(topic);
+        fields[C_TOPIC] = topic;
+        Py_INCREF(partition);
+        fields[C_PARTITION] = partition;
+        Py_INCREF(timestamp_type);
+        fields[C_TIMESTAMP_TYPE] = timestamp_type;
+        Py_INCREF(epoch);
+        fields[C_LEADER_EPOCH] = epoch;
+        record = make_consumer_record(cls, direct, fields);
+        if (record == NULL) {
+            status = -1;
+            goto failed;
+        }
+        PyList_SET_ITEM(records, filled, record);
+        filled++;
+    }
+    if (p != limit) {
+        corrupt("record count does not match the batch length");
+        status = -1;
+        goto failed;
+    }
+    /* Records skipped by min_offset leave NULL slots at the end: shrink to the filled ones. */
+    Py_SET_SIZE(records, filled);
+    PyBuffer_Release(&view);
+
+    if (key_deserializer != NULL || value_deserializer != NULL) {
+        for (i = 0; i < filled; i++) {
+            if (deserialize_record(records, i, cls, direct, key_deserializer,
+                                   value_deserializer) < 0) {
+                Py_DECREF(records);
+                return NULL;
+            }
+        }
+    }
+    /* Records that hold only atomic objects stay untracked (as gc does for plain tuples). */
+    for (i = 0; i < filled; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i);
+        if (!PyObject_GC_IsTracked(record)
+            && (!constants_atomic || needs_tracking(PyTuple_GET_ITEM(record, C_KEY))
+                || needs_tracking(PyTuple_GET_ITEM(record, C_VALUE)))) {
+            PyObject_GC_Track(record);
+        }
+    }
+    PyObject_GC_Track(records);
+    return records;
+
+failed:
+    Py_SET_SIZE(records, filled);
+    Py_CLEAR(records);
+    if (status == NEEDS_PURE) {
+        records = Py_None;
+        Py_INCREF(records);
+    }
+    else {
+        wrap_decode_error(base_offset);
     }
 done:
     PyBuffer_Release(&view);
@@ -940,6 +1343,8 @@ setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "Decode the records of an uncompressed v2 batch body (see _pure_v2._decode_records)."},
+    {"decode_consumer_records", (PyCFunction)(void (*)(void))decode_consumer_records,
+     METH_FASTCALL, "Decode the records of an uncompressed v2 batch body as consumer records."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
     {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,

@@ -1,5 +1,8 @@
 """Type stub of the C extension built from _crecords.c."""
 
+from collections.abc import Callable
+from typing import Any
+
 from aiokafkawire.protocol.records._types import Buffer, Headers, Record
 
 def decode_records(
@@ -14,6 +17,24 @@ def decode_records(
     record_cls: type[Record],
     /,
 ) -> list[Record] | None: ...
+def decode_consumer_records(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    record_cls: type[Any],
+    topic: str,
+    partition: int,
+    timestamp_type: int,
+    leader_epoch: int | None,
+    min_offset: int,
+    key_deserializer: Callable[[bytes | None], Any] | None,
+    value_deserializer: Callable[[bytes | None], Any] | None,
+    /,
+) -> list[Any] | None: ...
 def encode_record(
     buffer: bytearray,
     offset_delta: int,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from crc32c import crc32c
 
@@ -360,6 +361,74 @@ class RecordBatch:
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
 
+    def consumer_records(
+        self,
+        record_cls: type[Any],
+        topic: str,
+        partition: int,
+        min_offset: int,
+        key_deserializer: Callable[[bytes | None], Any] | None = None,
+        value_deserializer: Callable[[bytes | None], Any] | None = None,
+    ) -> list[Any]:
+        """The batch's records as the consumer hands them out (from ``min_offset`` on).
+
+        When the batch starts before ``min_offset`` (the first batch of a fetch), its records
+        before ``min_offset`` are left out.
+
+        Each is ``tuple.__new__(record_cls, (topic, partition, offset, timestamp,
+        timestamp_type, key, value, headers, leader_epoch))``: ``timestamp_type`` a plain int,
+        ``headers`` a tuple of pairs, ``leader_epoch`` None when the batch has none; key and
+        value go through the deserializers (in record order, key first) once the whole batch
+        decoded.  A control batch has none.
+        """
+        attributes = self.attributes
+        if attributes & ATTR_CONTROL:
+            return []
+        records = self.records()
+        if self.base_offset < min_offset:
+            records = [r for r in records if r.offset >= min_offset]
+        epoch = self.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        timestamp_type = 1 if attributes & ATTR_TIMESTAMP_TYPE else 0
+        new = tuple.__new__
+        if key_deserializer is None and value_deserializer is None:
+            return [
+                new(
+                    record_cls,
+                    (
+                        topic,
+                        partition,
+                        r.offset,
+                        r.timestamp,
+                        timestamp_type,
+                        r.key,
+                        r.value,
+                        tuple(r.headers) if r.headers else (),
+                        leader_epoch,
+                    ),
+                )
+                for r in records
+            ]
+        kd = key_deserializer or _identity
+        vd = value_deserializer or _identity
+        return [
+            new(
+                record_cls,
+                (
+                    topic,
+                    partition,
+                    r.offset,
+                    r.timestamp,
+                    timestamp_type,
+                    kd(r.key),
+                    vd(r.value),
+                    tuple(r.headers) if r.headers else (),
+                    leader_epoch,
+                ),
+            )
+            for r in records
+        ]
+
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
 
@@ -372,6 +441,10 @@ class RecordBatch:
             f"records={self.record_count}, compression={self.compression_type.name}, "
             f"transactional={self.is_transactional}, control={self.is_control})"
         )
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _now_ms() -> int:
