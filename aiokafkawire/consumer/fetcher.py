@@ -1042,36 +1042,22 @@ class Fetcher:
                     continue
             else:
                 epoch = None
-            records = batch.records()
-            if batch.base_offset < fetch_offset:
-                # Only the first batch of a response can start before the fetch offset.
-                records = [r for r in records if r.offset >= fetch_offset]
-            if not records:
-                pass
-            elif batch.magic == 2 and key_deserializer is None and value_deserializer is None:
-                # Every field atomic (plain ints, bytes, tuples): the tuples are untracked by the
-                # garbage collector at its first pass, which keeps collections cheap.
-                timestamp_type = int(batch.timestamp_type)
-                out.extend(
-                    [
-                        new(
-                            make,
-                            (
-                                topic,
-                                partition,
-                                r.offset,
-                                r.timestamp,
-                                timestamp_type,
-                                r.key,
-                                r.value,
-                                tuple(r.headers) if r.headers else _NO_HEADERS,
-                                epoch,
-                            ),
-                        )
-                        for r in records
-                    ]
+            if batch.magic == 2:
+                # One call per batch: the records are built as ConsumerRecord tuples directly
+                # (in C when the accelerator is built), deserializers applied.
+                part = batch.consumer_records(
+                    make, topic, partition, fetch_offset, key_deserializer, value_deserializer
                 )
+                if part:
+                    if out:
+                        out.extend(part)
+                    else:
+                        out = part
             else:
+                records = batch.records()
+                if batch.base_offset < fetch_offset:
+                    # Only the first batch of a response can start before the fetch offset.
+                    records = [r for r in records if r.offset >= fetch_offset]
                 kd = key_deserializer or _identity
                 vd = value_deserializer or _identity
                 out.extend(
@@ -1087,7 +1073,7 @@ class Fetcher:
                                 kd(r.key),
                                 vd(r.value),
                                 tuple(r.headers) if r.headers else _NO_HEADERS,
-                                epoch,
+                                None,
                             ),
                         )
                         for r in records
