@@ -1,8 +1,9 @@
 """Optional C accelerators; all other metadata lives in pyproject.toml.
 
-The extensions ``aiokafkawire.protocol.records._crecords`` (record batches) and
-``aiokafkawire.producer._cmurmur2`` (keyed partitioning) are built when a C compiler and the
-Python headers are available.  If building it fails for any reason, installation still succeeds
+The extensions ``aiokafkawire.protocol.records._crecords`` (record batches),
+``aiokafkawire.producer._cmurmur2`` (keyed partitioning) and ``aiokafkawire.producer._cproducer``
+(the common case of ``Producer.send``) are built when a C compiler and the Python headers are
+available.  If building it fails for any reason, installation still succeeds
 and the pure-Python implementation is used.  ``AIOKAFKAWIRE_NO_EXTENSIONS=1`` skips the build.
 """
 
@@ -57,6 +58,13 @@ if not _no_extensions() and sys.implementation.name == "cpython":
         Extension(
             "aiokafkawire.producer._cmurmur2",
             sources=["aiokafkawire/producer/_cmurmur2.c"],
+            optional=True,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "aiokafkawire.producer._cproducer",
+            sources=["aiokafkawire/producer/_cproducer.c"],
             optional=True,
         )
     )

@@ -1,0 +1,373 @@
+/* The common case of Producer.send in one C call.
+ *
+ * FastSend(...).send(topic, value, key, partition, timestamp, headers) appends a keyed record
+ * (default partitioner, bytes key, bytes or None value, no explicit partition, timestamp or
+ * headers) to the open batch of its partition and returns its DeliveryHandle, exactly as the
+ * Python path of Producer.send does.  Whenever anything is not the plain case (send checks on,
+ * a fatal transaction error, an unknown topic or stale partition cache, an oversized record, no
+ * open batch, a full batch, ...) it returns None *before any side effect* and the caller takes
+ * the Python path, which stays complete and authoritative.  Errors raised by the operations
+ * both paths share (reading the metadata, the builder's append) propagate unchanged.
+ *
+ * DeliveryHandle and ProducerBatch are __slots__ classes: their slots are read and written at
+ * the offsets of their member descriptors, checked when the FastSend is made. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *producer;        /* for _send_checks and _cached_metadata, read on every call */
+    PyObject *batches;         /* dict: TopicPartition -> deque[ProducerBatch] */
+    PyObject *partition_cache; /* dict: topic -> (all partitions, available partitions) */
+    PyObject *cluster;         /* .metadata */
+    PyObject *txn;             /* .fatal */
+    PyObject *keyed;           /* partition_for_key(key, count) */
+    PyObject *clock;           /* time.time */
+    PyTypeObject *batch_type;  /* ProducerBatch */
+    PyTypeObject *handle_type; /* DeliveryHandle */
+    Py_ssize_t max_record_size;
+    Py_ssize_t overhead;
+    Py_ssize_t off_builder, off_closed, off_count;           /* ProducerBatch slots */
+    Py_ssize_t off_h_batch, off_h_index, off_h_timestamp;     /* DeliveryHandle slots */
+} FastSend;
+
+static PyObject *str_send_checks, *str_cached_metadata, *str_metadata, *str_fatal, *str_append;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* The offset of the writable object slot `name` defined by `type` itself, or -1 (error set). */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
+    if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", type->tp_name, name);
+        return -1;
+    }
+    return member->offset;
+}
+
+static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *producer, *batches, *partition_cache, *cluster, *txn, *keyed, *clock;
+    PyObject *batch_type, *handle_type;
+    Py_ssize_t max_record_size, overhead;
+    static char *kwlist[] = {"producer", "batches", "partition_cache", "cluster", "txn", "keyed",
+                             "clock", "batch_type", "handle_type", "max_record_size", "overhead",
+                             NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!OOOOO!O!nn:FastSend", kwlist, &producer,
+                                     &PyDict_Type, &batches, &PyDict_Type, &partition_cache,
+                                     &cluster, &txn, &keyed, &clock, &PyType_Type, &batch_type,
+                                     &PyType_Type, &handle_type, &max_record_size, &overhead))
+        return -1;
+    if (!PyCallable_Check(keyed) || !PyCallable_Check(clock)) {
+        PyErr_SetString(PyExc_TypeError, "keyed and clock must be callable");
+        return -1;
+    }
+    PyTypeObject *bt = (PyTypeObject *)batch_type, *ht = (PyTypeObject *)handle_type;
+    if (ht->tp_new != PyBaseObject_Type.tp_new || ht->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "handle_type must use object.__new__");
+        return -1;
+    }
+    Py_ssize_t off_builder = slot_offset(bt, "builder"), off_closed = slot_offset(bt, "closed"),
+               off_count = slot_offset(bt, "count");
+    Py_ssize_t off_h_batch = slot_offset(ht, "_batch"), off_h_index = slot_offset(ht, "_index"),
+               off_h_timestamp = slot_offset(ht, "_timestamp");
+    if (PyErr_Occurred())
+        return -1;
+    self->off_builder = off_builder;
+    self->off_closed = off_closed;
+    self->off_count = off_count;
+    self->off_h_batch = off_h_batch;
+    self->off_h_index = off_h_index;
+    self->off_h_timestamp = off_h_timestamp;
+    self->max_record_size = max_record_size;
+    self->overhead = overhead;
+    Py_INCREF(producer);
+    Py_XSETREF(self->producer, producer);
+    Py_INCREF(batches);
+    Py_XSETREF(self->batches, batches);
+    Py_INCREF(partition_cache);
+    Py_XSETREF(self->partition_cache, partition_cache);
+    Py_INCREF(cluster);
+    Py_XSETREF(self->cluster, cluster);
+    Py_INCREF(txn);
+    Py_XSETREF(self->txn, txn);
+    Py_INCREF(keyed);
+    Py_XSETREF(self->keyed, keyed);
+    Py_INCREF(clock);
+    Py_XSETREF(self->clock, clock);
+    Py_INCREF(batch_type);
+    Py_XSETREF(self->batch_type, bt);
+    Py_INCREF(handle_type);
+    Py_XSETREF(self->handle_type, ht);
+    return 0;
+}
+
+static int FastSend_traverse(FastSend *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->producer);
+    Py_VISIT(self->batches);
+    Py_VISIT(self->partition_cache);
+    Py_VISIT(self->cluster);
+    Py_VISIT(self->txn);
+    Py_VISIT(self->keyed);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->batch_type);
+    Py_VISIT(self->handle_type);
+    return 0;
+}
+
+static int FastSend_clear(FastSend *self)
+{
+    Py_CLEAR(self->producer);
+    Py_CLEAR(self->batches);
+    Py_CLEAR(self->partition_cache);
+    Py_CLEAR(self->cluster);
+    Py_CLEAR(self->txn);
+    Py_CLEAR(self->keyed);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->batch_type);
+    Py_CLEAR(self->handle_type);
+    return 0;
+}
+
+static void FastSend_dealloc(FastSend *self)
+{
+    PyObject_GC_UnTrack(self);
+    FastSend_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* 1: the object is truthy, 0: falsy, -1: error. */
+static int attr_is_true(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+#define SLOW_PATH() Py_RETURN_NONE
+
+static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "send(topic, value, key, partition, timestamp, headers)");
+        return NULL;
+    }
+    if (self->producer == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "FastSend is not initialized");
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1], *key = args[2];
+    if (args[3] != Py_None || args[4] != Py_None || args[5] != Py_None)
+        SLOW_PATH();
+    if (!PyBytes_CheckExact(key))
+        SLOW_PATH(); /* no key: the sticky choice is the partitioner's, in Python */
+    if (value != Py_None && !PyBytes_CheckExact(value))
+        SLOW_PATH();
+
+    int truth = attr_is_true(self->producer, str_send_checks);
+    if (truth != 0)
+        return truth < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+    PyObject *fatal = PyObject_GetAttr(self->txn, str_fatal);
+    if (fatal == NULL)
+        return NULL;
+    Py_DECREF(fatal);
+    if (fatal != Py_None)
+        SLOW_PATH();
+
+    Py_ssize_t size = self->overhead + PyBytes_GET_SIZE(key);
+    if (value != Py_None)
+        size += PyBytes_GET_SIZE(value);
+    if (size > self->max_record_size)
+        SLOW_PATH();
+
+    PyObject *metadata = PyObject_GetAttr(self->cluster, str_metadata);
+    if (metadata == NULL)
+        return NULL;
+    PyObject *cached_metadata = PyObject_GetAttr(self->producer, str_cached_metadata);
+    Py_DECREF(metadata);
+    if (cached_metadata == NULL)
+        return NULL;
+    Py_DECREF(cached_metadata);
+    if (metadata != cached_metadata)
+        SLOW_PATH(); /* the Python path resets the partition cache */
+
+    PyObject *cached = PyDict_GetItemWithError(self->partition_cache, topic); /* borrowed */
+    if (cached == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        SLOW_PATH();
+    }
+    if (!PyTuple_CheckExact(cached) || PyTuple_GET_SIZE(cached) != 2)
+        SLOW_PATH();
+    Py_ssize_t count = PyObject_Size(PyTuple_GET_ITEM(cached, 0));
+    if (count < 0)
+        return NULL;
+    PyObject *count_obj = PyLong_FromSsize_t(count);
+    if (count_obj == NULL)
+        return NULL;
+    PyObject *call_args[2] = {key, count_obj};
+    PyObject *partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
+    Py_DECREF(count_obj);
+    if (partition == NULL)
+        return NULL;
+
+    PyObject *tp = PyTuple_Pack(2, topic, partition);
+    Py_DECREF(partition);
+    if (tp == NULL)
+        return NULL;
+    PyObject *queue = PyDict_GetItemWithError(self->batches, tp); /* borrowed */
+    Py_DECREF(tp);
+    if (queue == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        SLOW_PATH();
+    }
+    Py_ssize_t queued = PyObject_Size(queue);
+    if (queued < 0)
+        return NULL;
+    if (queued == 0)
+        SLOW_PATH();
+    PyObject *batch = PySequence_GetItem(queue, queued - 1);
+    if (batch == NULL)
+        return NULL;
+    PyObject *result = NULL;
+    if (Py_TYPE(batch) != self->batch_type)
+        goto slow;
+    PyObject *closed = SLOT(batch, self->off_closed);
+    PyObject *index = SLOT(batch, self->off_count);
+    PyObject *builder = SLOT(batch, self->off_builder);
+    if (closed != Py_False || index == NULL || !PyLong_CheckExact(index) || builder == NULL ||
+        builder == Py_None)
+        goto slow;
+    Py_INCREF(index);
+    Py_INCREF(builder);
+
+    PyObject *now = PyObject_CallNoArgs(self->clock);
+    if (now == NULL)
+        goto error_index;
+    double now_s = PyFloat_AsDouble(now);
+    Py_DECREF(now);
+    if (now_s == -1.0 && PyErr_Occurred())
+        goto error_index;
+    PyObject *timestamp = PyLong_FromDouble(now_s * 1000.0); /* int(time() * 1000) */
+    if (timestamp == NULL)
+        goto error_index;
+
+    PyObject *append_args[5] = {builder, timestamp, key, value, Py_None};
+    PyObject *appended = PyObject_VectorcallMethod(
+        str_append, append_args, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (appended == NULL)
+        goto error_timestamp;
+    truth = PyObject_IsTrue(appended);
+    Py_DECREF(appended);
+    if (truth < 0)
+        goto error_timestamp;
+    if (truth == 0) {
+        /* The batch is full: nothing was appended; the Python path opens the next batch. */
+        Py_DECREF(timestamp);
+        Py_DECREF(builder);
+        Py_DECREF(index);
+        goto slow;
+    }
+    Py_DECREF(builder);
+
+    Py_ssize_t position = PyLong_AsSsize_t(index);
+    PyObject *next = position == -1 && PyErr_Occurred() ? NULL : PyLong_FromSsize_t(position + 1);
+    if (next == NULL) {
+        Py_DECREF(timestamp);
+        Py_DECREF(index);
+        goto done;
+    }
+    Py_XSETREF(SLOT(batch, self->off_count), next);
+
+    PyObject *handle = self->handle_type->tp_alloc(self->handle_type, 0);
+    if (handle == NULL) {
+        Py_DECREF(timestamp);
+        Py_DECREF(index);
+        goto done;
+    }
+    /* New references move into the handle's slots. */
+    Py_INCREF(batch);
+    SLOT(handle, self->off_h_batch) = batch;
+    SLOT(handle, self->off_h_index) = index;
+    SLOT(handle, self->off_h_timestamp) = timestamp;
+    result = handle;
+    goto done;
+
+error_timestamp:
+    Py_DECREF(timestamp);
+error_index:
+    Py_DECREF(builder);
+    Py_DECREF(index);
+    goto done;
+slow:
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_DECREF(batch);
+    return result;
+}
+
+static PyMethodDef FastSend_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))FastSend_send, METH_FASTCALL,
+     "send(topic, value, key, partition, timestamp, headers) -> DeliveryHandle, or None for "
+     "the Python path."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FastSend_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.FastSend",
+    .tp_basicsize = sizeof(FastSend),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The common case of Producer.send (see the module docstring).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)FastSend_init,
+    .tp_dealloc = (destructor)FastSend_dealloc,
+    .tp_traverse = (traverseproc)FastSend_traverse,
+    .tp_clear = (inquiry)FastSend_clear,
+    .tp_methods = FastSend_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "aiokafkawire.producer._cproducer",
+    "The producer's send fast path in C.", -1, NULL,
+};
+
+static PyObject *intern(const char *name)
+{
+    return PyUnicode_InternFromString(name);
+}
+
+PyMODINIT_FUNC PyInit__cproducer(void)
+{
+    if (str_send_checks == NULL) {
+        if ((str_send_checks = intern("_send_checks")) == NULL ||
+            (str_cached_metadata = intern("_cached_metadata")) == NULL ||
+            (str_metadata = intern("metadata")) == NULL || (str_fatal = intern("fatal")) == NULL ||
+            (str_append = intern("append")) == NULL)
+            return NULL;
+    }
+    if (PyType_Ready(&FastSend_Type) < 0)
+        return NULL;
+    PyObject *mod = PyModule_Create(&module);
+    if (mod == NULL)
+        return NULL;
+    Py_INCREF(&FastSend_Type);
+    if (PyModule_AddObject(mod, "FastSend", (PyObject *)&FastSend_Type) < 0) {
+        Py_DECREF(&FastSend_Type);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
