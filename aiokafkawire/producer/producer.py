@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from time import time as _wall_clock
@@ -55,6 +56,20 @@ _RECORD_OVERHEAD = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
 _HEADER_OVERHEAD = 10
 
 Serializer = Callable[[Any], bytes | None]
+
+
+def _compiled_fast_send() -> Any:
+    """The C ``FastSend`` type, unless missing or AIOKAFKAWIRE_PURE_PYTHON is set."""
+    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+        return None
+    try:
+        from aiokafkawire.producer._cproducer import FastSend
+    except ImportError:
+        return None
+    return FastSend
+
+
+_FastSend = _compiled_fast_send()
 
 
 def _parse_acks(acks: int | str) -> int:
@@ -198,6 +213,8 @@ class Producer:
             partition_for_key if type(self.partitioner) is DefaultPartitioner else None
         )
         self._send_checks = True
+        # The C fast path of send (see _install_fast_send); None: always the Python path.
+        self._fast_send: Callable[..., DeliveryHandle | None] | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -265,6 +282,7 @@ class Producer:
             raise
         self._started = True
         self._update_send_checks()
+        self._install_fast_send()
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
@@ -278,6 +296,7 @@ class Producer:
         self._closing = asyncio.get_running_loop().create_future()
         self._closed = True
         self._update_send_checks()
+        self._fast_send = None
         self._accumulator.close()
         try:
             if self._started and flush and self._sender is not None:
@@ -319,6 +338,13 @@ class Producer:
         :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
         ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``.
         """
+        fast_send = self._fast_send
+        if fast_send is not None:
+            # The common keyed case in one C call; None means "take the Python path below",
+            # which is complete on its own (the C code returns None before any side effect).
+            handle = fast_send(topic, value, key, partition, timestamp, headers)
+            if handle is not None:
+                return handle
         if self._send_checks:
             # Rare cases kept off the hot path: not started, closed, serializers, transactions.
             key, value = self._check_send(key, value)
@@ -395,6 +421,25 @@ class Producer:
         if self.value_serializer is not None:
             value = self.value_serializer(value)
         return key, value
+
+    def _install_fast_send(self, fast_send_type: Any = None) -> None:
+        """Use the C fast path of :meth:`send` for keyed records (default partitioner only)."""
+        fast_send_type = fast_send_type or _FastSend
+        if fast_send_type is None or self._keyed_partition is None:
+            return
+        self._fast_send = fast_send_type(
+            producer=self,
+            batches=self._batches,
+            partition_cache=self._partition_cache,
+            cluster=self._cluster,
+            txn=self._txn_state,
+            keyed=self._keyed_partition,
+            clock=_wall_clock,
+            batch_type=ProducerBatch,
+            handle_type=DeliveryHandle,
+            max_record_size=self._max_record_size,
+            overhead=_RECORD_OVERHEAD,
+        ).send
 
     def _update_send_checks(self) -> None:
         self._send_checks = (

@@ -1,0 +1,358 @@
+"""The C fast path of ``Producer.send`` (``_cproducer.FastSend``) against the Python path.
+
+Each scenario runs once with the fast path and once without it, on two topics of the same
+shape, with a fake clock: the batches' bytes, the handles, the metadata, and the errors must be
+the same.  Where the extension is built, the fast path is also
+tested over the pure-Python record builder (it is used whatever builder the batch holds), so
+the file means something with ``AIOKAFKAWIRE_PURE_PYTHON=1`` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _producer_helpers import unique_topic
+
+import aiokafkawire.producer.producer as producer_module
+from aiokafkawire import errors
+from aiokafkawire.producer import Producer
+from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
+from aiokafkawire.testing import MockCluster
+
+try:
+    from aiokafkawire.producer._cproducer import FastSend
+except ImportError:  # not built: only the Python path exists
+    FastSend = None
+
+needs_extension = pytest.mark.skipif(FastSend is None, reason="_cproducer is not built")
+PARTITIONS = 3
+
+
+class FakeClock:
+    """``time.time`` stand-in: one value per send, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self) -> None:
+        self.now += 0.0013
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(producer_module, "_wall_clock", fake)
+    return fake
+
+
+@pytest.fixture
+def payloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[int, bytes]]]:
+    """Every batch's bytes as encoded for a Produce request, by topic."""
+    seen: dict[str, list[tuple[int, bytes]]] = {}
+    encode = ProducerBatch.encode
+
+    def recording_encode(batch: ProducerBatch, *args: Any) -> bytes:
+        payload = encode(batch, *args)
+        seen.setdefault(batch.topic, []).append((batch.partition, payload))
+        return payload
+
+    monkeypatch.setattr(ProducerBatch, "encode", recording_encode)
+    return seen
+
+
+def _topic(mock_cluster: MockCluster) -> str:
+    name = unique_topic("fast")
+    mock_cluster.create_topic(name, partitions=PARTITIONS)
+    return name
+
+
+def _producer(mock_cluster: MockCluster, **options: Any) -> Producer:
+    settings: dict[str, Any] = {
+        "bootstrap_servers": mock_cluster.bootstrap_servers,
+        "acks": 1,
+        "linger_ms": 60_000,  # batches leave when full or flushed: the same batches each run
+        "batch_size": 600,
+    }
+    settings.update(options)
+    return Producer(**settings)
+
+
+async def _start(producer: Producer, fast: bool | str) -> None:
+    """Start ``producer`` with the fast path as asked: True (built one), False, or "forced"."""
+    await producer.start()
+    if fast is True and producer_module._FastSend is None:
+        assert producer._fast_send is None
+        await producer.close()
+        pytest.skip("AIOKAFKAWIRE_PURE_PYTHON is set: the fast path is off")
+    if fast == "forced":
+        producer._install_fast_send(FastSend)
+    elif not fast:
+        producer._fast_send = None
+    if fast:
+        assert producer._fast_send is not None
+
+
+def _modes() -> Iterator[Any]:
+    yield pytest.param(True, marks=needs_extension, id="fast")
+    yield pytest.param("forced", marks=needs_extension, id="fast-over-any-builder")
+
+
+def _records() -> Iterator[tuple[Any, Any, dict[str, Any]]]:
+    """(value, key, options) of a varied workload; the fast path takes most of them."""
+    for i in range(400):
+        key: Any = b"key-%d" % (i % 23)
+        value: Any = b"v%d-" % i + b"x" * (i % 70)
+        options: dict[str, Any] = {}
+        if i % 13 == 0:
+            value = None  # a tombstone
+        if i % 31 == 0:
+            key = bytearray(key)  # not bytes: the Python path
+        if i % 37 == 0:
+            options["headers"] = [("h", b"1"), ("n", None)]
+        if i % 41 == 0:
+            options["partition"] = i % PARTITIONS
+        if i % 43 == 0:
+            options["timestamp"] = 1_600_000_000_000 + i
+        if i % 47 == 0:
+            value = memoryview(b"mv" * 10)
+        yield value, key, options
+
+
+async def _scenario(
+    producer: Producer, topic: str, clock: FakeClock
+) -> tuple[list[tuple[str, int, str]], list[tuple[int, int, int]]]:
+    handles = []
+    for value, key, options in _records():
+        handle = await producer.send(topic, value, key, **options)
+        handles.append(handle)
+        clock.tick()
+    # (Whether a handle is done yet depends on the network's timing: its repr without that.)
+    described = [
+        (type(h).__name__, h.partition, repr(h).replace(topic, "T").rsplit(" ", 1)[0])
+        for h in handles
+    ]
+    await producer.flush()
+    assert producer.buffered_bytes == 0
+    metadata = []
+    for handle in handles:
+        assert handle.done() and handle.exception() is None
+        result = await handle
+        assert result == handle.result() and result.topic == topic == handle.topic
+        metadata.append((result.partition, result.offset, result.timestamp))
+    return described, metadata
+
+
+@pytest.mark.parametrize("fast", list(_modes()))
+async def test_same_batches_handles_and_metadata(
+    mock_cluster: MockCluster,
+    clock: FakeClock,
+    payloads: dict[str, list[tuple[int, bytes]]],
+    fast: bool | str,
+) -> None:
+    results = []
+    topics = []
+    for use_fast in (False, fast):
+        clock.now = 1_700_000_000.0
+        topic = _topic(mock_cluster)
+        topics.append(topic)
+        async with _producer(mock_cluster) as producer:
+            await producer.partitions_for(topic)
+            await _start(producer, use_fast)
+            calls = _count_fast_calls(producer)
+            results.append(await _scenario(producer, topic, clock))
+            if use_fast:
+                assert calls["handles"] > 250  # most records took the fast path
+    assert results[0] == results[1]
+    python_batches, fast_batches = (payloads[t] for t in topics)
+    assert len(python_batches) > 10  # batches filled up and moved on, in both runs
+    for partition in range(PARTITIONS):  # the same batches, in the same order, per partition
+        assert [b for p, b in python_batches if p == partition] == [
+            b for p, b in fast_batches if p == partition
+        ]
+
+
+def _count_fast_calls(producer: Producer) -> dict[str, int]:
+    calls = {"handles": 0, "python": 0}
+    fast_send = producer._fast_send
+    if fast_send is None:
+        return calls
+
+    def counting(*args: Any) -> DeliveryHandle | None:
+        assert fast_send is not None
+        handle = fast_send(*args)
+        calls["handles" if handle is not None else "python"] += 1
+        return handle
+
+    producer._fast_send = counting
+    return calls
+
+
+@pytest.mark.parametrize("fast", [False, *_modes()])
+async def test_same_errors(mock_cluster: MockCluster, fast: bool | str) -> None:
+    topic = _topic(mock_cluster)
+    producer = _producer(mock_cluster, max_request_size=2_000)
+    with pytest.raises(errors.IllegalStateError):
+        await producer.send(topic, b"x", b"k")
+    await _start(producer, fast)
+    await producer.send(topic, b"first", b"k")  # the partition has an open batch
+    with pytest.raises(errors.RecordTooLargeError, match="max_request_size"):
+        await producer.send(topic, b"x" * 2_000, b"k")
+    with pytest.raises(errors.ConfigError, match="partitions"):
+        await producer.send(topic, b"x", b"k", partition=PARTITIONS)
+    fatal = errors.ProducerFencedClientError("fenced")
+    txn = producer._txn_state
+    txn.fatal = fatal
+    try:
+        with pytest.raises(errors.ProducerFencedClientError):
+            await producer.send(topic, b"x", b"k")
+    finally:
+        txn.fatal = None
+    handle = await producer.send(topic, b"after", b"k")
+    await producer.close()
+    assert (await handle).offset == 1
+    with pytest.raises(errors.ClientClosedError):
+        await producer.send(topic, b"x", b"k")
+    assert producer._fast_send is None
+
+
+@needs_extension
+@pytest.mark.parametrize("fast", [True, "forced"])
+async def test_fast_send_declines_before_any_side_effect(
+    mock_cluster: MockCluster, clock: FakeClock, fast: bool | str
+) -> None:
+    topic = _topic(mock_cluster)
+    async with _producer(mock_cluster, batch_size=200) as producer:
+        await _start(producer, fast)
+        fast_send = producer._fast_send
+        assert fast_send is not None
+        key = b"some-key"
+
+        def attempt(value: Any = b"v", key: Any = key, *extra: Any) -> DeliveryHandle | None:
+            assert fast_send is not None
+            return fast_send(topic, value, key, *(extra or (None, None, None)))
+
+        await producer.partitions_for(topic)
+        assert attempt() is None  # the partition cache is not filled yet
+        first = await producer.send(topic, b"v", key)
+        batch = first._batch
+        assert (batch.count, first._index) == (1, 0)
+
+        handle = attempt()
+        assert type(handle) is DeliveryHandle
+        assert handle._batch is batch and handle._index == 1
+        assert handle._timestamp == int(clock.now * 1000)
+        assert handle.topic == topic and handle.partition == first.partition
+        assert repr(handle) == f"<DeliveryHandle {topic}-{first.partition} #1 pending>"
+        assert batch.count == 2
+
+        declined: list[tuple[Any, ...]] = [
+            (None, key),  # a tombstone is fine, but:
+            (b"v", None),  # no key: the partitioner's sticky choice
+            (b"v", bytearray(key)),
+            (bytearray(b"v"), key),
+            (b"v", key, 0, None, None),
+            (b"v", key, None, 5, None),
+            (b"v", key, None, None, []),
+            (b"x" * 2_000_000, key),  # too large: the Python path raises
+            (b"x" * 300, key),  # does not fit the batch: the Python path opens the next
+        ]
+        count = batch.count
+        for args in declined[1:]:
+            assert attempt(*args) is None, args
+            assert batch.count == count and not batch.full
+        assert attempt(*declined[0]) is not None
+
+        count = batch.count
+        producer._cached_metadata = object()  # new metadata: the Python path resets the cache
+        assert attempt() is None and batch.count == count
+        await producer.send(topic, b"v", key)
+        assert attempt() is not None
+        producer._txn_state.fatal = errors.ProducerFencedClientError("fenced")
+        assert attempt() is None
+        producer._txn_state.fatal = None
+        batch.closed = True
+        assert attempt() is None and batch.count == count + 2
+        batch.closed = False
+        producer._send_checks = True
+        assert attempt() is None
+        producer._update_send_checks()
+        assert attempt() is not None
+
+
+@needs_extension
+async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> None:
+    assert FastSend is not None
+    with pytest.raises(TypeError):
+        FastSend()
+    topic = _topic(mock_cluster)
+
+    class NotSlotted:
+        pass
+
+    async with _producer(mock_cluster, batch_size=100_000) as producer:
+        base: dict[str, Any] = {
+            "producer": producer,
+            "batches": producer._batches,
+            "partition_cache": producer._partition_cache,
+            "cluster": producer._cluster,
+            "txn": producer._txn_state,
+            "keyed": producer._keyed_partition,
+            "clock": producer_module._wall_clock,
+            "batch_type": ProducerBatch,
+            "handle_type": DeliveryHandle,
+            "max_record_size": producer._max_record_size,
+            "overhead": producer_module._RECORD_OVERHEAD,
+        }
+        for bad in ({"handle_type": NotSlotted}, {"batch_type": NotSlotted}, {"keyed": 3}):
+            with pytest.raises(TypeError):
+                FastSend(**{**base, **bad})
+        fast = FastSend(**base)
+        with pytest.raises(TypeError):
+            fast.send(topic, b"v", b"k")
+        await producer.partitions_for(topic)
+        await producer.send(topic, b"v", b"k")  # fills the partition cache, opens a batch
+
+        def boom(key: bytes, count: int) -> int:
+            raise ZeroDivisionError("from the partitioner")
+
+        with pytest.raises(ZeroDivisionError, match="from the partitioner"):
+            FastSend(**{**base, "keyed": boom}).send(topic, b"v", b"k", None, None, None)
+
+        value = b"a value that is not shared with anything else %d" % id(producer)
+        before = sys.getrefcount(value)
+        handles = [fast.send(topic, value, b"k", None, None, None) for _ in range(100)]
+        assert all(type(h) is DeliveryHandle for h in handles)
+        assert sys.getrefcount(value) == before  # the builder copies, keeps no reference
+        del handles
+        gc.collect()
+        producer._fast_send = None
+    del fast
+    gc.collect()
+
+
+@pytest.mark.parametrize("fast", [False, *_modes()])
+async def test_handle_callbacks_and_failures(mock_cluster: MockCluster, fast: bool | str) -> None:
+    topic = _topic(mock_cluster)
+    producer = _producer(mock_cluster)
+    await _start(producer, fast)
+    handle = await producer.send(topic, b"v", b"k")
+    seen: list[DeliveryHandle] = []
+    handle.add_done_callback(seen.append)
+    assert not handle.done()
+    with pytest.raises(asyncio.InvalidStateError):
+        handle.result()
+    await producer.close(flush=False)
+    for _ in range(3):
+        await asyncio.sleep(0)  # done callbacks run from the event loop
+    assert seen == [handle] and handle.done()
+    assert isinstance(handle.exception(), errors.ClientClosedError)
+    with pytest.raises(errors.ClientClosedError):
+        await handle
