@@ -1,9 +1,10 @@
 /* The common case of Producer.send in one C call.
  *
- * FastSend(...).send(topic, value, key, partition, timestamp, headers) appends a keyed record
- * (default partitioner, bytes key, bytes or None value, no explicit partition, timestamp or
+ * FastSend(...).send(topic, value, key, partition, timestamp, headers) appends a record
+ * (default partitioner, bytes or None key and value, no explicit partition, timestamp or
  * headers) to the open batch of its partition and returns its DeliveryHandle, exactly as the
- * Python path of Producer.send does.  Whenever anything is not the plain case (send checks on,
+ * Python path of Producer.send does.  A keyless record goes to the topic's current sticky
+ * partition, read from the partitioner's table (never chosen here: none yet is a decline).  Whenever anything is not the plain case (send checks on,
  * a fatal transaction error, an unknown topic or stale partition cache, an oversized record, no
  * open batch, a full batch, ...) it returns None *before any side effect* and the caller takes
  * the Python path, which stays complete and authoritative.  Errors raised by the operations
@@ -23,6 +24,7 @@ typedef struct {
     PyObject *cluster;         /* .metadata */
     PyObject *txn;             /* .fatal */
     PyObject *keyed;           /* partition_for_key(key, count) */
+    PyObject *sticky;          /* dict: topic -> the sticky partition of keyless records */
     PyObject *clock;           /* time.time */
     PyTypeObject *batch_type;  /* ProducerBatch */
     PyTypeObject *handle_type; /* DeliveryHandle */
@@ -54,16 +56,18 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
 
 static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
 {
-    PyObject *producer, *batches, *partition_cache, *cluster, *txn, *keyed, *clock;
+    PyObject *producer, *batches, *partition_cache, *cluster, *txn, *keyed, *sticky, *clock;
     PyObject *batch_type, *handle_type;
     Py_ssize_t max_record_size, overhead;
-    static char *kwlist[] = {"producer", "batches", "partition_cache", "cluster", "txn", "keyed",
-                             "clock", "batch_type", "handle_type", "max_record_size", "overhead",
+    static char *kwlist[] = {"producer",   "batches",     "partition_cache", "cluster",
+                             "txn",        "keyed",       "sticky",          "clock",
+                             "batch_type", "handle_type", "max_record_size", "overhead",
                              NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!OOOOO!O!nn:FastSend", kwlist, &producer,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!OOOO!OO!O!nn:FastSend", kwlist, &producer,
                                      &PyDict_Type, &batches, &PyDict_Type, &partition_cache,
-                                     &cluster, &txn, &keyed, &clock, &PyType_Type, &batch_type,
-                                     &PyType_Type, &handle_type, &max_record_size, &overhead))
+                                     &cluster, &txn, &keyed, &PyDict_Type, &sticky, &clock,
+                                     &PyType_Type, &batch_type, &PyType_Type, &handle_type,
+                                     &max_record_size, &overhead))
         return -1;
     if (!PyCallable_Check(keyed) || !PyCallable_Check(clock)) {
         PyErr_SetString(PyExc_TypeError, "keyed and clock must be callable");
@@ -100,6 +104,8 @@ static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->txn, txn);
     Py_INCREF(keyed);
     Py_XSETREF(self->keyed, keyed);
+    Py_INCREF(sticky);
+    Py_XSETREF(self->sticky, sticky);
     Py_INCREF(clock);
     Py_XSETREF(self->clock, clock);
     Py_INCREF(batch_type);
@@ -117,6 +123,7 @@ static int FastSend_traverse(FastSend *self, visitproc visit, void *arg)
     Py_VISIT(self->cluster);
     Py_VISIT(self->txn);
     Py_VISIT(self->keyed);
+    Py_VISIT(self->sticky);
     Py_VISIT(self->clock);
     Py_VISIT(self->batch_type);
     Py_VISIT(self->handle_type);
@@ -131,6 +138,7 @@ static int FastSend_clear(FastSend *self)
     Py_CLEAR(self->cluster);
     Py_CLEAR(self->txn);
     Py_CLEAR(self->keyed);
+    Py_CLEAR(self->sticky);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->batch_type);
     Py_CLEAR(self->handle_type);
@@ -170,8 +178,8 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     PyObject *topic = args[0], *value = args[1], *key = args[2];
     if (args[3] != Py_None || args[4] != Py_None || args[5] != Py_None)
         SLOW_PATH();
-    if (!PyBytes_CheckExact(key))
-        SLOW_PATH(); /* no key: the sticky choice is the partitioner's, in Python */
+    if (key != Py_None && !PyBytes_CheckExact(key))
+        SLOW_PATH();
     if (value != Py_None && !PyBytes_CheckExact(value))
         SLOW_PATH();
 
@@ -185,7 +193,9 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     if (fatal != Py_None)
         SLOW_PATH();
 
-    Py_ssize_t size = self->overhead + PyBytes_GET_SIZE(key);
+    Py_ssize_t size = self->overhead;
+    if (key != Py_None)
+        size += PyBytes_GET_SIZE(key);
     if (value != Py_None)
         size += PyBytes_GET_SIZE(value);
     if (size > self->max_record_size)
@@ -213,14 +223,36 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t count = PyObject_Size(PyTuple_GET_ITEM(cached, 0));
     if (count < 0)
         return NULL;
-    PyObject *count_obj = PyLong_FromSsize_t(count);
-    if (count_obj == NULL)
-        return NULL;
-    PyObject *call_args[2] = {key, count_obj};
-    PyObject *partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
-    Py_DECREF(count_obj);
-    if (partition == NULL)
-        return NULL;
+    PyObject *partition;
+    if (key == Py_None) {
+        /* The partitioner's sticky partition, as long as it has one that is still valid. */
+        partition = PyDict_GetItemWithError(self->sticky, topic); /* borrowed */
+        if (partition == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            SLOW_PATH(); /* none yet: the partitioner chooses one, in Python */
+        }
+        if (!PyLong_CheckExact(partition))
+            SLOW_PATH();
+        Py_ssize_t current = PyLong_AsSsize_t(partition);
+        if (current == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            SLOW_PATH();
+        }
+        if (current < 0 || current >= count)
+            SLOW_PATH();
+        Py_INCREF(partition);
+    }
+    else {
+        PyObject *count_obj = PyLong_FromSsize_t(count);
+        if (count_obj == NULL)
+            return NULL;
+        PyObject *call_args[2] = {key, count_obj};
+        partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
+        Py_DECREF(count_obj);
+        if (partition == NULL)
+            return NULL;
+    }
 
     PyObject *tp = PyTuple_Pack(2, topic, partition);
     Py_DECREF(partition);

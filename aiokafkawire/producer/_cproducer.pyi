@@ -6,7 +6,7 @@ from typing import Any
 from aiokafkawire.producer._batch import DeliveryHandle
 
 class FastSend:
-    """The common keyed case of ``Producer.send``; ``send`` returns None for the Python path."""
+    """The common case of ``Producer.send``; ``send`` returns None for the Python path."""
 
     def __init__(
         self,
@@ -16,6 +16,7 @@ class FastSend:
         cluster: Any,
         txn: Any,
         keyed: Callable[[bytes, int], int],
+        sticky: dict[str, int],
         clock: Callable[[], float],
         batch_type: type,
         handle_type: type,

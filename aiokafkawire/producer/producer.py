@@ -340,7 +340,7 @@ class Producer:
         """
         fast_send = self._fast_send
         if fast_send is not None:
-            # The common keyed case in one C call; None means "take the Python path below",
+            # The common case in one C call; None means "take the Python path below",
             # which is complete on its own (the C code returns None before any side effect).
             handle = fast_send(topic, value, key, partition, timestamp, headers)
             if handle is not None:
@@ -423,9 +423,10 @@ class Producer:
         return key, value
 
     def _install_fast_send(self, fast_send_type: Any = None) -> None:
-        """Use the C fast path of :meth:`send` for keyed records (default partitioner only)."""
+        """Use the C fast path of :meth:`send` (default partitioner only)."""
         fast_send_type = fast_send_type or _FastSend
-        if fast_send_type is None or self._keyed_partition is None:
+        partitioner = self.partitioner
+        if fast_send_type is None or type(partitioner) is not DefaultPartitioner:
             return
         self._fast_send = fast_send_type(
             producer=self,
@@ -433,7 +434,9 @@ class Producer:
             partition_cache=self._partition_cache,
             cluster=self._cluster,
             txn=self._txn_state,
-            keyed=self._keyed_partition,
+            keyed=partition_for_key,
+            # Keyless records go to the sticky partition the partitioner chose (read only).
+            sticky=partitioner._sticky._current,
             clock=_wall_clock,
             batch_type=ProducerBatch,
             handle_type=DeliveryHandle,

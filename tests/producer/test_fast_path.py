@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ import aiokafkawire.producer.producer as producer_module
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
+from aiokafkawire.producer.partitioner import DefaultPartitioner, partition_for_key
 from aiokafkawire.testing import MockCluster
 
 try:
@@ -80,6 +82,8 @@ def _producer(mock_cluster: MockCluster, **options: Any) -> Producer:
         "acks": 1,
         "linger_ms": 60_000,  # batches leave when full or flushed: the same batches each run
         "batch_size": 600,
+        # Seeded: keyless records take the same sticky partitions in every run.
+        "partitioner": DefaultPartitioner(rng=random.Random(42)),
     }
     settings.update(options)
     return Producer(**settings)
@@ -113,8 +117,10 @@ def _records() -> Iterator[tuple[Any, Any, dict[str, Any]]]:
         options: dict[str, Any] = {}
         if i % 13 == 0:
             value = None  # a tombstone
+        if i % 5 == 0:
+            key = None  # the sticky partition
         if i % 31 == 0:
-            key = bytearray(key)  # not bytes: the Python path
+            key = bytearray(b"k%d" % i)  # not bytes: the Python path
         if i % 37 == 0:
             options["headers"] = [("h", b"1"), ("n", None)]
         if i % 41 == 0:
@@ -255,7 +261,7 @@ async def test_fast_send_declines_before_any_side_effect(
 
         declined: list[tuple[Any, ...]] = [
             (None, key),  # a tombstone is fine, but:
-            (b"v", None),  # no key: the partitioner's sticky choice
+            (b"v", None),  # no key, and no sticky partition chosen yet
             (b"v", bytearray(key)),
             (bytearray(b"v"), key),
             (b"v", key, 0, None, None),
@@ -269,6 +275,13 @@ async def test_fast_send_declines_before_any_side_effect(
             assert attempt(*args) is None, args
             assert batch.count == count and not batch.full
         assert attempt(*declined[0]) is not None
+        keyless = await producer.send(topic, b"v")  # the partitioner chooses a sticky partition
+        handle = attempt(b"v", None)
+        assert handle is not None and handle.partition == keyless.partition
+        sticky = producer.partitioner._sticky._current  # type: ignore[attr-defined]
+        sticky[topic] = PARTITIONS  # out of range (a shrunk topic): the partitioner chooses again
+        assert attempt(b"v", None) is None
+        sticky[topic] = keyless.partition
 
         count = batch.count
         producer._cached_metadata = object()  # new metadata: the Python path resets the cache
@@ -304,14 +317,20 @@ async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> Non
             "partition_cache": producer._partition_cache,
             "cluster": producer._cluster,
             "txn": producer._txn_state,
-            "keyed": producer._keyed_partition,
+            "keyed": partition_for_key,
+            "sticky": {},
             "clock": producer_module._wall_clock,
             "batch_type": ProducerBatch,
             "handle_type": DeliveryHandle,
             "max_record_size": producer._max_record_size,
             "overhead": producer_module._RECORD_OVERHEAD,
         }
-        for bad in ({"handle_type": NotSlotted}, {"batch_type": NotSlotted}, {"keyed": 3}):
+        for bad in (
+            {"handle_type": NotSlotted},
+            {"batch_type": NotSlotted},
+            {"keyed": 3},
+            {"sticky": None},
+        ):
             with pytest.raises(TypeError):
                 FastSend(**{**base, **bad})
         fast = FastSend(**base)
@@ -356,3 +375,15 @@ async def test_handle_callbacks_and_failures(mock_cluster: MockCluster, fast: bo
     assert isinstance(handle.exception(), errors.ClientClosedError)
     with pytest.raises(errors.ClientClosedError):
         await handle
+
+
+@pytest.mark.parametrize("partitioner", ["round_robin", "uniform_sticky", lambda k, a, v: a[0]])
+async def test_only_the_default_partitioner_takes_the_fast_path(
+    mock_cluster: MockCluster, partitioner: Any
+) -> None:
+    topic = _topic(mock_cluster)
+    async with _producer(mock_cluster, partitioner=partitioner) as producer:
+        assert producer._fast_send is None
+        await producer.send(topic, b"v", b"k")
+    async with _producer(mock_cluster) as producer:
+        assert (producer._fast_send is None) is (producer_module._FastSend is None)
