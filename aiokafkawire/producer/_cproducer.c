@@ -15,6 +15,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <stdint.h>
+#include <time.h>
+
+#if defined(CLOCK_REALTIME) && !defined(_WIN32)
+#define HAVE_DIRECT_CLOCK 1
+#else
+#define HAVE_DIRECT_CLOCK 0
+#endif
 
 typedef struct {
     PyObject_HEAD
@@ -28,6 +36,7 @@ typedef struct {
     PyObject *clock;           /* time.time */
     PyTypeObject *batch_type;  /* ProducerBatch */
     PyTypeObject *handle_type; /* DeliveryHandle */
+    int direct_clock;          /* clock is time.time: read the system clock here */
     Py_ssize_t max_record_size;
     Py_ssize_t overhead;
     Py_ssize_t off_builder, off_closed, off_count;           /* ProducerBatch slots */
@@ -84,6 +93,19 @@ static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
                off_h_timestamp = slot_offset(ht, "_timestamp");
     if (PyErr_Occurred())
         return -1;
+    int direct_clock = 0;
+#if HAVE_DIRECT_CLOCK
+    PyObject *time_module = PyImport_ImportModule("time");
+    if (time_module == NULL)
+        return -1;
+    PyObject *time_time = PyObject_GetAttrString(time_module, "time");
+    Py_DECREF(time_module);
+    if (time_time == NULL)
+        return -1;
+    direct_clock = clock == time_time;
+    Py_DECREF(time_time);
+#endif
+    self->direct_clock = direct_clock;
     self->off_builder = off_builder;
     self->off_closed = off_closed;
     self->off_count = off_count;
@@ -151,6 +173,30 @@ static void FastSend_dealloc(FastSend *self)
     FastSend_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
+
+#if HAVE_DIRECT_CLOCK
+/* time.time() as CPython computes it on POSIX: CLOCK_REALTIME in integer nanoseconds, then
+ * _PyTime_AsSecondsDouble (whole seconds converted exactly, else nanoseconds / 1e9).  Returns -1.0
+ * with an exception set if the clock cannot be read. */
+static double wall_clock_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1.0;
+    }
+    int64_t t = (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+    volatile double d;
+    if (t % 1000000000 == 0) {
+        d = (double)(t / 1000000000);
+    }
+    else {
+        d = (double)t;
+        d /= 1e9;
+    }
+    return d;
+}
+#endif
 
 /* 1: the object is truthy, 0: falsy, -1: error. */
 static int attr_is_true(PyObject *obj, PyObject *name)
@@ -285,11 +331,19 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     Py_INCREF(index);
     Py_INCREF(builder);
 
-    PyObject *now = PyObject_CallNoArgs(self->clock);
-    if (now == NULL)
-        goto error_index;
-    double now_s = PyFloat_AsDouble(now);
-    Py_DECREF(now);
+    double now_s;
+#if HAVE_DIRECT_CLOCK
+    if (self->direct_clock)
+        now_s = wall_clock_seconds();
+    else
+#endif
+    {
+        PyObject *now = PyObject_CallNoArgs(self->clock);
+        if (now == NULL)
+            goto error_index;
+        now_s = PyFloat_AsDouble(now);
+        Py_DECREF(now);
+    }
     if (now_s == -1.0 && PyErr_Occurred())
         goto error_index;
     PyObject *timestamp = PyLong_FromDouble(now_s * 1000.0); /* int(time() * 1000) */

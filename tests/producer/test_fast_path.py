@@ -13,6 +13,7 @@ import asyncio
 import gc
 import random
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -344,6 +345,15 @@ async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> Non
 
         with pytest.raises(ZeroDivisionError, match="from the partitioner"):
             FastSend(**{**base, "keyed": boom}).send(topic, b"v", b"k", None, None, None)
+
+        # With the real clock (time.time), the C code reads the system clock itself.
+        assert base["clock"] is time.time
+        for _ in range(1000):
+            earliest = int(time.time() * 1000)
+            handle = fast.send(topic, b"v", b"k", None, None, None)
+            latest = int(time.time() * 1000)
+            assert handle is not None and earliest <= handle._timestamp <= latest
+        del handle
 
         value = b"a value that is not shared with anything else %d" % id(producer)
         before = sys.getrefcount(value)
