@@ -18,6 +18,7 @@ import asyncio
 import gc
 import heapq
 import logging
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -1084,8 +1085,41 @@ class Fetcher:
         return out, next_offset, last_epoch
 
 
+_BATCH_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+_V2_HEADER_START = struct.Struct(">qiibIhi")  # ... magic, crc, attributes, lastOffsetDelta
+_V2_MIN_LENGTH = 49  # a v2 batch header is 61 bytes; batchLength excludes the first 12
+
+
 def _next_offset(raw: bytes, fetch_offset: int) -> int:
-    """The offset after the last whole batch in ``raw`` (headers only, nothing decoded)."""
+    """The offset after the last whole batch in ``raw`` (headers only, nothing decoded).
+
+    Reads the v2 batch headers in place; anything else (legacy message sets, malformed
+    headers) goes to :func:`_next_offset_of_batches`, which raises what decoding would raise.
+    """
+    next_offset = fetch_offset
+    pos = 0
+    total = len(raw)
+    prefix = _BATCH_PREFIX.unpack_from
+    header = _V2_HEADER_START.unpack_from
+    while total - pos >= 12:
+        size = prefix(raw, pos)[1]
+        if size < _V2_MIN_LENGTH:
+            return _next_offset_of_batches(raw, fetch_offset)
+        end = pos + 12 + size
+        if end > total:
+            break  # partial trailing batch
+        if raw[pos + 16] != 2:
+            return _next_offset_of_batches(raw, fetch_offset)
+        base, _, _, _, _, _, last_delta = header(raw, pos)
+        last = base + last_delta
+        if last >= fetch_offset and last + 1 > next_offset:
+            next_offset = last + 1
+        pos = end
+    return next_offset
+
+
+def _next_offset_of_batches(raw: bytes, fetch_offset: int) -> int:
+    """:func:`_next_offset` through the records package (any magic)."""
     next_offset = fetch_offset
     for batch in iter_batches(raw, check_crcs=False):
         if batch.last_offset >= fetch_offset:

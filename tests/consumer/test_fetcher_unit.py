@@ -84,3 +84,42 @@ def test_drain_hands_out_in_order_and_positions_follow() -> None:
     # Data fetched for an old version of the position is ignored.
     stale = PartitionData(partition_index=0, high_watermark=20, records=_batch(0, 10))
     assert not fetcher._handle_partition(A, stale, (0, -1, -1, 1000), state.version - 1, 11)
+
+
+def test_next_offset_reads_v2_headers_like_the_records_package() -> None:
+    from aiokafkawire.consumer.fetcher import _next_offset, _next_offset_of_batches
+    from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+    from aiokafkawire.protocol.records import RecordBatchBuilder
+
+    def legacy(base_offset: int) -> bytes:
+        builder = RecordBatchBuilder(magic=1, base_offset=base_offset)
+        builder.append(1, b"k", b"v")
+        return bytes(builder.build())
+
+    data = _batch(0, 3) + _batch(3, 4) + _batch(7, 2)
+    cases = [
+        data,
+        data + data[:20],  # partial trailing batch
+        data + data[:5],  # partial length prefix
+        data[:-1],
+        b"",
+        _batch(7, 2) + _batch(0, 3),  # out of order: the highest wins
+        data + legacy(9),
+        legacy(0) + _batch(1, 2),
+        data + b"\x00" * 8 + b"\x00\x00\x00\x05" + b"\x00" * 5,  # too small: raises
+        data + _batch(9, 1)[:16] + b"\x07" + _batch(9, 1)[17:],  # unknown magic: raises
+    ]
+    for raw in cases:
+        for fetch_offset in (0, 3, 5, 9, 100):
+            try:
+                expected: object = _next_offset_of_batches(raw, fetch_offset)
+            except (CorruptRecordError, UnknownMagicError) as exc:
+                expected = type(exc)
+            try:
+                got: object = _next_offset(raw, fetch_offset)
+            except (CorruptRecordError, UnknownMagicError) as exc:
+                got = type(exc)
+            assert got == expected, (raw[:40], fetch_offset)
+    assert _next_offset(data, 0) == 9
+    assert _next_offset(data, 8) == 9
+    assert _next_offset(data, 9) == 9
