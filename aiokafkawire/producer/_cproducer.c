@@ -230,13 +230,16 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
         SLOW_PATH();
 
     int truth = attr_is_true(self->producer, str_send_checks);
-    if (truth != 0)
-        return truth < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+    if (truth < 0)
+        return NULL;
+    if (truth)
+        SLOW_PATH(); /* not started, closed, serializers, transactions: checks in Python */
     PyObject *fatal = PyObject_GetAttr(self->txn, str_fatal);
     if (fatal == NULL)
         return NULL;
+    int has_fatal = fatal != Py_None;
     Py_DECREF(fatal);
-    if (fatal != Py_None)
+    if (has_fatal)
         SLOW_PATH();
 
     Py_ssize_t size = self->overhead;
@@ -251,11 +254,14 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     if (metadata == NULL)
         return NULL;
     PyObject *cached_metadata = PyObject_GetAttr(self->producer, str_cached_metadata);
-    Py_DECREF(metadata);
-    if (cached_metadata == NULL)
+    if (cached_metadata == NULL) {
+        Py_DECREF(metadata);
         return NULL;
+    }
+    int stale = metadata != cached_metadata;
+    Py_DECREF(metadata);
     Py_DECREF(cached_metadata);
-    if (metadata != cached_metadata)
+    if (stale)
         SLOW_PATH(); /* the Python path resets the partition cache */
 
     PyObject *cached = PyDict_GetItemWithError(self->partition_cache, topic); /* borrowed */
