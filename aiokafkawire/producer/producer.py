@@ -426,7 +426,14 @@ class Producer:
         """Use the C fast path of :meth:`send` (default partitioner only)."""
         fast_send_type = fast_send_type or _FastSend
         partitioner = self.partitioner
-        if fast_send_type is None or type(partitioner) is not DefaultPartitioner:
+        if (
+            fast_send_type is None
+            or type(partitioner) is not DefaultPartitioner
+            # These keep the Python checks of send on for good: the C path would only decline.
+            or self.key_serializer is not None
+            or self.value_serializer is not None
+            or self.transactional_id is not None
+        ):
             return
         self._fast_send = fast_send_type(
             producer=self,

@@ -388,12 +388,16 @@ async def test_handle_callbacks_and_failures(mock_cluster: MockCluster, fast: bo
 
 
 @pytest.mark.parametrize("partitioner", ["round_robin", "uniform_sticky", lambda k, a, v: a[0]])
-async def test_only_the_default_partitioner_takes_the_fast_path(
+async def test_only_the_default_partitioner_without_serializers_takes_the_fast_path(
     mock_cluster: MockCluster, partitioner: Any
 ) -> None:
     topic = _topic(mock_cluster)
     async with _producer(mock_cluster, partitioner=partitioner) as producer:
         assert producer._fast_send is None
         await producer.send(topic, b"v", b"k")
+    async with _producer(mock_cluster, value_serializer=bytes) as producer:
+        assert producer._fast_send is None
+        handle = await producer.send(topic, b"v", b"k")
+        assert handle.partition == partition_for_key(b"k", PARTITIONS)
     async with _producer(mock_cluster) as producer:
         assert (producer._fast_send is None) is (producer_module._FastSend is None)
