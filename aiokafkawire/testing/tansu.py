@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -85,6 +87,20 @@ def _finalize(process: subprocess.Popen[bytes] | None, log: IO[bytes] | None) ->
         _terminate(process, grace=2.0)
     if log is not None:
         log.close()
+
+
+def _die_with_this_process() -> list[str]:
+    """A command prefix that kills the broker if this process dies without stopping it.
+
+    A test run that is killed (a timeout, Ctrl-C twice) runs no fixture teardown; Linux's
+    parent-death signal, set by util-linux ``setpriv``, then stops the broker too.  The signal is
+    tied to the thread that starts the child, so it is only used from the main thread (the
+    fixtures'); ``start_async`` starts from a worker thread that may end before the broker should.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 class TansuBroker:
@@ -276,7 +292,7 @@ class TansuBroker:
         log = tempfile.TemporaryFile(prefix="tansu-", suffix=".log")
         try:
             process = subprocess.Popen(
-                self.command(port),
+                _die_with_this_process() + self.command(port),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -181,3 +183,32 @@ def test_startup_timeout_raises_and_kills_the_process(monkeypatch: pytest.Monkey
     (process,) = launched
     assert process.returncode is not None  # stopped and reaped
     assert _process_gone(process.pid)
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv")
+def test_broker_dies_with_a_killed_parent_process() -> None:
+    # A test process killed without teardown must not leave its broker running.
+    script = (
+        "import sys, time\n"
+        "from aiokafkawire.testing import TansuBroker\n"
+        "b = TansuBroker().start()\n"
+        "print(b.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        broker_pid = int(parent.stdout.readline())
+        os.kill(broker_pid, 0)  # running
+    finally:
+        parent.kill()
+        parent.wait(10)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(broker_pid, 0)
+        except ProcessLookupError:
+            break
+        # bounded: the kernel delivers the parent-death signal at once
+        assert time.monotonic() < deadline, f"broker {broker_pid} outlived its parent"
+        time.sleep(0.05)
