@@ -304,17 +304,6 @@ class Cluster:
             self.request_update()
             raise
 
-    async def send_any(self, request: Any, version: int | None = None) -> Any:
-        """Send to any reachable broker (least loaded connection first)."""
-        last: Exception | None = None
-        for host, port, node_id in self._metadata_candidates():
-            try:
-                connection = await self.pool.get(host, port, node_id=node_id)
-                return await connection.send(request, version)
-            except errors.KafkaConnectionError as exc:
-                last = exc
-        raise errors.NoBrokersAvailableError(f"no broker reachable: {last}") from last
-
     async def any_connection(self) -> BrokerConnection:
         """A connection to any reachable broker."""
         last: Exception | None = None
