@@ -1,8 +1,11 @@
 """The record accumulator: one queue of batches per partition, and the buffer memory budget.
 
-``send`` appends to the last open batch of the record's partition; a new batch reserves
-``batch_size`` bytes (or the record's size, if larger) of ``buffer_memory`` until it is delivered
-or failed, so memory stays bounded and ``send`` waits (up to ``max_block_ms``) when it is used up.
+``send`` appends to the last open batch of the record's partition.  A new batch reserves a first
+slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the record's size if larger) and
+grows its reservation by doubling, while memory is available, up to ``batch_size``; whatever it
+holds is returned when it is delivered or failed.  Memory stays bounded, ``send`` waits (up to
+``max_block_ms``) only when it is used up, and a large ``batch_size`` costs nothing for the many
+partitions that only ever see a few records.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.protocol.records import RecordBatchBuilder
 from aiokafkawire.structs import TopicPartition
 
-__all__ = ["RecordAccumulator"]
+__all__ = ["INITIAL_RESERVATION", "RecordAccumulator"]
+
+# Bytes of buffer memory a new batch starts with (the Java client's whole default batch).
+INITIAL_RESERVATION = 16384
 
 
 class RecordAccumulator:
@@ -85,6 +91,29 @@ class RecordAccumulator:
             if self._memory_freed is not None:
                 self._memory_freed.set()
 
+    def initial_reservation(self, record_size: int) -> int:
+        """What a new batch for a record of ``record_size`` bytes reserves at first."""
+        return max(min(self.batch_size, INITIAL_RESERVATION), record_size)
+
+    def grow(self, batch: ProducerBatch, record_size: int) -> bool:
+        """Let ``batch`` take more memory so that a ``record_size`` record fits; False if not.
+
+        A batch doubles its reservation (at most up to ``batch_size``), and only from memory
+        that is free right now: a batch never waits to grow, a new batch is opened instead.
+        """
+        reserved = batch.reserved
+        limit = self.batch_size
+        if reserved >= limit or batch.builder is None:
+            return False
+        target = min(limit, max(reserved * 2, reserved + record_size))
+        extra = target - reserved
+        if extra > self.available or self.closed:
+            return False
+        self.available -= extra
+        batch.reserved = target
+        batch.builder.batch_size = target
+        return True
+
     # ---------------------------------------------------------------- batches
 
     def new_batch(self, tp: TopicPartition, reserved: int, created: float) -> ProducerBatch:
@@ -93,7 +122,7 @@ class RecordAccumulator:
             self.magic,
             compression_type=self.compression_type,
             is_transactional=self.transactional and self.magic == 2,
-            batch_size=self.batch_size,
+            batch_size=reserved,  # raised by grow() as the batch takes more memory
         )
         self._order += 1
         future: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()

@@ -89,7 +89,10 @@ class Producer:
     - ``acks``: 0 (do not wait), 1 (leader), ``"all"``/-1 (all in-sync replicas; default).
     - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
     - ``linger_ms`` (default 5): how long a batch may wait for more records.
-    - ``batch_size`` (16384): uncompressed bytes per partition batch.
+    - ``batch_size`` (1,000,000, as librdkafka's): uncompressed bytes per partition batch.  A
+      batch takes ``buffer_memory`` as it fills (16 KiB first, then doubling), so a large limit
+      costs nothing for partitions that see few records; keep it below the topics'
+      ``max.message.bytes``.
     - ``max_request_size`` (1 MiB): limit of a Produce request and of one record.
     - ``buffer_memory`` (32 MiB): bytes of undelivered batches before ``send`` blocks.
     - ``max_block_ms`` (60000): how long ``send`` may block (buffer full, metadata) before
@@ -113,7 +116,7 @@ class Producer:
         compression: str | None = None,
         compression_type: str | None = None,
         linger_ms: float = 5,
-        batch_size: int = 16384,
+        batch_size: int = 1_000_000,
         max_request_size: int = 1_048_576,
         buffer_memory: int = 33_554_432,
         max_block_ms: int = 60_000,
@@ -394,7 +397,11 @@ class Producer:
             batch = queue[-1]
             if not batch.closed:
                 index = batch.count
-                if batch.builder.append(timestamp, key, value, header_list):
+                builder = batch.builder
+                if builder.append(timestamp, key, value, header_list) or (
+                    self._accumulator.grow(batch, size)
+                    and builder.append(timestamp, key, value, header_list)
+                ):
                     batch.count = index + 1
                     return DeliveryHandle(batch, index, timestamp)
                 batch.full = True
@@ -470,7 +477,7 @@ class Producer:
         size: int,
     ) -> DeliveryHandle:
         accumulator = self._accumulator
-        reserve = max(self.batch_size, size)
+        reserve = accumulator.initial_reservation(size)
         if accumulator.available < reserve:
             await accumulator.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
         else:

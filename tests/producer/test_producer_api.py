@@ -193,6 +193,39 @@ async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockClus
     assert all(h.done() for h in handles)
 
 
+async def test_batches_grow_their_reservation_as_records_arrive(
+    mock_cluster: MockCluster, topic: str
+) -> None:
+    """A large batch_size costs only what the batches hold; a batch grows while memory is free."""
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks=1,
+        batch_size=1_000_000,
+        buffer_memory=200_000,
+        linger_ms=60_000,  # nothing leaves before flush: the reservations stay visible
+    ) as producer:
+        # One small record per partition reserves a first slice each, not batch_size each.
+        for partition in range(3):
+            await producer.send(topic, b"x", partition=partition)
+        assert producer.buffered_bytes == 3 * 16384
+        # Partition 0's batch doubles its reservation as it fills, from the free memory.
+        handles = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(100)]
+        queue = producer._batches[(topic, 0)]  # type: ignore[index]
+        assert len(queue) == 1 and queue[0].count == 101
+        assert queue[0].reserved == 131072  # 16 KiB -> 32 -> 64 -> 128 KiB: ~100 KB of records
+        assert producer.buffered_bytes == 2 * 16384 + 131072
+        # Growing further would exceed buffer_memory: the batch is closed, a new one opens.
+        first = queue[0]
+        more = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(40)]
+        assert first.full and first.reserved == 131072 and first.count < 141
+        assert queue[-1] is not first and queue[-1].count == 141 - first.count
+        assert producer.buffered_bytes <= 200_000
+        await producer.flush()
+        offsets = [(await h).offset for h in handles + more]
+        assert offsets == list(range(1, 141))
+        assert producer.buffered_bytes == 0
+
+
 async def test_close_wakes_a_send_blocked_on_the_buffer(
     mock_cluster: MockCluster, topic: str
 ) -> None:

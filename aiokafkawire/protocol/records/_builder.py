@@ -21,6 +21,7 @@ class RecordBatchBuilder:
 
     magic: int
     compression_type: CompressionType
+    _batch_size: int
 
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> RecordBatchBuilder:
         if cls is not RecordBatchBuilder:
@@ -77,6 +78,17 @@ class RecordBatchBuilder:
     def is_full(self) -> bool:
         """Whether the uncompressed size has reached ``batch_size``."""
         raise NotImplementedError  # pragma: no cover
+
+    @property
+    def batch_size(self) -> int:
+        """The uncompressed size limit: :meth:`append` refuses records beyond it (but the first)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, limit: int) -> None:
+        # Raised while the batch is open: the producer grows its batches in steps, as its
+        # buffer memory allows, instead of reserving the whole batch_size up front.
+        self._batch_size = limit
 
     @property
     def record_count(self) -> int:
