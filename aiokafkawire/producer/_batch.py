@@ -9,9 +9,10 @@ path creates no future and no coroutine per record.
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 from collections.abc import Callable, Generator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crc32c import crc32c
 
@@ -235,3 +236,31 @@ class DeliveryHandle:
                 log_append_time if log_append_time >= 0 else self._timestamp,
             ),
         )
+
+
+def _untracked_handle_class(pure: type[DeliveryHandle]) -> type[DeliveryHandle]:
+    """``pure``'s behaviour on the C handle type the cyclic GC does not track, if compiled.
+
+    The methods are the same functions (copied onto the C type), so both paths share one
+    definition; only ``__await__`` of a delivered record is answered in C, and a pending one
+    goes to the Python ``__await__`` (as ``_await_pending``).
+    """
+    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+        return pure
+    try:
+        from aiokafkawire.producer._cproducer import untracked_handle_type
+    except ImportError:
+        return pure
+    native: Any = untracked_handle_type(RecordMetadata)
+    skipped = {"__slots__", "__init__", "__await__", "__module__", "__dict__", "__weakref__"}
+    for name, value in vars(pure).items():
+        if name not in skipped and name not in pure.__slots__:
+            setattr(native, name, value)
+    native._await_pending = pure.__await__
+    native.__module__ = pure.__module__
+    native.__qualname__ = pure.__qualname__
+    return native  # type: ignore[no-any-return,unused-ignore]
+
+
+if not TYPE_CHECKING:
+    DeliveryHandle = _untracked_handle_class(DeliveryHandle)

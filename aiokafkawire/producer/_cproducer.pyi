@@ -33,3 +33,6 @@ class FastSend:
         headers: Any,
         /,
     ) -> DeliveryHandle | None: ...
+
+def untracked_handle_type(metadata_type: type[tuple[Any, ...]]) -> type:
+    """A new DeliveryHandle type outside the cyclic GC (slots and a C ``__await__`` only)."""

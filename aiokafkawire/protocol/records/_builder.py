@@ -88,7 +88,7 @@ class RecordBatchBuilder:
     def batch_size(self, limit: int) -> None:
         # Raised while the batch is open: the producer grows its batches in steps, as its
         # buffer memory allows, instead of reserving the whole batch_size up front.
-        self._batch_size = limit
+        self._batch_size = limit  # type: ignore[misc]  # a slot of every subclass
 
     @property
     def record_count(self) -> int:

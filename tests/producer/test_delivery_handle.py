@@ -1,0 +1,128 @@
+"""DeliveryHandle on both paths: the Python class, and the C type outside the cyclic GC.
+
+With the extension built, ``DeliveryHandle`` is a C type carrying the Python class's methods
+(``_batch._untracked_handle_class``); the same expectations run with ``AIOKAFKAWIRE_PURE_PYTHON=1``
+against the Python class.  No broker: batches are resolved by hand, so every outcome (pending,
+delivered, log append time, acks=0, failed) is reached exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+from typing import Any
+
+import pytest
+
+from aiokafkawire import errors
+from aiokafkawire.producer import RecordMetadata
+from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
+from aiokafkawire.structs import TopicPartition
+
+try:
+    from aiokafkawire.producer._cproducer import untracked_handle_type
+except ImportError:
+    untracked_handle_type = None
+
+needs_extension = pytest.mark.skipif(
+    untracked_handle_type is None or bool(os.environ.get("AIOKAFKAWIRE_PURE_PYTHON")),
+    reason="the C handle type is not built or not in use",
+)
+
+
+def _batch_for(loop: asyncio.AbstractEventLoop, topic: str = "t", partition: int = 2) -> Any:
+    return ProducerBatch(TopicPartition(topic, partition), None, 2, loop.create_future(), 0.0, 1, 0)
+
+
+async def _outcomes(handle_type: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    seen: list[Any] = []
+    delivered = _batch_for(loop)
+    a, b = handle_type(delivered, 0, 111), handle_type(delivered, 7, 222)
+    waiter = asyncio.ensure_future(_await(a))
+    await asyncio.sleep(0)
+    assert not waiter.done() and not a.done()
+    delivered.complete(40, -1)
+    seen += [await waiter, await b, await b, a.result(), a.done(), a.exception()]
+    log_appended = _batch_for(loop)
+    delivered_later = handle_type(log_appended, 3, 5)
+    log_appended.complete(10, 999)
+    seen.append(await delivered_later)
+    fire_and_forget = _batch_for(loop)
+    no_offset = handle_type(fire_and_forget, 4, 77)
+    fire_and_forget.complete(-1, -1)
+    seen.append(await no_offset)
+    failed_batch = _batch_for(loop)
+    failed = handle_type(failed_batch, 0, 1)
+    failed_batch.fail(errors.NotLeaderOrFollowerError("gone"))
+    with pytest.raises(errors.NotLeaderOrFollowerError, match="gone"):
+        await failed
+    seen.append(type(failed.exception()).__name__)
+    called: list[Any] = []
+    pending_batch = _batch_for(loop)
+    pending = handle_type(pending_batch, 1, 2)
+    pending.add_done_callback(called.append)
+    pending_batch.complete(5, -1)
+    await asyncio.sleep(0)
+    seen.append(called == [pending])
+    seen.append((pending.topic, pending.partition, repr(pending).split(" #")[0]))
+    return seen
+
+
+async def _await(handle: Any) -> Any:
+    return await handle
+
+
+async def test_the_active_handle_behaves_like_the_python_class() -> None:
+    outcomes = await _outcomes(DeliveryHandle)
+    assert outcomes[:3] == [
+        RecordMetadata("t", 2, 40, 111),
+        RecordMetadata("t", 2, 47, 222),
+        RecordMetadata("t", 2, 47, 222),
+    ]
+    assert all(type(m) is RecordMetadata for m in outcomes[:3])
+    assert outcomes[3:6] == [RecordMetadata("t", 2, 40, 111), True, None]
+    assert outcomes[6] == RecordMetadata("t", 2, 13, 999)  # log append time wins
+    assert outcomes[7] == RecordMetadata("t", 2, -1, 77)  # acks=0: no offset
+    assert outcomes[8:] == [
+        "NotLeaderOrFollowerError",
+        True,
+        ("t", 2, "<DeliveryHandle t-2"),
+    ]
+
+
+@needs_extension
+async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class() -> None:
+    assert untracked_handle_type is not None
+    loop = asyncio.get_running_loop()
+    handle = DeliveryHandle(_batch_for(loop), 0, 1)
+    assert not gc.is_tracked(handle)
+    assert DeliveryHandle.__doc__ and "await handle" in DeliveryHandle.__doc__
+    assert DeliveryHandle.__qualname__ == "DeliveryHandle"
+    keywords = DeliveryHandle(batch=handle._batch, index=3, timestamp=4)
+    assert (keywords._index, keywords._timestamp) == (3, 4)
+    with pytest.raises(TypeError):
+        DeliveryHandle(handle._batch, 0)
+    with pytest.raises(TypeError):
+        untracked_handle_type(dict)
+    # References: awaiting many delivered handles leaks nothing.
+    batch = _batch_for(loop)
+    batch.complete(0, -1)
+    handles = [DeliveryHandle(batch, i, 9) for i in range(100)]
+    before = sys.getrefcount(batch)
+    for h in handles:
+        await h
+    assert sys.getrefcount(batch) == before
+    # The iterator protocol without `await` (what asyncio.wrap_future-like code may do).
+    iterator = handles[5].__await__()
+    with pytest.raises(StopIteration) as stop:
+        next(iterator)
+    assert stop.value.value == RecordMetadata("t", 2, 5, 9)
+    with pytest.raises(StopIteration) as again:
+        next(iterator)
+    assert again.value.value is None
+    # A pending handle's __await__ is the Python generator, suspended on the batch's future.
+    pending = DeliveryHandle(_batch_for(loop), 0, 1)
+    assert hasattr(pending.__await__(), "gi_frame")
