@@ -17,6 +17,7 @@ import ssl
 import struct
 import time
 from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -333,6 +334,49 @@ class BrokerConnection:
         waiter = _Waiter(self._loop.create_future(), request.API_KEY)
         self._by_correlation[correlation_id] = waiter
         await self._write(frame)
+        return await self._response(waiter, deadline, timeout, request, version)
+
+    def try_send_now(
+        self, request: Any, version: int, *, timeout_ms: float | None = None
+    ) -> Coroutine[Any, Any, Any] | None:
+        """Put ``request`` on the wire now, if that needs no waiting; None (nothing done) if not.
+
+        Succeeds when a request slot is free and the socket takes data: the frame is written
+        before this returns, and the coroutine returned gives the response exactly as
+        :meth:`send` would (``None`` for acks=0 produce).  A producer calls this from inside
+        ``send()`` with a batch that just filled up, so the broker works on it while the
+        application keeps appending, instead of after the event loop's next turn.
+        """
+        if self._error is not None:
+            raise self._error
+        if (
+            self._transport is None
+            or self._slots.locked()
+            or (self._writable is not None and not self._writable.is_set())
+        ):
+            return None
+        _acquire_now(self._slots)
+        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = time.monotonic() + timeout
+        try:
+            correlation_id, frame, expects_response = self._framing.send_request(request, version)
+        except BaseException:
+            self._slots.release()
+            raise
+        self._write_buffer.append(frame)
+        if not expects_response:
+            self._slots.release()
+            self._flush()
+            return _no_response()
+        assert self._loop is not None
+        waiter = _Waiter(self._loop.create_future(), request.API_KEY)
+        self._by_correlation[correlation_id] = waiter
+        self._flush()  # with whatever earlier frames of this iteration wait for their flush
+        return self._response(waiter, deadline, timeout, request, version)
+
+    async def _response(
+        self, waiter: _Waiter, deadline: float, timeout: float, request: Any, version: int
+    ) -> Any:
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
             async with _timeout(remaining):
@@ -554,6 +598,25 @@ class BrokerConnection:
         del self._raw_buffer[: 4 + size]
         if self._raw_waiter is not None and not self._raw_waiter.done():
             self._raw_waiter.set_result(payload)
+
+
+async def _no_response() -> None:
+    """What an acks=0 produce request's response coroutine gives."""
+
+
+def _acquire_now(semaphore: asyncio.Semaphore) -> None:
+    """Take a slot of ``semaphore`` without suspending; the caller saw ``not locked()``.
+
+    ``Semaphore.acquire`` finishes without suspending when a slot is free, so its coroutine is
+    run to completion here, synchronously.
+    """
+    acquire = semaphore.acquire()
+    try:
+        acquire.send(None)
+    except StopIteration:
+        return
+    acquire.close()  # pragma: no cover - it suspended, though locked() said a slot was free
+    raise RuntimeError("a request slot looked free but was not")
 
 
 def _timeout(seconds: float) -> Any:

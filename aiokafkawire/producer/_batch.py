@@ -61,6 +61,7 @@ class ProducerBatch:
         "in_flight",
         "magic",
         "order",
+        "outcome",
         "partition",
         "payload",
         "producer_epoch",
@@ -87,6 +88,8 @@ class ProducerBatch:
         self.builder = builder
         self.magic = magic
         self.future = future
+        # (base_offset, log_append_time) once delivered: what a handle's C __await__ reads.
+        self.outcome: tuple[int, int] | None = None
         self.created = created
         self.order = order  # creation order within the producer: keeps retries in send order
         self.reserved = reserved  # bytes of buffer_memory held until the batch is done
@@ -148,7 +151,8 @@ class ProducerBatch:
     def complete(self, base_offset: int, log_append_time: int) -> None:
         """Resolve every handle of the batch."""
         if not self.future.done():
-            self.future.set_result((base_offset, log_append_time))
+            self.outcome = (base_offset, log_append_time)
+            self.future.set_result(self.outcome)
         self._drop_records()
 
     def _drop_records(self) -> None:
@@ -251,7 +255,7 @@ def _untracked_handle_class(pure: type[DeliveryHandle]) -> type[DeliveryHandle]:
         from aiokafkawire.producer._cproducer import untracked_handle_type
     except ImportError:
         return pure
-    native: Any = untracked_handle_type(RecordMetadata)
+    native: Any = untracked_handle_type(RecordMetadata, ProducerBatch)
     skipped = {"__slots__", "__init__", "__await__", "__module__", "__dict__", "__weakref__"}
     for name, value in vars(pure).items():
         if name not in skipped and name not in pure.__slots__:

@@ -80,9 +80,10 @@ typedef struct {
     PyObject *timestamp;
 } Handle;
 
-static PyObject *str_future, *str_done, *str_result, *str_topic, *str_partition,
-    *str_await_pending;
-static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass (set_metadata_type) */
+static PyObject *str_await_pending;
+static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
+static PyTypeObject *handle_batch_type; /* ProducerBatch, whose slots the handles read: */
+static Py_ssize_t off_outcome, off_topic, off_partition;
 
 static PyMemberDef Handle_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(Handle, batch), 0, NULL},
@@ -173,80 +174,41 @@ static PyTypeObject Ready_Type = {
     .tp_iternext = (iternextfunc)Ready_next,
 };
 
-/* The RecordMetadata of a delivered handle, NULL with an exception if delivery failed (or on
- * errors), NULL without one if the delivery is still pending. */
+/* The RecordMetadata of a delivered handle; NULL without an exception when the Python method
+ * must answer (pending, failed, or not a plain ProducerBatch); NULL with one on errors. */
 static PyObject *handle_metadata(Handle *self)
 {
     PyObject *batch = self->batch;
-    if (batch == NULL || metadata_type == NULL)
+    if (batch == NULL || metadata_type == NULL || Py_TYPE(batch) != handle_batch_type)
         return NULL;
-    PyObject *future = PyObject_GetAttr(batch, str_future);
-    if (future == NULL)
+    PyObject *outcome = SLOT(batch, off_outcome); /* (base_offset, log_append_time) or None */
+    PyObject *topic = SLOT(batch, off_topic), *partition = SLOT(batch, off_partition);
+    if (outcome == NULL || !PyTuple_CheckExact(outcome) || PyTuple_GET_SIZE(outcome) != 2 ||
+        topic == NULL || partition == NULL)
         return NULL;
-    PyObject *done = PyObject_CallMethodNoArgs(future, str_done);
-    if (done == NULL) {
-        Py_DECREF(future);
-        return NULL;
-    }
-    int is_done = PyObject_IsTrue(done);
-    Py_DECREF(done);
-    if (is_done <= 0) {
-        Py_DECREF(future);
-        return NULL;
-    }
-    PyObject *outcome = PyObject_CallMethodNoArgs(future, str_result); /* raises the error */
-    Py_DECREF(future);
-    if (outcome == NULL)
-        return NULL;
-    PyObject *result = NULL, *topic = NULL, *partition = NULL, *offset = NULL, *timestamp = NULL;
-    long long base_offset, log_append_time;
-    if (!PyTuple_CheckExact(outcome) || PyTuple_GET_SIZE(outcome) != 2) {
-        PyErr_SetString(PyExc_TypeError, "a batch future's result is (base_offset, time)");
-        goto done;
-    }
-    base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(outcome, 0));
+    PyObject *base = PyTuple_GET_ITEM(outcome, 0), *appended = PyTuple_GET_ITEM(outcome, 1);
+    long long base_offset = PyLong_AsLongLong(base);
     if (base_offset == -1 && PyErr_Occurred())
-        goto done;
-    log_append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(outcome, 1));
+        return NULL;
+    long long log_append_time = PyLong_AsLongLong(appended);
     if (log_append_time == -1 && PyErr_Occurred())
-        goto done;
-    if (base_offset >= 0) {
-        PyObject *base = PyTuple_GET_ITEM(outcome, 0);
-        offset = PyNumber_Add(base, self->index);
-    }
-    else {
-        offset = PyLong_FromLong(-1);
-    }
+        return NULL;
+    PyObject *offset = base_offset >= 0 ? PyNumber_Add(base, self->index) : PyLong_FromLong(-1);
     if (offset == NULL)
-        goto done;
-    if (log_append_time >= 0) {
-        timestamp = PyTuple_GET_ITEM(outcome, 1);
-        Py_INCREF(timestamp);
+        return NULL;
+    PyObject *timestamp = log_append_time >= 0 ? appended : self->timestamp;
+    PyObject *result = metadata_type->tp_alloc(metadata_type, 4);
+    if (result == NULL) {
+        Py_DECREF(offset);
+        return NULL;
     }
-    else {
-        timestamp = self->timestamp;
-        Py_INCREF(timestamp);
-    }
-    topic = PyObject_GetAttr(batch, str_topic);
-    if (topic == NULL)
-        goto done;
-    partition = PyObject_GetAttr(batch, str_partition);
-    if (partition == NULL)
-        goto done;
-    result = metadata_type->tp_alloc(metadata_type, 4);
-    if (result == NULL)
-        goto done;
+    Py_INCREF(topic);
     PyTuple_SET_ITEM(result, 0, topic);
+    Py_INCREF(partition);
     PyTuple_SET_ITEM(result, 1, partition);
     PyTuple_SET_ITEM(result, 2, offset);
+    Py_INCREF(timestamp);
     PyTuple_SET_ITEM(result, 3, timestamp);
-    topic = partition = offset = timestamp = NULL; /* moved into the tuple */
-done:
-    Py_XDECREF(topic);
-    Py_XDECREF(partition);
-    Py_XDECREF(offset);
-    Py_XDECREF(timestamp);
-    Py_DECREF(outcome);
     return result;
 }
 
@@ -256,7 +218,7 @@ static PyObject *Handle_await(Handle *self)
     if (metadata == NULL) {
         if (PyErr_Occurred())
             return NULL;
-        /* Pending: the Python method waits for the batch's future. */
+        /* Pending or failed: the Python method waits for (or raises from) the future. */
         PyObject *args[1] = {(PyObject *)self};
         return PyObject_VectorcallMethod(str_await_pending, args,
                                          1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -286,15 +248,28 @@ static PyType_Spec Handle_spec = {
     .slots = Handle_slots,
 };
 
-static PyObject *untracked_handle_type(PyObject *module, PyObject *metadata)
+static PyObject *untracked_handle_type(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyType_Check(metadata) || !PyType_IsSubtype((PyTypeObject *)metadata, &PyTuple_Type) ||
-        ((PyTypeObject *)metadata)->tp_basicsize != PyTuple_Type.tp_basicsize) {
-        PyErr_SetString(PyExc_TypeError, "untracked_handle_type(RecordMetadata: a tuple type)");
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_basicsize != PyTuple_Type.tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError,
+                        "untracked_handle_type(RecordMetadata: a tuple type, ProducerBatch)");
         return NULL;
     }
-    Py_INCREF(metadata);
-    Py_XSETREF(metadata_type, (PyTypeObject *)metadata);
+    PyTypeObject *batch_type = (PyTypeObject *)args[1];
+    Py_ssize_t outcome = slot_offset(batch_type, "outcome"),
+               topic = slot_offset(batch_type, "topic"),
+               partition = slot_offset(batch_type, "partition");
+    if (PyErr_Occurred())
+        return NULL;
+    off_outcome = outcome;
+    off_topic = topic;
+    off_partition = partition;
+    Py_INCREF(args[0]);
+    Py_XSETREF(metadata_type, (PyTypeObject *)args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(handle_batch_type, batch_type);
     return PyType_FromSpec(&Handle_spec);
 }
 
@@ -668,9 +643,10 @@ static PyTypeObject FastSend_Type = {
 };
 
 static PyMethodDef module_methods[] = {
-    {"untracked_handle_type", (PyCFunction)untracked_handle_type, METH_O,
-     "untracked_handle_type(RecordMetadata) -> a new DeliveryHandle type outside the cyclic GC, "
-     "with the slots _batch, _index and _timestamp and a C __await__ (methods to be added)."},
+    {"untracked_handle_type", (PyCFunction)(void (*)(void))untracked_handle_type, METH_FASTCALL,
+     "untracked_handle_type(RecordMetadata, ProducerBatch) -> a new DeliveryHandle type outside "
+     "the cyclic GC, with the slots _batch, _index and _timestamp and a C __await__ that reads "
+     "a delivered batch's slots (the methods are to be added)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -690,10 +666,7 @@ PyMODINIT_FUNC PyInit__cproducer(void)
         if ((str_send_checks = intern("_send_checks")) == NULL ||
             (str_cached_metadata = intern("_cached_metadata")) == NULL ||
             (str_metadata = intern("metadata")) == NULL || (str_fatal = intern("fatal")) == NULL ||
-            (str_append = intern("append")) == NULL || (str_future = intern("future")) == NULL ||
-            (str_done = intern("done")) == NULL || (str_result = intern("result")) == NULL ||
-            (str_topic = intern("topic")) == NULL ||
-            (str_partition = intern("partition")) == NULL ||
+            (str_append = intern("append")) == NULL ||
             (str_await_pending = intern("_await_pending")) == NULL)
             return NULL;
     }

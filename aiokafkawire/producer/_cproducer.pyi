@@ -34,5 +34,5 @@ class FastSend:
         /,
     ) -> DeliveryHandle | None: ...
 
-def untracked_handle_type(metadata_type: type[tuple[Any, ...]]) -> type:
+def untracked_handle_type(metadata_type: type[tuple[Any, ...]], batch_type: type) -> type:
     """A new DeliveryHandle type outside the cyclic GC (slots and a C ``__await__`` only)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiokafkawire import errors
@@ -85,6 +85,7 @@ class Sender:
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
         self._add_task: asyncio.Task[None] | None = None
         self._rotation = 0
+        self._eager = False  # inside send_now(): write requests at once
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -227,13 +228,15 @@ class Sender:
             self.cluster.request_update()
             next_due = self.retry_backoff if next_due is None else min(next_due, self.retry_backoff)
         for node, ready in by_node.items():
-            if self.in_flight_by_node.get(node, 0) >= self.max_in_flight:
-                continue
-            self._send_to(node, ready)
+            # Several requests when max_request_size cuts one short (large batches), as long
+            # as the broker's in-flight limit allows.
+            while ready and self.in_flight_by_node.get(node, 0) < self.max_in_flight:
+                ready = self._send_to(node, ready)
         # Expiry is checked again by the next pass that anything wakes.
         return next_due
 
-    def _send_to(self, node: int, ready: list[ProducerBatch]) -> None:
+    def _send_to(self, node: int, ready: list[ProducerBatch]) -> list[ProducerBatch]:
+        """Send one request with as many of ``ready`` as fit; returns the batches left over."""
         batches: list[ProducerBatch] = []
         size = 0
         txn = self.txn
@@ -244,9 +247,11 @@ class Sender:
             start = self._rotation % len(ready)
             self._rotation += 1
             ready = ready[start:] + ready[:start]
-        for batch in ready:
+        left: list[ProducerBatch] = []
+        for position, batch in enumerate(ready):
             estimate = batch.estimated_size()
             if batches and size + estimate > self.max_request_size:
+                left = ready[position:]
                 break
             size += estimate
             queues[batch.tp].popleft()
@@ -266,14 +271,57 @@ class Sender:
             batches.append(batch)
         self.in_flight_by_node[node] = self.in_flight_by_node.get(node, 0) + 1
         self.in_flight_total += 1
-        self._tasks.start("produce", self._produce(node, batches))
+        started = self._start_now(node, batches) if self._eager else None
+        self._tasks.start("produce", self._produce(node, batches, started))
+        return left
+
+    def send_now(self) -> None:
+        """Drain what is ready and write it to the brokers before returning, where possible.
+
+        ``send()`` calls this when a batch fills up.  Requests otherwise go out from tasks that
+        run on the event loop's next turn, after every coroutine already scheduled: with 1,000
+        concurrent senders, that is after all of them have appended everything, and the broker
+        idles meanwhile.  A request that cannot be written at once (no open connection, no free
+        slot) goes the usual way.
+        """
+        self._eager = True
+        try:
+            self._run_once(time.monotonic())
+        finally:
+            self._eager = False
+
+    def _start_now(
+        self, node: int, batches: list[ProducerBatch]
+    ) -> Coroutine[Any, Any, Any] | None:
+        """The response coroutine of a request written now; None to send it the usual way."""
+        broker = self.cluster.metadata.brokers.get(node)
+        if broker is None:
+            return None
+        connection = self.cluster.pool.cached(broker.host, broker.port, "produce")
+        if connection is None:
+            return None
+        try:
+            request, version = self._produce_request(node, connection, batches)
+            started = connection.try_send_now(request, version)
+        except Exception as exc:  # handled by _produce, as if the task had met it
+            return _raise(exc)
+        # No free slot: the request is built, the task waits for a slot to send it.
+        return started if started is not None else connection.send(request, version)
 
     # ---------------------------------------------------------------- requests
 
-    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+    async def _produce(
+        self,
+        node: int,
+        batches: list[ProducerBatch],
+        started: Coroutine[Any, Any, Any] | None = None,
+    ) -> None:
         try:
             try:
-                response = await self._send_produce(node, batches)
+                if started is None:
+                    response = await self._send_produce(node, batches)
+                else:
+                    response = await started
             except errors.KafkaError as exc:
                 if isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
                     self.cluster.request_update()
@@ -300,9 +348,20 @@ class Sender:
                     batch.in_flight = False
                     self._done_in_flight(batch)
             self.wakeup.set()
+        if not self.closing and self.txn.fatal is None:
+            # The partitions just answered may have full batches waiting: send them now,
+            # before the coroutines this answer woke up (maybe thousands) take their turn.
+            self.send_now()
 
     async def _send_produce(self, node: int, batches: list[ProducerBatch]) -> Any:
         connection = await self.cluster.connection(node, purpose="produce")
+        request, version = self._produce_request(node, connection, batches)
+        return await connection.send(request, version)
+
+    def _produce_request(
+        self, node: int, connection: Any, batches: list[ProducerBatch]
+    ) -> tuple[ProduceRequest, int]:
+        """The Produce request carrying ``batches`` (each counts one more attempt)."""
         magic = batches[0].magic
         version = connection.versions.version_for(
             PRODUCE_KEY, max_version=_MAX_VERSION_FOR_MAGIC[magic]
@@ -326,7 +385,7 @@ class Sender:
             timeout_ms=self.request_timeout_ms,
             topic_data=[TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
         )
-        return await connection.send(request, version)
+        return request, version
 
     def _handle_response(self, batches: list[ProducerBatch], response: Any) -> None:
         results: dict[tuple[str, int], Any] = {}
@@ -482,3 +541,8 @@ class Sender:
             txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
+
+
+async def _raise(exc: BaseException) -> Any:
+    """A response coroutine that fails with ``exc`` (met while starting the request)."""
+    raise exc

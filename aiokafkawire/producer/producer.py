@@ -500,12 +500,15 @@ class Producer:
         batch = accumulator.new_batch(tp, reserve, time.monotonic())
         batch.builder.append(timestamp, key, value, headers)
         batch.count = 1
-        assert self._sender is not None
-        self._sender.wakeup.set()
+        sender = self._sender
+        assert sender is not None
+        sender.wakeup.set()
         handle = DeliveryHandle(batch, 0, timestamp)
         if len(accumulator.batches[tp]) > 1:
-            # A full batch is waiting: give the sender loop a turn, so that a tight send loop
-            # overlaps with the network instead of buffering everything first.
+            # A full batch is waiting: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.
+            sender.send_now()
             await asyncio.sleep(0)
         return handle
 

@@ -166,6 +166,47 @@ async def test_acks_zero_produce_resolves_on_write() -> None:
             connection.close()
 
 
+async def test_try_send_now_writes_before_returning_or_does_nothing() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        if header.api_key != MetadataRequest.API_KEY or request.topics[0].name.startswith("hold"):
+            return SILENT  # acks=0 produce gets no answer; "hold" requests keep their slots
+        return echo_metadata(request)
+
+    config = ConnectionConfig(max_in_flight_requests_per_connection=2, request_timeout_ms=2000)
+    async with FakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            started = connection.try_send_now(ask("now"), version)
+            assert started is not None
+            assert connection.in_flight == 1  # written and registered before any await
+            assert (await started).topics[0].name == "now"
+            # Acks=0 produce: written, nothing to wait for.
+            produce = connection.try_send_now(ProduceRequest(acks=0, timeout_ms=1000), 3)
+            assert produce is not None and await produce is None
+            # With every slot taken, nothing happens: the caller sends the usual way.
+            held = [connection.try_send_now(ask(f"hold-{i}"), version) for i in range(2)]
+            assert all(h is not None for h in held) and connection.in_flight == 2
+            assert connection.try_send_now(ask("full"), version) is None
+            assert connection.in_flight == 2
+            await broker.wait_for_requests(5)  # ApiVersions, "now", produce, 2 held
+            assert [t.name for h, r in broker.requests if h.api_key == 3 for t in r.topics] == [
+                "now",
+                "hold-0",
+                "hold-1",
+            ]
+            # A broken connection raises its sticky error, as send() does.
+            broker.drop_clients()
+            for waiter in held:
+                assert waiter is not None
+                with pytest.raises(errors.KafkaConnectionError):
+                    await waiter
+            with pytest.raises(errors.KafkaConnectionError):
+                connection.try_send_now(ask("after"), version)
+        finally:
+            connection.close()
+
+
 async def test_refused_connection_is_a_prompt_typed_error() -> None:
     async with FakeBroker() as broker:
         port = broker.port

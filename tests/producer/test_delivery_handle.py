@@ -106,7 +106,9 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     with pytest.raises(TypeError):
         DeliveryHandle(handle._batch, 0)
     with pytest.raises(TypeError):
-        untracked_handle_type(dict)
+        untracked_handle_type(dict, ProducerBatch)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        untracked_handle_type(RecordMetadata, dict)  # not a slotted batch class
     # References: awaiting many delivered handles leaks nothing.
     batch = _batch_for(loop)
     batch.complete(0, -1)

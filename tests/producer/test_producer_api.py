@@ -11,6 +11,7 @@ from _producer_helpers import read_back, unique_topic
 
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
+from aiokafkawire.producer._sender import Sender
 from aiokafkawire.testing import MockCluster
 
 
@@ -286,6 +287,55 @@ async def test_one_produce_request_per_broker_up_to_max_request_size(
         await producer.flush(timeout=10)
         produce = [r for r in mock_cluster.requests() if r.api_key == 0]
         assert [r.broker_id for r in produce] == [1, 1]
+
+
+async def test_requests_cut_by_max_request_size_go_out_together(mock_cluster: MockCluster) -> None:
+    """Large batches need a request each: one drain pass sends them all (up to max in flight)."""
+    topic = unique_topic("cut")
+    mock_cluster.create_topic(topic, partitions=4)
+    for partition in range(4):
+        mock_cluster.set_partition_leader(topic, partition, 1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks=1,
+        linger_ms=60_000,
+        max_request_size=1500,  # one ~1 KB batch per request
+    ) as producer:
+        await producer.send_and_wait(topic, b"warm-up", partition=0)
+        handles = [await producer.send(topic, b"y" * 1000, partition=p) for p in range(4)]
+        mock_cluster.set_broker_rtt(1, 400)
+        started = time.monotonic()
+        await producer.flush(timeout=10)
+        # One after another (a request per round trip) would take 4 x 400 ms.
+        assert time.monotonic() - started < 1.2
+        assert [(await h).partition for h in handles] == [0, 1, 2, 3]
+        mock_cluster.set_broker_rtt(1, 0)
+
+
+async def test_a_batch_that_fills_up_is_written_from_inside_send(
+    mock_cluster: MockCluster, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """send() writes a full batch itself (no event-loop turn needed), answers send the next."""
+    written_now: list[bool] = []
+    start_now = Sender._start_now
+
+    def spy(self: Sender, node: int, batches: list[Any]) -> Any:
+        started = start_now(self, node, batches)
+        written_now.append(started is not None)
+        return started
+
+    monkeypatch.setattr(Sender, "_start_now", spy)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        acks=1,
+        batch_size=2048,
+        linger_ms=60_000,
+    ) as producer:
+        await producer.send_and_wait(topic, b"opens the produce connection", partition=0)
+        handles = [await producer.send(topic, b"v" * 100, partition=0) for _ in range(200)]
+        assert written_now and all(written_now)  # every full batch went out from send()
+        await producer.flush(timeout=10)
+        assert [(await h).offset for h in handles] == list(range(1, 201))
 
 
 async def test_uniform_sticky_moves_keyed_records_on_when_a_batch_fills(
