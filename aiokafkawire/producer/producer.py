@@ -36,6 +36,7 @@ from aiokafkawire.producer.partitioner import (
     partition_for_key,
 )
 from aiokafkawire.protocol.records import CompressionType
+from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["Producer"]
@@ -144,6 +145,7 @@ class Producer:
                 f"not {codec_name!r}"
             )
         self.compression_type = COMPRESSION_TYPES[codec_name]
+        ensure_codec_available(int(self.compression_type))  # a missing library fails here
         for name, value in (
             ("batch_size", batch_size),
             ("max_request_size", max_request_size),

@@ -107,6 +107,21 @@ def test_missing_library_fails_only_that_codec(monkeypatch: pytest.MonkeyPatch) 
     )
 
 
+def test_a_producer_with_a_missing_codec_library_fails_when_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiokafkawire.producer import Producer
+
+    monkeypatch.setattr(codecs, "_modules", {})
+    monkeypatch.setattr(codecs, "_zstd_contexts", {})
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(CompressionLibraryMissingError, match="zstandard"):
+        Producer(compression="zstd")
+    codecs.ensure_available(CompressionType.LZ4)  # the others load (and stay loaded)
+    assert "lz4.frame" in codecs._modules
+    Producer(compression="lz4")
+
+
 def test_snappy_falls_back_to_python_snappy(monkeypatch: pytest.MonkeyPatch) -> None:
     snappy = pytest.importorskip("snappy")  # imported before cramjam is hidden below
     monkeypatch.setattr(codecs, "_modules", {})

@@ -34,6 +34,7 @@ from aiokafkawire.protocol.records._types import Buffer, CompressionType
 __all__ = [
     "compress",
     "decompress",
+    "ensure_available",
     "xxh32",
 ]
 
@@ -300,6 +301,15 @@ def compress(codec: int, data: Buffer, magic: int = 2) -> bytes:
     if codec == CompressionType.LZ4:
         return _lz4_compress(data, magic)
     return _zstd_compress(data)
+
+
+def ensure_available(codec: int) -> None:
+    """Load ``codec``'s library now: :class:`CompressionLibraryMissingError` if it is missing.
+
+    A producer calls this when it is configured, so a missing library is reported at once
+    (not when the first batch is sent) and no import happens on the send path.
+    """
+    compress(codec, b"-")
 
 
 def decompress(codec: int, data: Buffer, magic: int = 2) -> bytes:
