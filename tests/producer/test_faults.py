@@ -67,6 +67,9 @@ async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
         acks="all",
         compression="lz4",
         linger_ms=5,
+        # Many small batches (the Java default size), so that sending lasts long enough for the
+        # chaos to happen during it, and many requests meet it.
+        batch_size=16384,
         retry_backoff_ms=20,
         request_timeout_ms=3000,
         delivery_timeout_ms=60_000,
