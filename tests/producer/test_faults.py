@@ -34,8 +34,13 @@ def _assert_exactly_once_in_order(read: list, count: int) -> None:
         assert all(v % PARTITIONS == partition for v in values)
 
 
-async def _chaos(cluster: MockCluster, topic: str, stop: asyncio.Event, rounds: int) -> int:
-    """Move leaders, take brokers down and up, inject Produce errors; returns rounds done."""
+async def _chaos(
+    cluster: MockCluster, topic: str, stop: asyncio.Event, rounds: int, progress: list[int]
+) -> int:
+    """Move leaders, take brokers down and up, inject Produce errors; returns rounds done.
+
+    ``progress[0]`` counts the rounds done so far, for a sender that waits for enough of them.
+    """
     done = 0
     brokers = cluster.broker_ids
     for round_no in range(rounds):
@@ -51,13 +56,14 @@ async def _chaos(cluster: MockCluster, topic: str, stop: asyncio.Event, rounds: 
         cluster.broker_up(victim)
         await asyncio.sleep(0.05)
         done += 1
+        progress[0] = done
     return done
 
 
 async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
     mock_cluster: MockCluster,
 ) -> None:
-    count = 100_000
+    at_least, at_most = 100_000, 1_000_000
     topic = unique_topic("chaos")
     mock_cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
     stop = asyncio.Event()
@@ -81,14 +87,18 @@ async def test_idempotent_producer_survives_leader_moves_outages_and_errors(
         max_in_flight_requests_per_connection=1,
     ) as producer:
         assert producer.idempotent
-        chaos = asyncio.create_task(_chaos(mock_cluster, topic, stop, rounds=40))
+        progress = [0]
+        chaos = asyncio.create_task(_chaos(mock_cluster, topic, stop, rounds=40, progress=progress))
         try:
             handles = []
-            for i in range(count):
+            for i in range(at_most):
                 handles.append(await producer.send(topic, b"%d" % i, partition=i % PARTITIONS))
                 if i % 5000 == 4999:
                     # A bounded window of undelivered records keeps sending and chaos overlapping.
                     await handles[i - 4000]
+                    if i + 1 >= at_least and progress[0] >= 3:
+                        break  # sent through three rounds of chaos (however fast sending is)
+            count = len(handles)
             results = await asyncio.gather(*[_resolve(h) for h in handles[-1000:]])
             await producer.flush(timeout=60)
         finally:
