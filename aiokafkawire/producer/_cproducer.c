@@ -82,7 +82,7 @@ typedef struct {
 
 static PyObject *str_await_pending;
 static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
-static PyTypeObject *handle_batch_type; /* ProducerBatch, whose slots the handles read: */
+static PyTypeObject *handle_batch_type; /* ProducerBatch; a handle's __await__ reads these slots: */
 static Py_ssize_t off_outcome, off_topic, off_partition;
 
 static PyMemberDef Handle_members[] = {
