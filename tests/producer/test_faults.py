@@ -215,14 +215,16 @@ async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker
         cluster = producer._cluster
         assert cluster is not None
         handles = []
-        for i in range(count):
+        next_cut = 999  # a cut every 1,000 records at most: the first moment after that with
+        for i in range(count):  # requests in flight (how often there are some depends on timing)
             handles.append(await producer.send(topic, b"%d" % i, partition=i % PARTITIONS))
-            if i % 1000 == 999:
+            if i >= next_cut:
                 for broker in cluster.metadata.brokers.values():
                     connection = cluster.pool.cached(broker.host, broker.port, "produce")
                     if connection is not None and connection.in_flight:
                         connection.close()  # responses of requests in flight are lost
                         cuts += 1
+                        next_cut = i + 1000
         await producer.flush(timeout=60)
     assert len(partitions) >= PARTITIONS
     assert cuts >= 3, "no connection was cut with requests in flight"
