@@ -2,9 +2,10 @@
 
 The receive path is an :class:`asyncio.Protocol` feeding bytes straight into the sans-I/O
 :class:`~aiokafkawire.protocol.framing.KafkaFraming`; each response resolves the future of the
-request with the same correlation id.  A connection error is sticky: it fails every waiter at once
-with a retriable :class:`~aiokafkawire.errors.KafkaConnectionError` and the connection is done; the
-pool (:mod:`aiokafkawire.net.pool`) makes a new one, with backoff.
+request with the same correlation id, or calls the callback it was submitted with (no task hop,
+see :meth:`BrokerConnection.try_submit`).  A connection error is sticky: it fails every waiter at
+once with a retriable :class:`~aiokafkawire.errors.KafkaConnectionError` and the connection is done;
+the pool (:mod:`aiokafkawire.net.pool`) makes a new one, with backoff.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,13 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 _INT32 = struct.Struct(">i")
+# Bytes asked of the socket per read in receive_now() (asyncio's transports read 256 KiB too).
+_DIRECT_READ_SIZE = 256 * 1024
+# At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
+_DIRECT_READS_MAX = 8
+
+ResponseCallback = Callable[[Any, "BaseException | None"], None]
+"""``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
 
 
 @dataclass
@@ -129,14 +137,28 @@ class ReconnectBackoff:
 
 
 class _Waiter:
-    """A request awaiting its response."""
+    """A request awaiting its response: a future to resolve, or a callback to call."""
 
-    __slots__ = ("abandoned", "api_key", "future")
+    __slots__ = ("abandoned", "api_key", "callback", "future", "timer")
 
-    def __init__(self, future: asyncio.Future[Any], api_key: int) -> None:
+    def __init__(
+        self,
+        future: asyncio.Future[Any] | None,
+        api_key: int,
+        callback: ResponseCallback | None = None,
+    ) -> None:
         self.future = future
         self.api_key = api_key
+        self.callback = callback
+        self.timer: asyncio.TimerHandle | None = None  # callback waiters' request timeout
         self.abandoned = False
+
+    @property
+    def decided(self) -> bool:
+        """Whether the requester has had its answer (response, error or timeout)."""
+        if self.future is not None:
+            return self.future.done()
+        return self.callback is None
 
 
 class _StreamProtocol(asyncio.Protocol):
@@ -202,6 +224,11 @@ class BrokerConnection:
         self._raw_buffer = bytearray()
         self._raw_waiter: asyncio.Future[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # receive_now(): a duplicate of the socket for reads outside the event loop's turn,
+        # made on first use, on plain TCP with a selector loop only (see receive_now).
+        self._direct_reads = False
+        self._direct_socket: socket.socket | None = None
+        self._receiving = False  # inside _data_received: no nested reads
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -259,6 +286,11 @@ class BrokerConnection:
             ) from exc
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        # Reading the socket directly is only safe when the transport reads it the same way:
+        # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
+        self._direct_reads = tls is None and isinstance(
+            self._loop, asyncio.selector_events.BaseSelectorEventLoop
+        )
         if self._error is not None:  # lost while connecting
             raise self._error
         await self._negotiate_versions()
@@ -311,13 +343,7 @@ class BrokerConnection:
             version = self.versions.version_for(request.API_KEY)
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = time.monotonic() + timeout
-        try:
-            async with _timeout(timeout):
-                await self._slots.acquire()
-        except (TimeoutError, asyncio.TimeoutError):
-            raise errors.KafkaTimeoutError(
-                f"no free request slot on {self!r} within {timeout:.1f}s"
-            ) from None
+        await self._acquire_slot(timeout)
         if self._error is not None:
             self._slots.release()
             raise self._error
@@ -336,16 +362,24 @@ class BrokerConnection:
         await self._write(frame)
         return await self._response(waiter, deadline, timeout, request, version)
 
-    def try_send_now(
-        self, request: Any, version: int, *, timeout_ms: float | None = None
-    ) -> Coroutine[Any, Any, Any] | None:
-        """Put ``request`` on the wire now, if that needs no waiting; None (nothing done) if not.
+    def try_submit(
+        self,
+        request: Any,
+        version: int,
+        callback: ResponseCallback,
+        *,
+        timeout_ms: float | None = None,
+    ) -> bool:
+        """Put ``request`` on the wire now, if that needs no waiting; False (nothing done) if not.
 
         Succeeds when a request slot is free and the socket takes data: the frame is written
-        before this returns, and the coroutine returned gives the response exactly as
-        :meth:`send` would (``None`` for acks=0 produce).  A producer calls this from inside
-        ``send()`` with a batch that just filled up, so the broker works on it while the
-        application keeps appending, instead of after the event loop's next turn.
+        before this returns.  ``callback(response, error)`` gets the outcome: it runs inside
+        the receive path as soon as the answer is read (no task wakes up in between), or with
+        the connection's sticky error, or with a :class:`~aiokafkawire.errors.KafkaTimeoutError`
+        after ``timeout_ms`` (default ``request_timeout_ms``).  It never runs inside this call:
+        an acks=0 produce, which gets no answer, has ``callback(None, None)`` on the loop's
+        next turn.  A producer calls this with a batch that just filled up, so the broker works
+        on it while the application keeps appending.
         """
         if self._error is not None:
             raise self._error
@@ -354,40 +388,170 @@ class BrokerConnection:
             or self._slots.locked()
             or (self._writable is not None and not self._writable.is_set())
         ):
-            return None
+            return False
         _acquire_now(self._slots)
+        self._register(request, version, callback, timeout_ms)
+        self._flush()  # with whatever earlier frames of this iteration wait for their flush
+        return True
+
+    async def submit(
+        self,
+        request: Any,
+        version: int,
+        callback: ResponseCallback,
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Wait for a free slot, write ``request``; its outcome goes to ``callback``.
+
+        As :meth:`try_submit`, except that this waits (up to the request timeout) for a slot
+        and for the socket to take data.  It raises, with nothing sent, if the connection has
+        failed or no slot frees up in time; once it returns, ``callback`` will be called.
+        """
+        if self._error is not None:
+            raise self._error
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        deadline = time.monotonic() + timeout
+        await self._acquire_slot(timeout)
+        if self._writable is not None and not self._writable.is_set():
+            try:
+                await self._writable.wait()
+            except BaseException:
+                self._slots.release()
+                raise
+        if self._error is not None:
+            self._slots.release()
+            raise self._error
+        self._register(request, version, callback, timeout_ms)
+        self._flush()
+
+    def _register(
+        self, request: Any, version: int, callback: ResponseCallback, timeout_ms: float | None
+    ) -> None:
+        """Frame ``request`` into the write buffer and register its callback (slot held)."""
         try:
             correlation_id, frame, expects_response = self._framing.send_request(request, version)
         except BaseException:
             self._slots.release()
             raise
         self._write_buffer.append(frame)
+        loop = self._loop
+        assert loop is not None
         if not expects_response:
             self._slots.release()
-            self._flush()
-            return _no_response()
-        assert self._loop is not None
-        waiter = _Waiter(self._loop.create_future(), request.API_KEY)
+            loop.call_soon(callback, None, None)
+            return
+        waiter = _Waiter(None, request.API_KEY, callback)
+        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        waiter.timer = loop.call_later(
+            timeout, self._callback_timed_out, waiter, request, version, timeout
+        )
         self._by_correlation[correlation_id] = waiter
-        self._flush()  # with whatever earlier frames of this iteration wait for their flush
-        return self._response(waiter, deadline, timeout, request, version)
+
+    def _callback_timed_out(
+        self, waiter: _Waiter, request: Any, version: int, timeout: float
+    ) -> None:
+        callback = waiter.callback
+        if callback is None:
+            return
+        self._abandon(waiter)
+        waiter.callback = None
+        callback(
+            None,
+            errors.KafkaTimeoutError(
+                f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
+                f"response within {timeout:.1f}s"
+            ),
+        )
+
+    def receive_now(self) -> bool:
+        """Read and handle the answers the broker has already sent, without waiting for the loop.
+
+        The event loop reads a socket only between turns; a task that appends thousands of
+        records without yielding (or thousands of tasks that each do) keeps answers unread in
+        the socket buffer meanwhile.  This reads them at once: futures resolve and callbacks
+        run before it returns.  Only on plain TCP with a selector event loop, where the
+        transport reads the socket the same way (elsewhere: nothing, the loop reads as usual);
+        never from inside a callback of this connection.  Returns whether bytes were read.
+        """
+        if not self._direct_reads or self._receiving or self._error is not None:
+            return False
+        if not self._by_correlation:
+            return False
+        sock = self._direct_socket
+        if sock is None:
+            sock = self._direct_socket = self._duplicate_socket()
+            if sock is None:
+                return False
+        got = False
+        for _ in range(_DIRECT_READS_MAX):
+            try:
+                data = sock.recv(_DIRECT_READ_SIZE)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                # The error the transport would meet: fail every waiter, as it would.
+                error = errors.KafkaConnectionError(
+                    f"connection to {self.host}:{self.port} lost: {exc.strerror or exc}"
+                )
+                error.__cause__ = exc
+                self._fail(error)
+                break
+            if not data:
+                break  # end of stream: the transport sees it too and reports it
+            got = True
+            self._data_received(data)
+            if len(data) < _DIRECT_READ_SIZE or self._error is not None:
+                break
+        return got
+
+    def _duplicate_socket(self) -> socket.socket | None:
+        transport = self._transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None:
+            self._direct_reads = False
+            return None
+        try:
+            duplicate: socket.socket = sock.dup()
+            duplicate.setblocking(False)  # the file description is non-blocking already
+        except (AttributeError, OSError):
+            self._direct_reads = False
+            return None
+        return duplicate
+
+    def _close_direct_socket(self) -> None:
+        sock, self._direct_socket = self._direct_socket, None
+        self._direct_reads = False
+        if sock is not None:
+            sock.close()
+
+    async def _acquire_slot(self, timeout: float) -> None:
+        if not self._slots.locked():
+            _acquire_now(self._slots)  # no timeout context needed: nothing to wait for
+            return
+        try:
+            async with _timeout(timeout):
+                await self._slots.acquire()
+        except (TimeoutError, asyncio.TimeoutError):
+            raise errors.KafkaTimeoutError(
+                f"no free request slot on {self!r} within {timeout:.1f}s"
+            ) from None
 
     async def _response(
         self, waiter: _Waiter, deadline: float, timeout: float, request: Any, version: int
     ) -> Any:
+        future = waiter.future
+        assert future is not None
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
             async with _timeout(remaining):
-                return await asyncio.shield(waiter.future)
+                return await asyncio.shield(future)
         except (TimeoutError, asyncio.TimeoutError):
             self._abandon(waiter)
-            if waiter.future.done() and not waiter.future.cancelled():
-                exc = waiter.future.exception()
+            if future.done() and not future.cancelled():
+                exc = future.exception()
                 if exc is not None:
                     raise exc from None
-                return waiter.future.result()
+                return future.result()
             raise errors.KafkaTimeoutError(
                 f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
                 f"response within {timeout:.1f}s"
@@ -398,7 +562,7 @@ class BrokerConnection:
 
     def _abandon(self, waiter: _Waiter) -> None:
         """The caller stopped waiting; the response slot stays taken until the answer arrives."""
-        if waiter.abandoned or waiter.future.done():
+        if waiter.abandoned or waiter.decided:
             return
         waiter.abandoned = True
         self._abandoned += 1
@@ -445,20 +609,34 @@ class BrokerConnection:
             self._fail(exc)
             return
         by_correlation = self._by_correlation
-        for event in events:
-            waiter = by_correlation.pop(event.correlation_id, None)
-            if waiter is None:
-                self._fail(
-                    errors.ProtocolError(
-                        f"response with unknown correlation id {event.correlation_id}"
+        self._receiving = True
+        try:
+            for event in events:
+                waiter = by_correlation.pop(event.correlation_id, None)
+                if waiter is None:
+                    self._fail(
+                        errors.ProtocolError(
+                            f"response with unknown correlation id {event.correlation_id}"
+                        )
                     )
-                )
-                return
-            self._slots.release()
-            if waiter.abandoned:
-                self._abandoned -= 1
-            elif not waiter.future.done():
-                waiter.future.set_result(event.response)
+                    return
+                self._slots.release()
+                if waiter.abandoned:
+                    self._abandoned -= 1
+                elif waiter.future is not None:
+                    if not waiter.future.done():
+                        waiter.future.set_result(event.response)
+                elif waiter.callback is not None:
+                    callback = waiter.callback
+                    waiter.callback = None
+                    if waiter.timer is not None:
+                        waiter.timer.cancel()
+                    try:
+                        callback(event.response, None)
+                    except Exception:  # the requester's bug must not break the connection
+                        log.exception("%r: response callback failed", self)
+        finally:
+            self._receiving = False
 
     def _connection_lost(self, exc: Exception | None) -> None:
         if self._error is None:
@@ -488,12 +666,21 @@ class BrokerConnection:
         self._error = error
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
+        self._close_direct_socket()
         for waiter in waiters:
             self._slots.release()
-            if not waiter.future.done():
-                waiter.future.set_exception(error)
-                # Retrieved here so an abandoned waiter never logs "exception never retrieved".
-                waiter.future.exception()
+            if waiter.future is not None:
+                if not waiter.future.done():
+                    waiter.future.set_exception(error)
+                    # Retrieved here so an abandoned waiter never logs "exception never retrieved".
+                    waiter.future.exception()
+            elif waiter.callback is not None:
+                if waiter.timer is not None:
+                    waiter.timer.cancel()
+                callback, waiter.callback = waiter.callback, None
+                # On the loop's next turn: _fail may run inside a requester's own bookkeeping.
+                assert self._loop is not None
+                self._loop.call_soon(callback, None, error)
         if self._raw_waiter is not None and not self._raw_waiter.done():
             self._raw_waiter.set_exception(error)
             self._raw_waiter.exception()
@@ -598,10 +785,6 @@ class BrokerConnection:
         del self._raw_buffer[: 4 + size]
         if self._raw_waiter is not None and not self._raw_waiter.done():
             self._raw_waiter.set_result(payload)
-
-
-async def _no_response() -> None:
-    """What an acks=0 produce request's response coroutine gives."""
 
 
 def _acquire_now(semaphore: asyncio.Semaphore) -> None:

@@ -1,12 +1,17 @@
 """The sender loop: drains ready batches into one Produce request per broker and handles answers.
 
 One supervised loop per producer decides what is ready (full, lingered long enough, flushed or
-retrying after backoff), groups it by partition leader and starts one supervised task per Produce
-request, at most ``max_in_flight_requests_per_connection`` per broker.  Ordering within a
-partition survives retries: a retried batch goes back before every newer batch of its partition,
-and the partition is not drained again until all its in-flight batches have come back.  Without
-idempotence a partition has at most one batch in flight; with it, up to five, and sequence numbers
-let the broker drop duplicates.
+retrying after backoff), groups it by partition leader and sends one Produce request per broker,
+at most ``max_in_flight_requests_per_connection`` at a time.  Ordering within a partition survives
+retries: a retried batch goes back before every newer batch of its partition, and the partition is
+not drained again until all its in-flight batches have come back.  Without idempotence a partition
+has at most one batch in flight; with it, up to five, and sequence numbers let the broker drop
+duplicates.
+
+A request's answer is handled by a callback inside the connection's receive path (a
+:class:`_Flight`), not by a task that wakes up later: the partition is free again, and its next
+full batch written, before anything else runs.  Together with ``BrokerConnection.receive_now``
+this keeps the broker busy while thousands of coroutines append records in one loop turn.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from aiokafkawire import errors
@@ -36,6 +41,23 @@ PRODUCE_MAX_VERSION = 11
 _MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
 IDEMPOTENT_MAX_IN_FLIGHT = 5
 _SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
+
+
+class _Flight:
+    """One Produce request on its way, from the drain that made it until its answer."""
+
+    __slots__ = ("batches", "connection", "done", "node", "sender")
+
+    def __init__(self, sender: Sender, node: int, batches: list[ProducerBatch]) -> None:
+        self.sender = sender
+        self.node = node
+        self.batches = batches
+        self.connection: Any = None  # set once written
+        self.done = False
+
+    def __call__(self, response: Any, error: BaseException | None) -> None:
+        """The connection's response callback."""
+        self.sender._answered(self, response, error)
 
 
 class Sender:
@@ -86,6 +108,11 @@ class Sender:
         self._add_task: asyncio.Task[None] | None = None
         self._rotation = 0
         self._eager = False  # inside send_now(): write requests at once
+        self._flights: set[_Flight] = set()  # requests made and not yet answered
+        # Requests per broker handed to a task and not written yet: while there are any, new
+        # requests to that broker queue behind them, so that requests leave in drain order
+        # (sequence numbers of an idempotent partition must reach the broker in order).
+        self._unwritten_by_node: dict[int, int] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -97,6 +124,9 @@ class Sender:
         """Stop the loop and every request task (undecided batches are failed by the owner)."""
         self.closing = True
         await self._tasks.stop()
+        # Requests still out: nobody will hear their answers (a late one is ignored).
+        for flight in list(self._flights):
+            self._settle(flight)
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
         if name == "sender":
@@ -271,92 +301,137 @@ class Sender:
             batches.append(batch)
         self.in_flight_by_node[node] = self.in_flight_by_node.get(node, 0) + 1
         self.in_flight_total += 1
-        started = self._start_now(node, batches) if self._eager else None
-        self._tasks.start("produce", self._produce(node, batches, started))
+        flight = _Flight(self, node, batches)
+        self._flights.add(flight)
+        prepared: tuple[Any, ProduceRequest, int] | None = None
+        failure: BaseException | None = None
+        if self._eager and not self._unwritten_by_node.get(node):
+            try:
+                prepared = self._write_now(flight)
+            except Exception as exc:  # handled by the task, as if it had met it
+                failure = exc
+            if flight.connection is not None:
+                return left  # written: the answer comes to the flight
+        self._unwritten_by_node[node] = self._unwritten_by_node.get(node, 0) + 1
+        self._tasks.start("produce", self._produce(flight, prepared, failure))
         return left
 
     def send_now(self) -> None:
-        """Drain what is ready and write it to the brokers before returning, where possible.
+        """Handle answers already received, then drain and write what is ready, before returning.
 
-        ``send()`` calls this when a batch fills up.  Requests otherwise go out from tasks that
-        run on the event loop's next turn, after every coroutine already scheduled: with 1,000
-        concurrent senders, that is after all of them have appended everything, and the broker
-        idles meanwhile.  A request that cannot be written at once (no open connection, no free
-        slot) goes the usual way.
+        ``send()`` calls this when a batch fills up, and every answer calls it.  Otherwise
+        answers are read, and requests go out, only when the event loop gets a turn: with
+        1,000 concurrent senders, that is after all of them have appended everything, and the
+        broker idles meanwhile.  A request that cannot be written at once (no open connection,
+        no free slot) goes the usual way, from a task.
         """
+        if self._eager:
+            return  # an answer read by the outer call: it drains when the reads are done
         self._eager = True
         try:
+            for connection in {flight.connection for flight in self._flights}:
+                if connection is not None:
+                    connection.receive_now()
             self._run_once(time.monotonic())
         finally:
             self._eager = False
 
-    def _start_now(
-        self, node: int, batches: list[ProducerBatch]
-    ) -> Coroutine[Any, Any, Any] | None:
-        """The response coroutine of a request written now; None to send it the usual way."""
-        broker = self.cluster.metadata.brokers.get(node)
+    def _write_now(self, flight: _Flight) -> tuple[Any, ProduceRequest, int] | None:
+        """Write ``flight``'s request if its connection is open and has a free slot.
+
+        Sets ``flight.connection`` when written; otherwise returns the request (if the
+        connection is open, so that it could be built) for the task to send.
+        """
+        broker = self.cluster.metadata.brokers.get(flight.node)
         if broker is None:
             return None
         connection = self.cluster.pool.cached(broker.host, broker.port, "produce")
         if connection is None:
             return None
-        try:
-            request, version = self._produce_request(node, connection, batches)
-            started = connection.try_send_now(request, version)
-        except Exception as exc:  # handled by _produce, as if the task had met it
-            return _raise(exc)
-        # No free slot: the request is built, the task waits for a slot to send it.
-        return started if started is not None else connection.send(request, version)
+        request, version = self._produce_request(flight.node, connection, flight.batches)
+        if connection.try_submit(request, version, flight, timeout_ms=self.request_timeout_ms):
+            flight.connection = connection
+            return None
+        return connection, request, version  # no free slot: the task waits for one
 
     # ---------------------------------------------------------------- requests
 
     async def _produce(
         self,
-        node: int,
-        batches: list[ProducerBatch],
-        started: Coroutine[Any, Any, Any] | None = None,
+        flight: _Flight,
+        prepared: tuple[Any, ProduceRequest, int] | None = None,
+        failure: BaseException | None = None,
     ) -> None:
+        """Send ``flight``'s request once a connection and a slot are there."""
+        error: Exception | None = None
         try:
-            try:
-                if started is None:
-                    response = await self._send_produce(node, batches)
+            if failure is not None:
+                raise failure
+            if prepared is None:
+                connection = await self.cluster.connection(flight.node, purpose="produce")
+                request, version = self._produce_request(flight.node, connection, flight.batches)
+            else:
+                connection, request, version = prepared
+            # Tasks of one broker get their connection and their slot first come, first served,
+            # so they write in the order they were started.
+            await connection.submit(request, version, flight, timeout_ms=self.request_timeout_ms)
+            flight.connection = connection
+        except asyncio.CancelledError:
+            raise  # stopping: stop() settles the flight
+        except Exception as exc:
+            error = exc
+        finally:
+            self._unwritten_by_node[flight.node] -= 1
+        if error is not None:
+            self._answered(flight, None, error)
+
+    def _answered(self, flight: _Flight, response: Any, error: BaseException | None) -> None:
+        """A Produce request's outcome: its answer, or why there is none."""
+        if flight.done:
+            return  # settled by stop() already
+        batches = flight.batches
+        try:
+            if error is None:
+                if response is None:  # acks=0: written is all we learn
+                    for batch in batches:
+                        self._succeeded(batch, -1, -1)
                 else:
-                    response = await started
-            except errors.KafkaError as exc:
-                if isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
+                    self._handle_response(batches, response)
+            elif isinstance(error, errors.KafkaError):
+                if isinstance(error, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
                     self.cluster.request_update()
                 for batch in batches:
-                    self._attempt_failed(batch, exc)
-                return
-            except Exception as exc:  # a bug, not a broker problem: fail, never hang
-                log.exception("Produce request to broker %d failed unexpectedly", node)
-                for batch in batches:
-                    batch.in_flight = False
-                    self._done_in_flight(batch)
-                    self._fail_batch(batch, exc)
-                return
-            if response is None:  # acks=0: written is all we learn
-                for batch in batches:
-                    self._succeeded(batch, -1, -1)
-                return
-            self._handle_response(batches, response)
-        finally:
-            self.in_flight_by_node[node] -= 1
-            self.in_flight_total -= 1
+                    self._attempt_failed(batch, error)
+            else:
+                raise error
+        except Exception as exc:  # a bug, not a broker problem: fail, never hang
+            log.error("Produce request to broker %d failed unexpectedly", flight.node, exc_info=exc)
             for batch in batches:
-                if batch.in_flight:  # cancelled (closing): nothing will answer for it any more
+                if batch.in_flight:
                     batch.in_flight = False
                     self._done_in_flight(batch)
+                if not batch.done:
+                    self._fail_batch(batch, exc)
+        finally:
+            self._settle(flight)
             self.wakeup.set()
         if not self.closing and self.txn.fatal is None:
             # The partitions just answered may have full batches waiting: send them now,
             # before the coroutines this answer woke up (maybe thousands) take their turn.
             self.send_now()
 
-    async def _send_produce(self, node: int, batches: list[ProducerBatch]) -> Any:
-        connection = await self.cluster.connection(node, purpose="produce")
-        request, version = self._produce_request(node, connection, batches)
-        return await connection.send(request, version)
+    def _settle(self, flight: _Flight) -> None:
+        """The request is over (answered, or abandoned while stopping): free its counts."""
+        if flight.done:
+            return
+        flight.done = True
+        self._flights.discard(flight)
+        self.in_flight_by_node[flight.node] -= 1
+        self.in_flight_total -= 1
+        for batch in flight.batches:
+            if batch.in_flight:  # not answered (stopping): nothing will answer for it any more
+                batch.in_flight = False
+                self._done_in_flight(batch)
 
     def _produce_request(
         self, node: int, connection: Any, batches: list[ProducerBatch]
@@ -541,8 +616,3 @@ class Sender:
             txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
-
-
-async def _raise(exc: BaseException) -> Any:
-    """A response coroutine that fails with ``exc`` (met while starting the request)."""
-    raise exc

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,10 +41,15 @@ class FakeBroker:
     """Serves on 127.0.0.1; ``handler(header, request)`` decides each answer."""
 
     def __init__(
-        self, handler: Handler | None = None, *, versions: dict[int, tuple[int, int]] | None = None
+        self,
+        handler: Handler | None = None,
+        *,
+        versions: dict[int, tuple[int, int]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.handler = handler
         self.versions = versions
+        self.ssl_context = ssl_context
         self.requests: list[tuple[Any, Any]] = []
         self.connections = 0
         self._server: asyncio.Server | None = None
@@ -52,7 +59,7 @@ class FakeBroker:
 
     async def __aenter__(self) -> FakeBroker:
         self._arrived = asyncio.Condition()
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -119,3 +126,45 @@ class FakeBroker:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
+
+
+class ThreadedFakeBroker:
+    """A :class:`FakeBroker` on its own thread and event loop.
+
+    It answers while the test's own loop is blocked (``time.sleep``), which is what a test of
+    reads outside the loop's turn needs.  ``handler`` runs on the broker's loop.  Use as a
+    context manager; leaving it stops the broker and joins the thread.
+    """
+
+    def __init__(self, handler: Handler, *, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.broker = FakeBroker(handler, ssl_context=ssl_context)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.broker.port
+
+    def __enter__(self) -> ThreadedFakeBroker:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.broker.__aenter__(), self._loop).result(5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self.broker.close(), self._loop).result(5)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            self._loop.close()
+
+    def drop_clients(self) -> None:
+        """Abort every client connection, from the broker's thread; returns once done."""
+        done = threading.Event()
+
+        def drop() -> None:
+            self.broker.drop_clients()
+            done.set()
+
+        self._loop.call_soon_threadsafe(drop)
+        done.wait(5)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fake_broker import CLOSE, SILENT, FakeBroker, api_versions_response
+from fake_broker import CLOSE, SILENT, FakeBroker, ThreadedFakeBroker, api_versions_response
 
 from aiokafkawire import errors
 from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig, ReconnectBackoff
@@ -29,6 +31,21 @@ def echo_metadata(request: Any) -> MetadataResponse:
 
 def ask(name: str) -> MetadataRequest:
     return MetadataRequest(topics=[MetadataRequestTopic(name=name)])
+
+
+def block_loop(seconds: float) -> None:
+    """Keep the event loop from running, as a coroutine busy appending records does."""
+    time.sleep(seconds)
+
+
+def read_while_blocked(
+    connection: BrokerConnection, done: Callable[[], bool], timeout: float = 2.0
+) -> None:
+    """With the event loop blocked, read only through ``receive_now`` until ``done()``."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        block_loop(0.005)
+        connection.receive_now()
 
 
 async def test_thousand_pipelined_requests_are_all_answered_in_order() -> None:
@@ -166,7 +183,28 @@ async def test_acks_zero_produce_resolves_on_write() -> None:
             connection.close()
 
 
-async def test_try_send_now_writes_before_returning_or_does_nothing() -> None:
+class Outcomes:
+    """A response callback that records what it was given, and when."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, BaseException | None]] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, response: Any, error: BaseException | None) -> None:
+        self.seen.append((response, error))
+        self.arrived.set()
+
+    def names(self) -> list[str]:
+        return [r.topics[0].name if r is not None else repr(e) for r, e in self.seen]
+
+    async def wait(self, count: int, timeout: float = 2.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.seen) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+async def test_try_submit_writes_before_returning_or_does_nothing() -> None:
     async def handler(header: Any, request: Any) -> Any:
         if header.api_key != MetadataRequest.API_KEY or request.topics[0].name.startswith("hold"):
             return SILENT  # acks=0 produce gets no answer; "hold" requests keep their slots
@@ -177,17 +215,22 @@ async def test_try_send_now_writes_before_returning_or_does_nothing() -> None:
         connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
         try:
             version = connection.versions.version_for(MetadataRequest.API_KEY)
-            started = connection.try_send_now(ask("now"), version)
-            assert started is not None
+            outcomes = Outcomes()
+            assert connection.try_submit(ask("now"), version, outcomes)
             assert connection.in_flight == 1  # written and registered before any await
-            assert (await started).topics[0].name == "now"
-            # Acks=0 produce: written, nothing to wait for.
-            produce = connection.try_send_now(ProduceRequest(acks=0, timeout_ms=1000), 3)
-            assert produce is not None and await produce is None
+            await outcomes.wait(1)
+            assert outcomes.names() == ["now"] and connection.in_flight == 0
+            # Acks=0 produce: written; the callback hears (None, None), but never inside the call.
+            produced = Outcomes()
+            assert connection.try_submit(ProduceRequest(acks=0, timeout_ms=1000), 3, produced)
+            assert produced.seen == [] and connection.in_flight == 0
+            await produced.wait(1)
+            assert produced.seen == [(None, None)]
             # With every slot taken, nothing happens: the caller sends the usual way.
-            held = [connection.try_send_now(ask(f"hold-{i}"), version) for i in range(2)]
-            assert all(h is not None for h in held) and connection.in_flight == 2
-            assert connection.try_send_now(ask("full"), version) is None
+            held = Outcomes()
+            assert connection.try_submit(ask("hold-0"), version, held)
+            assert connection.try_submit(ask("hold-1"), version, held)
+            assert not connection.try_submit(ask("full"), version, held)
             assert connection.in_flight == 2
             await broker.wait_for_requests(5)  # ApiVersions, "now", produce, 2 held
             assert [t.name for h, r in broker.requests if h.api_key == 3 for t in r.topics] == [
@@ -195,14 +238,167 @@ async def test_try_send_now_writes_before_returning_or_does_nothing() -> None:
                 "hold-0",
                 "hold-1",
             ]
-            # A broken connection raises its sticky error, as send() does.
+            # A broken connection gives each callback its sticky error, on the loop's next turn.
             broker.drop_clients()
-            for waiter in held:
-                assert waiter is not None
-                with pytest.raises(errors.KafkaConnectionError):
-                    await waiter
+            await held.wait(2)
+            assert all(isinstance(e, errors.KafkaConnectionError) for _, e in held.seen)
             with pytest.raises(errors.KafkaConnectionError):
-                connection.try_send_now(ask("after"), version)
+                connection.try_submit(ask("after"), version, held)
+            with pytest.raises(errors.KafkaConnectionError):
+                await connection.submit(ask("after"), version, held)
+            assert len(held.seen) == 2
+        finally:
+            connection.close()
+
+
+async def test_submit_waits_for_a_slot_and_timeouts_reach_the_callback() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        if request.topics[0].name == "slow":
+            await asyncio.sleep(0.5)  # answers after the client gave up on it
+        return echo_metadata(request)  # in order: "behind" is answered right after "slow"
+
+    config = ConnectionConfig(max_in_flight_requests_per_connection=2, request_timeout_ms=5000)
+    async with FakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            outcomes = Outcomes()
+            started = time.monotonic()
+            assert connection.try_submit(ask("slow"), version, outcomes, timeout_ms=150)
+            assert connection.try_submit(ask("behind"), version, outcomes)
+            # Both slots are taken: submit waits until the slow answer frees one.
+            queued = asyncio.ensure_future(connection.submit(ask("next"), version, outcomes))
+            await outcomes.wait(1)
+            assert 0.1 < time.monotonic() - started < 0.45
+            (response, error), *_ = outcomes.seen
+            assert response is None and isinstance(error, errors.KafkaTimeoutError)
+            assert "no response within 0.1s" in str(error)
+            await asyncio.sleep(0.1)
+            assert not queued.done()  # the timed-out request keeps its slot until answered
+            await asyncio.wait_for(queued, 2)
+            await outcomes.wait(3)
+            assert outcomes.names()[1:] == ["behind", "next"]  # the late "slow" answer dropped
+            assert len(outcomes.seen) == 3 and connection.in_flight == 0
+        finally:
+            connection.close()
+
+
+async def test_receive_now_handles_answers_that_arrived_while_the_loop_was_busy() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        return echo_metadata(request)
+
+    with ThreadedFakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            outcomes = Outcomes()
+            assert connection.try_submit(ask("a"), version, outcomes)
+            assert connection.try_submit(ask("b"), version, outcomes)
+            assert not connection.receive_now() or outcomes.seen  # too early is fine too
+            # Block the event loop: only receive_now can read the answers now.
+            read_while_blocked(connection, lambda: len(outcomes.seen) >= 2)
+            assert outcomes.names() == ["a", "b"]
+            assert connection.in_flight == 0
+            assert not connection.receive_now()  # nothing in flight: no read at all
+        finally:
+            connection.close()
+
+
+async def test_receive_now_and_the_event_loop_read_one_stream_in_order() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        return echo_metadata(request)
+
+    with ThreadedFakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            outcomes = Outcomes()
+            names = [f"t{i}" for i in range(300)]
+            for i, name in enumerate(names):
+                await connection.submit(ask(name), version, outcomes)
+                if i % 3 == 0:
+                    block_loop(0.0005)
+                    connection.receive_now()  # reads a part of the stream ...
+                elif i % 3 == 1:
+                    await asyncio.sleep(0)  # ... the transport reads the next part
+            await outcomes.wait(len(names))
+            assert outcomes.names() == names
+        finally:
+            connection.close()
+
+
+async def test_receive_now_does_not_nest_inside_a_callback() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        return echo_metadata(request)
+
+    with ThreadedFakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            order: list[str] = []
+            nested: list[bool] = []
+
+            def callback(response: Any, error: BaseException | None) -> None:
+                name = response.topics[0].name
+                order.append(f"{name}:start")
+                nested.append(connection.receive_now())  # would hand over the next answer
+                order.append(f"{name}:end")
+
+            for name in ("x", "y", "z"):
+                assert connection.try_submit(ask(name), version, callback)
+            read_while_blocked(connection, lambda: len(order) >= 6)
+            assert order == ["x:start", "x:end", "y:start", "y:end", "z:start", "z:end"]
+            assert nested == [False, False, False]
+        finally:
+            connection.close()
+
+
+async def test_receive_now_after_the_broker_vanished_leaves_the_loss_to_the_transport() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        return SILENT
+
+    with ThreadedFakeBroker(handler) as broker:
+        connection = await BrokerConnection.open("127.0.0.1", broker.port)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            outcomes = Outcomes()
+            assert connection.try_submit(ask("lost"), version, outcomes)
+            broker.drop_clients()
+            block_loop(0.05)
+            connection.receive_now()  # end of stream (or a reset): no answer to hand out
+            assert outcomes.seen == []
+            await outcomes.wait(1)
+            (response, error), *_ = outcomes.seen
+            assert response is None and isinstance(error, errors.KafkaConnectionError)
+            assert connection.closed
+        finally:
+            connection.close()
+
+
+async def test_receive_now_reads_nothing_over_tls() -> None:
+    """TLS bytes belong to the transport's TLS object: reading the socket would corrupt them."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+
+    async def handler(header: Any, request: Any) -> Any:
+        return echo_metadata(request)
+
+    with ThreadedFakeBroker(handler, ssl_context=server_context) as broker:
+        config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
+        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
+        try:
+            version = connection.versions.version_for(MetadataRequest.API_KEY)
+            outcomes = Outcomes()
+            assert connection.try_submit(ask("tls"), version, outcomes)
+            block_loop(0.2)  # the answer is in the socket by now
+            assert not connection.receive_now()
+            assert outcomes.seen == []
+            await outcomes.wait(1)  # the transport reads and decrypts it
+            assert outcomes.names() == ["tls"]
         finally:
             connection.close()
 

@@ -317,14 +317,14 @@ async def test_a_batch_that_fills_up_is_written_from_inside_send(
 ) -> None:
     """send() writes a full batch itself (no event-loop turn needed), answers send the next."""
     written_now: list[bool] = []
-    start_now = Sender._start_now
+    write_now = Sender._write_now
 
-    def spy(self: Sender, node: int, batches: list[Any]) -> Any:
-        started = start_now(self, node, batches)
-        written_now.append(started is not None)
-        return started
+    def spy(self: Sender, flight: Any) -> Any:
+        prepared = write_now(self, flight)
+        written_now.append(flight.connection is not None)
+        return prepared
 
-    monkeypatch.setattr(Sender, "_start_now", spy)
+    monkeypatch.setattr(Sender, "_write_now", spy)
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         acks=1,
