@@ -572,13 +572,47 @@ class Producer:
             sender.flushing -= 1
 
     async def partitions_for(self, topic: str) -> list[int]:
-        """The partition ids of ``topic`` (waits for its metadata, up to ``max_block_ms``)."""
+        """The partition ids of ``topic``, once its metadata is known and its leaders connected.
+
+        Waits for the topic's metadata (up to ``max_block_ms``), then for the connections that
+        Produce requests to its partitions' leaders use, so that the first full batch goes out
+        at once instead of after a connection setup.  A leader that cannot be reached is not
+        an error here: the sender keeps trying and reports on the records.
+        """
         if not self._started:
             raise errors.IllegalStateError("start the producer first")
         cluster = self._cluster
         assert cluster is not None
+        started = time.monotonic()
         info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
+        remaining = self.max_block_ms / 1000 - (time.monotonic() - started)
+        await self._connect_leaders(topic, info.partition_ids, max(remaining, 0.0))
         return info.partition_ids
+
+    async def _connect_leaders(self, topic: str, partitions: list[int], timeout: float) -> None:
+        """Open the produce connections to the leaders of ``partitions`` (bounded; no errors)."""
+        cluster = self._cluster
+        assert cluster is not None
+        metadata = cluster.metadata
+        leaders = {metadata.leader_for(topic, partition) for partition in partitions}
+        leaders.discard(None)
+        if not leaders or timeout <= 0:
+            return
+        connects = [
+            cluster.connection(node, purpose="produce") for node in leaders if node is not None
+        ]
+        try:
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*connects, return_exceptions=True), timeout
+            )
+        except (TimeoutError, asyncio.TimeoutError):
+            log.debug("connecting to the leaders of %r took longer than %.1fs", topic, timeout)
+            return
+        for outcome in outcomes:
+            if isinstance(outcome, errors.KafkaError):
+                log.debug("cannot connect to a leader of %r yet: %s", topic, outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome
 
     # ---------------------------------------------------------------- transactions
 
