@@ -37,13 +37,24 @@ typedef struct {
     PyTypeObject *batch_type;  /* ProducerBatch */
     PyTypeObject *handle_type; /* DeliveryHandle */
     int direct_clock;          /* clock is time.time: read the system clock here */
+    int native_handle;         /* handle_type is this module's Handle (C index), not a class */
     Py_ssize_t max_record_size;
     Py_ssize_t overhead;
     Py_ssize_t off_builder, off_closed, off_count;           /* ProducerBatch slots */
-    Py_ssize_t off_h_batch, off_h_index, off_h_timestamp;     /* DeliveryHandle slots */
+    Py_ssize_t off_h_batch, off_h_index, off_h_timestamp;     /* DeliveryHandle slots (-1: C) */
 } FastSend;
 
 static PyObject *str_send_checks, *str_cached_metadata, *str_metadata, *str_fatal, *str_append;
+
+/* The records accelerator's builder append as a C function (see _crecords.c, "_api"): called
+ * directly, not as a method, when the builder is of the class it is registered for.  NULL when
+ * _crecords is not built; the method call then does the same. */
+typedef struct {
+    PyObject *(*builder_append)(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+    PyTypeObject **builder_type;
+} CRecordsApi;
+static CRecordsApi *records_api;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -76,8 +87,10 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
 typedef struct {
     PyObject_HEAD
     PyObject *batch;
-    PyObject *index;
-    PyObject *timestamp;
+    /* C integers: a pending handle keeps no object alive but its batch (thousands of pending
+     * handles stay small and together in memory, which their awaits notice). */
+    long long index;
+    long long timestamp;
 } Handle;
 
 static PyObject *str_await_pending;
@@ -87,16 +100,17 @@ static Py_ssize_t off_outcome, off_topic, off_partition;
 
 static PyMemberDef Handle_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(Handle, batch), 0, NULL},
-    {"_index", T_OBJECT_EX, offsetof(Handle, index), 0, NULL},
-    {"_timestamp", T_OBJECT_EX, offsetof(Handle, timestamp), 0, NULL},
+    {"_index", T_LONGLONG, offsetof(Handle, index), 0, NULL},
+    {"_timestamp", T_LONGLONG, offsetof(Handle, timestamp), 0, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *batch, *index, *timestamp;
+    PyObject *batch;
+    long long index, timestamp;
     static char *kwlist[] = {"batch", "index", "timestamp", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:DeliveryHandle", kwlist, &batch, &index,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLL:DeliveryHandle", kwlist, &batch, &index,
                                      &timestamp))
         return NULL;
     Handle *self = (Handle *)type->tp_alloc(type, 0);
@@ -104,9 +118,7 @@ static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     Py_INCREF(batch);
     self->batch = batch;
-    Py_INCREF(index);
     self->index = index;
-    Py_INCREF(timestamp);
     self->timestamp = timestamp;
     return (PyObject *)self;
 }
@@ -115,8 +127,6 @@ static void Handle_dealloc(Handle *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     Py_CLEAR(self->batch);
-    Py_CLEAR(self->index);
-    Py_CLEAR(self->timestamp);
     type->tp_free((PyObject *)self);
     Py_DECREF(type); /* instances of heap types hold a reference to their type */
 }
@@ -193,13 +203,25 @@ static PyObject *handle_metadata(Handle *self)
     long long log_append_time = PyLong_AsLongLong(appended);
     if (log_append_time == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *offset = base_offset >= 0 ? PyNumber_Add(base, self->index) : PyLong_FromLong(-1);
+    PyObject *offset = PyLong_FromLongLong(base_offset >= 0 ? base_offset + self->index : -1);
     if (offset == NULL)
         return NULL;
-    PyObject *timestamp = log_append_time >= 0 ? appended : self->timestamp;
+    PyObject *timestamp;
+    if (log_append_time >= 0) {
+        Py_INCREF(appended);
+        timestamp = appended;
+    }
+    else {
+        timestamp = PyLong_FromLongLong(self->timestamp);
+        if (timestamp == NULL) {
+            Py_DECREF(offset);
+            return NULL;
+        }
+    }
     PyObject *result = metadata_type->tp_alloc(metadata_type, 4);
     if (result == NULL) {
         Py_DECREF(offset);
+        Py_DECREF(timestamp);
         return NULL;
     }
     Py_INCREF(topic);
@@ -207,10 +229,13 @@ static PyObject *handle_metadata(Handle *self)
     Py_INCREF(partition);
     PyTuple_SET_ITEM(result, 1, partition);
     PyTuple_SET_ITEM(result, 2, offset);
-    Py_INCREF(timestamp);
     PyTuple_SET_ITEM(result, 3, timestamp);
     return result;
 }
+
+/* One Ready is kept and reused while nobody else holds it: awaiting a delivered record then
+ * allocates only its RecordMetadata (the await drops the iterator as soon as it returns). */
+static Ready *spare_ready;
 
 static PyObject *Handle_await(Handle *self)
 {
@@ -223,12 +248,23 @@ static PyObject *Handle_await(Handle *self)
         return PyObject_VectorcallMethod(str_await_pending, args,
                                          1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
-    Ready *ready = PyObject_New(Ready, &Ready_Type);
-    if (ready == NULL) {
-        Py_DECREF(metadata);
-        return NULL;
+    Ready *ready = spare_ready;
+    if (ready != NULL && Py_REFCNT(ready) == 1) {
+        Py_INCREF(ready);
     }
-    ready->value = metadata;
+    else {
+        ready = PyObject_New(Ready, &Ready_Type);
+        if (ready == NULL) {
+            Py_DECREF(metadata);
+            return NULL;
+        }
+        ready->value = NULL;
+        if (spare_ready == NULL) {
+            Py_INCREF(ready);
+            spare_ready = ready;
+        }
+    }
+    Py_XSETREF(ready->value, metadata); /* a dropped, never iterated one may still hold one */
     return (PyObject *)ready;
 }
 
@@ -300,8 +336,16 @@ static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
     }
     Py_ssize_t off_builder = slot_offset(bt, "builder"), off_closed = slot_offset(bt, "closed"),
                off_count = slot_offset(bt, "count");
-    Py_ssize_t off_h_batch = slot_offset(ht, "_batch"), off_h_index = slot_offset(ht, "_index"),
-               off_h_timestamp = slot_offset(ht, "_timestamp");
+    int native_handle = ht->tp_new == Handle_new;
+    Py_ssize_t off_h_batch, off_h_index = -1, off_h_timestamp = -1;
+    if (native_handle) {
+        off_h_batch = offsetof(Handle, batch);
+    }
+    else {
+        off_h_batch = slot_offset(ht, "_batch");
+        off_h_index = slot_offset(ht, "_index");
+        off_h_timestamp = slot_offset(ht, "_timestamp");
+    }
     if (PyErr_Occurred())
         return -1;
     int direct_clock = 0;
@@ -317,6 +361,7 @@ static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
     Py_DECREF(time_time);
 #endif
     self->direct_clock = direct_clock;
+    self->native_handle = native_handle;
     self->off_builder = off_builder;
     self->off_closed = off_closed;
     self->off_count = off_count;
@@ -566,10 +611,23 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     PyObject *timestamp = PyLong_FromDouble(now_s * 1000.0); /* int(time() * 1000) */
     if (timestamp == NULL)
         goto error_index;
+    long long timestamp_ms = PyLong_AsLongLong(timestamp);
+    if (timestamp_ms == -1 && PyErr_Occurred()) { /* a clock beyond int64 milliseconds */
+        PyErr_Clear();
+        Py_DECREF(timestamp);
+        Py_DECREF(builder);
+        Py_DECREF(index);
+        goto slow;
+    }
 
     PyObject *append_args[5] = {builder, timestamp, key, value, Py_None};
-    PyObject *appended = PyObject_VectorcallMethod(
-        str_append, append_args, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *appended;
+    if (records_api != NULL && *records_api->builder_type != NULL &&
+        Py_TYPE(builder) == *records_api->builder_type)
+        appended = records_api->builder_append(NULL, append_args, 5, NULL);
+    else
+        appended = PyObject_VectorcallMethod(str_append, append_args,
+                                             5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (appended == NULL)
         goto error_timestamp;
     truth = PyObject_IsTrue(appended);
@@ -603,8 +661,17 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     /* New references move into the handle's slots. */
     Py_INCREF(batch);
     SLOT(handle, self->off_h_batch) = batch;
-    SLOT(handle, self->off_h_index) = index;
-    SLOT(handle, self->off_h_timestamp) = timestamp;
+    if (self->native_handle) {
+        Handle *native = (Handle *)handle;
+        native->index = position;
+        native->timestamp = timestamp_ms;
+        Py_DECREF(index);
+        Py_DECREF(timestamp);
+    }
+    else {
+        SLOT(handle, self->off_h_index) = index;
+        SLOT(handle, self->off_h_timestamp) = timestamp;
+    }
     result = handle;
     goto done;
 
@@ -672,6 +739,18 @@ PyMODINIT_FUNC PyInit__cproducer(void)
     }
     if (PyType_Ready(&FastSend_Type) < 0 || PyType_Ready(&Ready_Type) < 0)
         return NULL;
+    if (records_api == NULL) {
+        /* PyCapsule_Import would only import "aiokafkawire" and then look up attributes. */
+        PyObject *records = PyImport_ImportModule("aiokafkawire.protocol.records._crecords");
+        PyObject *capsule = records ? PyObject_GetAttrString(records, "_api") : NULL;
+        records_api = capsule ? PyCapsule_GetPointer(
+                                    capsule, "aiokafkawire.protocol.records._crecords._api")
+                              : NULL;
+        Py_XDECREF(capsule); /* the module keeps it, and the module stays imported */
+        Py_XDECREF(records);
+        if (records_api == NULL)
+            PyErr_Clear(); /* not built: appends go through the method */
+    }
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
         return NULL;

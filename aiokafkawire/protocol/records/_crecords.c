@@ -37,6 +37,10 @@
  *       unusual (built batch, timestamps that are not plain ints, keyword arguments, input
  *       outside encode_record's fast path) goes to the pure method, with the same arguments.
  *
+ *   _api: a capsule ("aiokafkawire.protocol.records._crecords._api") holding a CRecordsApi
+ *       (below): builder_append as a C function and the builder class it is registered for,
+ *       so that the producer's C fast path appends without a Python method call.
+ *
  *   _setup(record_cls, control_record_cls, corrupt_record_error) -> bool
  *   _setup_builder(builder_cls, pure_append, now_ms) -> bool
  *       Called once by _accel.py.  Records are allocated directly and their six __slots__
@@ -1366,6 +1370,15 @@ static struct PyModuleDef module_def = {
     NULL,
 };
 
+/* What the capsule _api holds; readers check builder_type before every call. */
+typedef struct {
+    PyObject *(*builder_append)(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+    PyTypeObject **builder_type; /* NULL inside: no builder class registered (yet) */
+} CRecordsApi;
+
+static CRecordsApi api = {builder_append, &builder_type};
+
 static PyMethodDef builder_append_def = {
     "append", (PyCFunction)(void (*)(void))builder_append, METH_FASTCALL | METH_KEYWORDS,
     "append($self, timestamp_ms, key, value, headers=None)\n--\n\n"
@@ -1390,6 +1403,12 @@ PyInit__crecords(void)
     Py_DECREF(function);
     if (method == NULL || PyModule_AddObject(module, "builder_append", method) < 0) {
         Py_XDECREF(method);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(&api, "aiokafkawire.protocol.records._crecords._api", NULL);
+    if (capsule == NULL || PyModule_AddObject(module, "_api", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(module);
         return NULL;
     }
