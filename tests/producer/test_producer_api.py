@@ -351,3 +351,69 @@ async def test_uniform_sticky_moves_keyed_records_on_when_a_batch_fills(
         handles = [await producer.send(topic, b"v" * 100, key=b"same-key") for _ in range(60)]
         metadata = [await h for h in handles]
     assert len({m.partition for m in metadata}) > 1
+
+
+def _block_loop(seconds: float) -> None:
+    """Keep the event loop from running, as a coroutine busy appending records does."""
+    time.sleep(seconds)
+
+
+async def test_a_full_batch_reads_the_answers_already_there(
+    mock_cluster: MockCluster, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers that arrived while the loop was busy are handled inside send(), at once."""
+    answered: list[bool] = []  # per answer: did the event loop turn before it was handled?
+    turned: list[bool] = []
+    handled = Sender._answered
+
+    def spy(self: Sender, flight: Any, response: Any, error: BaseException | None) -> None:
+        answered.append(bool(turned))
+        handled(self, flight, response, error)
+
+    monkeypatch.setattr(Sender, "_answered", spy)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, acks=1, batch_size=2048, linger_ms=60_000
+    ) as producer:
+        await producer.partitions_for(topic)  # the produce connection is open from here on
+        first = [await producer.send(topic, b"v" * 100, partition=0) for _ in range(25)]
+        assert not first[0].done()  # its batch was written from inside send(), not answered
+        _block_loop(0.5)  # the broker answers; only a direct read can see it now
+        asyncio.get_running_loop().call_soon(turned.append, True)
+        answered.clear()
+        # The next batch to fill reads that answer before the loop turns (and before the
+        # sleep(0) that send() then takes).
+        more = [await producer.send(topic, b"v" * 100, partition=0) for _ in range(20)]
+        assert answered and answered[0] is False
+        assert first[0].done()
+        await producer.flush(timeout=10)
+        offsets = [(await h).offset for h in first + more]
+    assert offsets == list(range(45))
+
+
+async def test_partitions_for_connects_the_leaders_and_tolerates_a_dead_one(
+    mock_cluster: MockCluster, topic: str
+) -> None:
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, acks=1) as producer:
+        cluster = producer._cluster
+        assert cluster is not None
+        await producer.partitions_for(topic)
+        leaders = {cluster.metadata.leader_for(topic, p) for p in range(3)}
+        for node in leaders:
+            assert node is not None
+            broker = cluster.metadata.brokers[node]
+            connection = cluster.pool.cached(broker.host, broker.port, "produce")
+            assert connection is not None and not connection.closed
+    # A leader that cannot be reached: partitions_for answers anyway, promptly.
+    other = unique_topic("deadleader")
+    mock_cluster.create_topic(other, partitions=1)
+    mock_cluster.set_partition_leader(other, 0, 3)
+    mock_cluster.broker_down(3)
+    try:
+        async with Producer(
+            bootstrap_servers=mock_cluster.bootstrap_servers, acks=1, max_block_ms=3000
+        ) as producer:
+            started = time.monotonic()
+            assert await producer.partitions_for(other) == [0]
+            assert time.monotonic() - started < 3.5
+    finally:
+        mock_cluster.broker_up(3)
