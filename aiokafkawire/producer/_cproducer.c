@@ -197,12 +197,16 @@ static PyObject *handle_metadata(Handle *self)
         topic == NULL || partition == NULL)
         return NULL;
     PyObject *base = PyTuple_GET_ITEM(outcome, 0), *appended = PyTuple_GET_ITEM(outcome, 1);
-    long long base_offset = PyLong_AsLongLong(base);
+    /* ...AndOverflow: 3.11's PyLong_AsLongLong takes a slow byte-array path above 2**30. */
+    int overflow_base, overflow_appended;
+    long long base_offset = PyLong_AsLongLongAndOverflow(base, &overflow_base);
     if (base_offset == -1 && PyErr_Occurred())
         return NULL;
-    long long log_append_time = PyLong_AsLongLong(appended);
+    long long log_append_time = PyLong_AsLongLongAndOverflow(appended, &overflow_appended);
     if (log_append_time == -1 && PyErr_Occurred())
         return NULL;
+    if (overflow_base || overflow_appended)
+        return NULL; /* not from a broker: the Python method answers */
     PyObject *offset = PyLong_FromLongLong(base_offset >= 0 ? base_offset + self->index : -1);
     if (offset == NULL)
         return NULL;
@@ -608,17 +612,18 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     }
     if (now_s == -1.0 && PyErr_Occurred())
         goto error_index;
-    PyObject *timestamp = PyLong_FromDouble(now_s * 1000.0); /* int(time() * 1000) */
-    if (timestamp == NULL)
-        goto error_index;
-    long long timestamp_ms = PyLong_AsLongLong(timestamp);
-    if (timestamp_ms == -1 && PyErr_Occurred()) { /* a clock beyond int64 milliseconds */
-        PyErr_Clear();
-        Py_DECREF(timestamp);
+    double now_ms = now_s * 1000.0;
+    /* int(time() * 1000) truncates, as the cast does; a clock outside int64 milliseconds (or
+     * not a number) is left to the Python path. */
+    if (!(now_ms > -9.2e18 && now_ms < 9.2e18)) {
         Py_DECREF(builder);
         Py_DECREF(index);
         goto slow;
     }
+    long long timestamp_ms = (long long)now_ms;
+    PyObject *timestamp = PyLong_FromLongLong(timestamp_ms);
+    if (timestamp == NULL)
+        goto error_index;
 
     PyObject *append_args[5] = {builder, timestamp, key, value, Py_None};
     PyObject *appended;
