@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -31,6 +32,23 @@ def echo_metadata(request: Any) -> MetadataResponse:
 
 def ask(name: str) -> MetadataRequest:
     return MetadataRequest(topics=[MetadataRequestTopic(name=name)])
+
+
+async def echo(header: Any, request: Any) -> Any:
+    """A broker handler answering every Metadata request with the topics it named."""
+    return echo_metadata(request)
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    port: int, config: ConnectionConfig | None = None
+) -> AsyncIterator[tuple[BrokerConnection, int]]:
+    """An open connection to 127.0.0.1:``port`` and its Metadata version; closed on exit."""
+    connection = await BrokerConnection.open("127.0.0.1", port, config)
+    try:
+        yield connection, connection.versions.version_for(MetadataRequest.API_KEY)
+    finally:
+        connection.close()
 
 
 def block_loop(seconds: float) -> None:
@@ -212,9 +230,7 @@ async def test_try_submit_writes_before_returning_or_does_nothing() -> None:
 
     config = ConnectionConfig(max_in_flight_requests_per_connection=2, request_timeout_ms=2000)
     async with FakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+        async with connected(broker.port, config) as (connection, version):
             outcomes = Outcomes()
             assert connection.try_submit(ask("now"), version, outcomes)
             assert connection.in_flight == 1  # written and registered before any await
@@ -247,8 +263,6 @@ async def test_try_submit_writes_before_returning_or_does_nothing() -> None:
             with pytest.raises(errors.KafkaConnectionError):
                 await connection.submit(ask("after"), version, held)
             assert len(held.seen) == 2
-        finally:
-            connection.close()
 
 
 async def test_submit_waits_for_a_slot_and_timeouts_reach_the_callback() -> None:
@@ -259,9 +273,7 @@ async def test_submit_waits_for_a_slot_and_timeouts_reach_the_callback() -> None
 
     config = ConnectionConfig(max_in_flight_requests_per_connection=2, request_timeout_ms=5000)
     async with FakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+        async with connected(broker.port, config) as (connection, version):
             outcomes = Outcomes()
             started = time.monotonic()
             assert connection.try_submit(ask("slow"), version, outcomes, timeout_ms=150)
@@ -279,18 +291,11 @@ async def test_submit_waits_for_a_slot_and_timeouts_reach_the_callback() -> None
             await outcomes.wait(3)
             assert outcomes.names()[1:] == ["behind", "next"]  # the late "slow" answer dropped
             assert len(outcomes.seen) == 3 and connection.in_flight == 0
-        finally:
-            connection.close()
 
 
 async def test_receive_now_handles_answers_that_arrived_while_the_loop_was_busy() -> None:
-    async def handler(header: Any, request: Any) -> Any:
-        return echo_metadata(request)
-
-    with ThreadedFakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+    with ThreadedFakeBroker(echo) as broker:
+        async with connected(broker.port) as (connection, version):
             outcomes = Outcomes()
             assert connection.try_submit(ask("a"), version, outcomes)
             assert connection.try_submit(ask("b"), version, outcomes)
@@ -300,18 +305,11 @@ async def test_receive_now_handles_answers_that_arrived_while_the_loop_was_busy(
             assert outcomes.names() == ["a", "b"]
             assert connection.in_flight == 0
             assert not connection.receive_now()  # nothing in flight: no read at all
-        finally:
-            connection.close()
 
 
 async def test_receive_now_and_the_event_loop_read_one_stream_in_order() -> None:
-    async def handler(header: Any, request: Any) -> Any:
-        return echo_metadata(request)
-
-    with ThreadedFakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+    with ThreadedFakeBroker(echo) as broker:
+        async with connected(broker.port) as (connection, version):
             outcomes = Outcomes()
             names = [f"t{i}" for i in range(300)]
             for i, name in enumerate(names):
@@ -323,18 +321,11 @@ async def test_receive_now_and_the_event_loop_read_one_stream_in_order() -> None
                     await asyncio.sleep(0)  # ... the transport reads the next part
             await outcomes.wait(len(names))
             assert outcomes.names() == names
-        finally:
-            connection.close()
 
 
 async def test_receive_now_does_not_nest_inside_a_callback() -> None:
-    async def handler(header: Any, request: Any) -> Any:
-        return echo_metadata(request)
-
-    with ThreadedFakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+    with ThreadedFakeBroker(echo) as broker:
+        async with connected(broker.port) as (connection, version):
             order: list[str] = []
             nested: list[bool] = []
 
@@ -349,8 +340,6 @@ async def test_receive_now_does_not_nest_inside_a_callback() -> None:
             read_while_blocked(connection, lambda: len(order) >= 6)
             assert order == ["x:start", "x:end", "y:start", "y:end", "z:start", "z:end"]
             assert nested == [False, False, False]
-        finally:
-            connection.close()
 
 
 async def test_receive_now_after_the_broker_vanished_leaves_the_loss_to_the_transport() -> None:
@@ -358,9 +347,7 @@ async def test_receive_now_after_the_broker_vanished_leaves_the_loss_to_the_tran
         return SILENT
 
     with ThreadedFakeBroker(handler) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+        async with connected(broker.port) as (connection, version):
             outcomes = Outcomes()
             assert connection.try_submit(ask("lost"), version, outcomes)
             broker.drop_clients()
@@ -371,8 +358,6 @@ async def test_receive_now_after_the_broker_vanished_leaves_the_loss_to_the_tran
             (response, error), *_ = outcomes.seen
             assert response is None and isinstance(error, errors.KafkaConnectionError)
             assert connection.closed
-        finally:
-            connection.close()
 
 
 async def test_receive_now_reads_nothing_over_tls() -> None:
@@ -384,14 +369,9 @@ async def test_receive_now_reads_nothing_over_tls() -> None:
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
 
-    async def handler(header: Any, request: Any) -> Any:
-        return echo_metadata(request)
-
-    with ThreadedFakeBroker(handler, ssl_context=server_context) as broker:
+    with ThreadedFakeBroker(echo, ssl_context=server_context) as broker:
         config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
-        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
-        try:
-            version = connection.versions.version_for(MetadataRequest.API_KEY)
+        async with connected(broker.port, config) as (connection, version):
             outcomes = Outcomes()
             assert connection.try_submit(ask("tls"), version, outcomes)
             block_loop(0.2)  # the answer is in the socket by now
@@ -399,8 +379,6 @@ async def test_receive_now_reads_nothing_over_tls() -> None:
             assert outcomes.seen == []
             await outcomes.wait(1)  # the transport reads and decrypts it
             assert outcomes.names() == ["tls"]
-        finally:
-            connection.close()
 
 
 async def test_refused_connection_is_a_prompt_typed_error() -> None:
