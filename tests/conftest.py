@@ -2,10 +2,15 @@
 
 The embedded-broker fixtures (``tansu_broker``, ``mock_cluster``, ``kafka_bootstrap``) come from the
 ``aiokafkawire.testing.pytest_plugin`` plugin (the package's pytest11 entry point).
+
+``AIOKAFKAWIRE_TEST_LOOP=uvloop`` runs every asyncio test on uvloop instead of the standard loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,3 +25,14 @@ def spec_root() -> Path:
     if not SPEC_ROOT.exists():
         pytest.skip("../shared/kafka-protocol is not beside the repository")
     return SPEC_ROOT
+
+
+
+if os.environ.get("AIOKAFKAWIRE_TEST_LOOP", "") == "uvloop":
+    import uvloop
+
+    def pytest_asyncio_loop_factories(
+        config: pytest.Config, item: pytest.Item
+    ) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+        """Every asyncio test runs on a uvloop loop."""
+        return {"uvloop": uvloop.new_event_loop}

@@ -284,7 +284,7 @@ class BrokerConnection:
             raise errors.KafkaConnectionError(
                 f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
-        assert isinstance(transport, asyncio.Transport)
+        # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
         self._transport = transport
         # Reading the socket directly is only safe when the transport reads it the same way:
         # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
