@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,9 @@ IDEMPOTENT_MAX_IN_FLIGHT = 5
 _SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
 
 
+_Prepared = tuple[Any, ProduceRequest, int]  # connection, request, version: built, not written
+
+
 class _Flight:
     """One Produce request on its way, from the drain that made it until its answer."""
 
@@ -58,6 +62,10 @@ class _Flight:
     def __call__(self, response: Any, error: BaseException | None) -> None:
         """The connection's response callback."""
         self.sender._answered(self, response, error)
+
+
+# A request waiting to be written: its flight, the request if built, an error met building it.
+_Unwritten = tuple[_Flight, "_Prepared | None", "Exception | None"]
 
 
 class Sender:
@@ -107,12 +115,15 @@ class Sender:
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
         self._add_task: asyncio.Task[None] | None = None
         self._rotation = 0
-        self._eager = False  # inside send_now(): write requests at once
+        self._eager = False  # inside send_now(): answers read there do not start another one
         self._flights: set[_Flight] = set()  # requests made and not yet answered
-        # Requests per broker handed to a task and not written yet: while there are any, new
-        # requests to that broker queue behind them, so that requests leave in drain order
-        # (sequence numbers of an idempotent partition must reach the broker in order).
-        self._unwritten_by_node: dict[int, int] = {}
+        # Per broker, the requests that could not be written at once (no open connection, no
+        # free slot, socket not taking data), in drain order; one writer task per broker writes
+        # them.  A new request is written directly only while its broker's queue is empty, so
+        # requests leave in drain order whatever the loop's scheduling: the sequence numbers of
+        # an idempotent partition must reach the broker in order.
+        self._unwritten: dict[int, deque[_Unwritten]] = {}
+        self._writers: dict[int, asyncio.Task[None]] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -124,9 +135,11 @@ class Sender:
         """Stop the loop and every request task (undecided batches are failed by the owner)."""
         self.closing = True
         await self._tasks.stop()
-        # Requests still out: nobody will hear their answers (a late one is ignored).
+        # Requests still out or queued: nobody will hear their answers (a late one is ignored).
         for flight in list(self._flights):
             self._settle(flight)
+        self._unwritten.clear()
+        self._writers.clear()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
         if name == "sender":
@@ -303,18 +316,26 @@ class Sender:
         self.in_flight_total += 1
         flight = _Flight(self, node, batches)
         self._flights.add(flight)
-        prepared: tuple[Any, ProduceRequest, int] | None = None
-        failure: BaseException | None = None
-        if self._eager and not self._unwritten_by_node.get(node):
+        prepared: _Prepared | None = None
+        failure: Exception | None = None
+        if not self._unwritten.get(node):
             try:
                 prepared = self._write_now(flight)
-            except Exception as exc:  # handled by the task, as if it had met it
+            except Exception as exc:  # handled by the writer, in its turn
                 failure = exc
             if flight.connection is not None:
                 return left  # written: the answer comes to the flight
-        self._unwritten_by_node[node] = self._unwritten_by_node.get(node, 0) + 1
-        self._tasks.start("produce", self._produce(flight, prepared, failure))
+        self._queue_unwritten(node, (flight, prepared, failure))
         return left
+
+    def _queue_unwritten(self, node: int, item: _Unwritten) -> None:
+        queue = self._unwritten.get(node)
+        if queue is None:
+            queue = self._unwritten[node] = deque()
+        queue.append(item)
+        writer = self._writers.get(node)
+        if writer is None or writer.done():
+            self._writers[node] = self._tasks.start(f"writer-{node}", self._write_queued(node))
 
     def send_now(self) -> None:
         """Handle answers already received, then drain and write what is ready, before returning.
@@ -323,7 +344,7 @@ class Sender:
         answers are read, and requests go out, only when the event loop gets a turn: with
         1,000 concurrent senders, that is after all of them have appended everything, and the
         broker idles meanwhile.  A request that cannot be written at once (no open connection,
-        no free slot) goes the usual way, from a task.
+        no free slot) waits in its broker's queue for the writer task.
         """
         if self._eager:
             return  # an answer read by the outer call: it drains when the reads are done
@@ -336,11 +357,11 @@ class Sender:
         finally:
             self._eager = False
 
-    def _write_now(self, flight: _Flight) -> tuple[Any, ProduceRequest, int] | None:
+    def _write_now(self, flight: _Flight) -> _Prepared | None:
         """Write ``flight``'s request if its connection is open and has a free slot.
 
         Sets ``flight.connection`` when written; otherwise returns the request (if the
-        connection is open, so that it could be built) for the task to send.
+        connection is open, so that it could be built) for the writer to send.
         """
         broker = self.cluster.metadata.brokers.get(flight.node)
         if broker is None:
@@ -352,38 +373,35 @@ class Sender:
         if connection.try_submit(request, version, flight, timeout_ms=self.request_timeout_ms):
             flight.connection = connection
             return None
-        return connection, request, version  # no free slot: the task waits for one
+        return connection, request, version  # no free slot: the writer waits for one
 
     # ---------------------------------------------------------------- requests
 
-    async def _produce(
-        self,
-        flight: _Flight,
-        prepared: tuple[Any, ProduceRequest, int] | None = None,
-        failure: BaseException | None = None,
-    ) -> None:
-        """Send ``flight``'s request once a connection and a slot are there."""
-        error: Exception | None = None
-        try:
-            if failure is not None:
-                raise failure
-            if prepared is None:
-                connection = await self.cluster.connection(flight.node, purpose="produce")
-                request, version = self._produce_request(flight.node, connection, flight.batches)
-            else:
-                connection, request, version = prepared
-            # Tasks of one broker get their connection and their slot first come, first served,
-            # so they write in the order they were started.
-            await connection.submit(request, version, flight, timeout_ms=self.request_timeout_ms)
-            flight.connection = connection
-        except asyncio.CancelledError:
-            raise  # stopping: stop() settles the flight
-        except Exception as exc:
-            error = exc
-        finally:
-            self._unwritten_by_node[flight.node] -= 1
-        if error is not None:
-            self._answered(flight, None, error)
+    async def _write_queued(self, node: int) -> None:
+        """Write the queued requests of broker ``node``, in order, as connection and slots allow."""
+        queue = self._unwritten[node]
+        while queue:
+            flight, prepared, failure = queue[0]
+            error: Exception | None = None
+            try:
+                if failure is not None:
+                    raise failure
+                if prepared is None:
+                    connection = await self.cluster.connection(node, purpose="produce")
+                    request, version = self._produce_request(node, connection, flight.batches)
+                else:
+                    connection, request, version = prepared
+                await connection.submit(
+                    request, version, flight, timeout_ms=self.request_timeout_ms
+                )
+                flight.connection = connection
+            except asyncio.CancelledError:
+                raise  # stopping: stop() settles the queued flights
+            except Exception as exc:
+                error = exc
+            queue.popleft()  # only now may a later request be written directly
+            if error is not None:
+                self._answered(flight, None, error)
 
     def _answered(self, flight: _Flight, response: Any, error: BaseException | None) -> None:
         """A Produce request's outcome: its answer, or why there is none."""
