@@ -160,6 +160,13 @@ class _Waiter:
             return self.future.done()
         return self.callback is None
 
+    def take_callback(self) -> ResponseCallback | None:
+        """The callback, once: later calls give None; its timeout will not fire."""
+        callback, self.callback = self.callback, None
+        if callback is not None and self.timer is not None:
+            self.timer.cancel()
+        return callback
+
 
 class _StreamProtocol(asyncio.Protocol):
     """Lean receive path: bytes go to the connection without intermediate buffering."""
@@ -341,7 +348,7 @@ class BrokerConnection:
             raise self._error
         if version is None:
             version = self.versions.version_for(request.API_KEY)
-        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
         await self._acquire_slot(timeout)
         if self._error is not None:
@@ -390,7 +397,7 @@ class BrokerConnection:
         ):
             return False
         _acquire_now(self._slots)
-        self._register(request, version, callback, timeout_ms)
+        self._register(request, version, callback, self._timeout_seconds(timeout_ms))
         self._flush()  # with whatever earlier frames of this iteration wait for their flush
         return True
 
@@ -410,7 +417,7 @@ class BrokerConnection:
         """
         if self._error is not None:
             raise self._error
-        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        timeout = self._timeout_seconds(timeout_ms)
         await self._acquire_slot(timeout)
         if self._writable is not None and not self._writable.is_set():
             try:
@@ -421,11 +428,23 @@ class BrokerConnection:
         if self._error is not None:
             self._slots.release()
             raise self._error
-        self._register(request, version, callback, timeout_ms)
+        self._register(request, version, callback, timeout)
         self._flush()
 
+    def _timeout_seconds(self, timeout_ms: float | None) -> float:
+        """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
+        return (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+
+    def _no_response_error(
+        self, request: Any, version: int, timeout: float
+    ) -> errors.KafkaTimeoutError:
+        return errors.KafkaTimeoutError(
+            f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
+            f"response within {timeout:.1f}s"
+        )
+
     def _register(
-        self, request: Any, version: int, callback: ResponseCallback, timeout_ms: float | None
+        self, request: Any, version: int, callback: ResponseCallback, timeout: float
     ) -> None:
         """Frame ``request`` into the write buffer and register its callback (slot held)."""
         try:
@@ -441,7 +460,6 @@ class BrokerConnection:
             loop.call_soon(callback, None, None)
             return
         waiter = _Waiter(None, request.API_KEY, callback)
-        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         waiter.timer = loop.call_later(
             timeout, self._callback_timed_out, waiter, request, version, timeout
         )
@@ -450,18 +468,12 @@ class BrokerConnection:
     def _callback_timed_out(
         self, waiter: _Waiter, request: Any, version: int, timeout: float
     ) -> None:
-        callback = waiter.callback
-        if callback is None:
+        if waiter.callback is None:
             return
         self._abandon(waiter)
-        waiter.callback = None
-        callback(
-            None,
-            errors.KafkaTimeoutError(
-                f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
-                f"response within {timeout:.1f}s"
-            ),
-        )
+        callback = waiter.take_callback()
+        assert callback is not None
+        callback(None, self._no_response_error(request, version, timeout))
 
     def receive_now(self) -> bool:
         """Read and handle the answers the broker has already sent, without waiting for the loop.
@@ -552,10 +564,7 @@ class BrokerConnection:
                 if exc is not None:
                     raise exc from None
                 return future.result()
-            raise errors.KafkaTimeoutError(
-                f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
-                f"response within {timeout:.1f}s"
-            ) from None
+            raise self._no_response_error(request, version, timeout) from None
         except asyncio.CancelledError:
             self._abandon(waiter)
             raise
@@ -626,11 +635,7 @@ class BrokerConnection:
                 elif waiter.future is not None:
                     if not waiter.future.done():
                         waiter.future.set_result(event.response)
-                elif waiter.callback is not None:
-                    callback = waiter.callback
-                    waiter.callback = None
-                    if waiter.timer is not None:
-                        waiter.timer.cancel()
+                elif (callback := waiter.take_callback()) is not None:
                     try:
                         callback(event.response, None)
                     except Exception:  # the requester's bug must not break the connection
@@ -674,10 +679,7 @@ class BrokerConnection:
                     waiter.future.set_exception(error)
                     # Retrieved here so an abandoned waiter never logs "exception never retrieved".
                     waiter.future.exception()
-            elif waiter.callback is not None:
-                if waiter.timer is not None:
-                    waiter.timer.cancel()
-                callback, waiter.callback = waiter.callback, None
+            elif (callback := waiter.take_callback()) is not None:
                 # On the loop's next turn: _fail may run inside a requester's own bookkeeping.
                 assert self._loop is not None
                 self._loop.call_soon(callback, None, error)

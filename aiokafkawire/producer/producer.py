@@ -594,13 +594,14 @@ class Producer:
         cluster = self._cluster
         assert cluster is not None
         metadata = cluster.metadata
-        leaders = {metadata.leader_for(topic, partition) for partition in partitions}
-        leaders.discard(None)
+        leaders = {
+            leader
+            for partition in partitions
+            if (leader := metadata.leader_for(topic, partition)) is not None
+        }
         if not leaders or timeout <= 0:
             return
-        connects = [
-            cluster.connection(node, purpose="produce") for node in leaders if node is not None
-        ]
+        connects = [cluster.connection(node, purpose="produce") for node in leaders]
         try:
             outcomes = await asyncio.wait_for(
                 asyncio.gather(*connects, return_exceptions=True), timeout
