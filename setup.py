@@ -45,12 +45,15 @@ def _no_extensions() -> bool:
     return os.environ.get("AIOKAFKAWIRE_NO_EXTENSIONS", "").strip() not in ("", "0")
 
 
+# The records accelerator's C interface, used by the producer's fast path too.
+RECORDS_API_HEADER = "aiokafkawire/protocol/records/_crecords_api.h"
 ext_modules = []
 if not _no_extensions() and sys.implementation.name == "cpython":
     ext_modules.append(
         Extension(
             "aiokafkawire.protocol.records._crecords",
             sources=["aiokafkawire/protocol/records/_crecords.c"],
+            depends=[RECORDS_API_HEADER],
             optional=True,
         )
     )
@@ -65,6 +68,7 @@ if not _no_extensions() and sys.implementation.name == "cpython":
         Extension(
             "aiokafkawire.producer._cproducer",
             sources=["aiokafkawire/producer/_cproducer.c"],
+            depends=[RECORDS_API_HEADER],
             optional=True,
         )
     )

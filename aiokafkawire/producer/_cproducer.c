@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../protocol/records/_crecords_api.h"
+
 #if defined(CLOCK_REALTIME) && !defined(_WIN32)
 #define HAVE_DIRECT_CLOCK 1
 #else
@@ -46,14 +48,9 @@ typedef struct {
 
 static PyObject *str_send_checks, *str_cached_metadata, *str_metadata, *str_fatal, *str_append;
 
-/* The records accelerator's builder append as a C function (see _crecords.c, "_api"): called
+/* The records accelerator's builder append as a C function (_crecords_api.h): called
  * directly, not as a method, when the builder is of the class it is registered for.  NULL when
  * _crecords is not built; the method call then does the same. */
-typedef struct {
-    PyObject *(*builder_append)(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames);
-    PyTypeObject **builder_type;
-} CRecordsApi;
 static CRecordsApi *records_api;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -746,11 +743,10 @@ PyMODINIT_FUNC PyInit__cproducer(void)
         return NULL;
     if (records_api == NULL) {
         /* PyCapsule_Import would only import "aiokafkawire" and then look up attributes. */
-        PyObject *records = PyImport_ImportModule("aiokafkawire.protocol.records._crecords");
-        PyObject *capsule = records ? PyObject_GetAttrString(records, "_api") : NULL;
-        records_api = capsule ? PyCapsule_GetPointer(
-                                    capsule, "aiokafkawire.protocol.records._crecords._api")
-                              : NULL;
+        PyObject *records = PyImport_ImportModule(CRECORDS_MODULE);
+        PyObject *capsule = records ? PyObject_GetAttrString(records, CRECORDS_API_ATTRIBUTE)
+                                    : NULL;
+        records_api = capsule ? PyCapsule_GetPointer(capsule, CRECORDS_API_CAPSULE) : NULL;
         Py_XDECREF(capsule); /* the module keeps it, and the module stays imported */
         Py_XDECREF(records);
         if (records_api == NULL)

@@ -56,6 +56,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "_crecords_api.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -1370,13 +1372,7 @@ static struct PyModuleDef module_def = {
     NULL,
 };
 
-/* What the capsule _api holds; readers check builder_type before every call. */
-typedef struct {
-    PyObject *(*builder_append)(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames);
-    PyTypeObject **builder_type; /* NULL inside: no builder class registered (yet) */
-} CRecordsApi;
-
+/* What the capsule _api holds (see _crecords_api.h). */
 static CRecordsApi api = {builder_append, &builder_type};
 
 static PyMethodDef builder_append_def = {
@@ -1406,8 +1402,8 @@ PyInit__crecords(void)
         Py_DECREF(module);
         return NULL;
     }
-    PyObject *capsule = PyCapsule_New(&api, "aiokafkawire.protocol.records._crecords._api", NULL);
-    if (capsule == NULL || PyModule_AddObject(module, "_api", capsule) < 0) {
+    PyObject *capsule = PyCapsule_New(&api, CRECORDS_API_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(module, CRECORDS_API_ATTRIBUTE, capsule) < 0) {
         Py_XDECREF(capsule);
         Py_DECREF(module);
         return NULL;
