@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from busy_loop import block_loop, require_direct_reads
 from fake_broker import CLOSE, SILENT, FakeBroker, ThreadedFakeBroker, api_versions_response
 
 from aiokafkawire import errors
@@ -49,17 +50,6 @@ async def connected(
         yield connection, connection.versions.version_for(MetadataRequest.API_KEY)
     finally:
         connection.close()
-
-
-def require_direct_reads() -> None:
-    """Skip unless the running loop is a selector loop, where receive_now reads the socket."""
-    if not isinstance(asyncio.get_running_loop(), asyncio.selector_events.BaseSelectorEventLoop):
-        pytest.skip("receive_now reads sockets directly on selector loops only")
-
-
-def block_loop(seconds: float) -> None:
-    """Keep the event loop from running, as a coroutine busy appending records does."""
-    time.sleep(seconds)
 
 
 def read_while_blocked(

@@ -21,17 +21,27 @@ REQUEST_TIMED_OUT = errors.RequestTimedOutError.code
 PARTITIONS = 3
 
 
-def _assert_exactly_once_in_order(read: list, count: int) -> None:
+def _values_by_partition(read: list) -> dict[int, list[int]]:
+    """The records' values (the send index) per partition, in log order."""
     by_partition: dict[int, list[int]] = defaultdict(list)
     for record in read:
         assert record.value is not None
         by_partition[record.partition].append(int(record.value))
-    seen = [i for values in by_partition.values() for i in values]
-    assert len(seen) == count, f"{len(seen)} records in the log for {count} sent"
-    assert sorted(seen) == list(range(count)), "records lost or duplicated"
+    return by_partition
+
+
+def _assert_in_send_order(by_partition: dict[int, list[int]]) -> None:
     for partition, values in by_partition.items():
         assert values == sorted(values), f"partition {partition} is out of send order"
         assert all(v % PARTITIONS == partition for v in values)
+
+
+def _assert_exactly_once_in_order(read: list, count: int) -> None:
+    by_partition = _values_by_partition(read)
+    seen = [i for values in by_partition.values() for i in values]
+    assert len(seen) == count, f"{len(seen)} records in the log for {count} sent"
+    assert sorted(seen) == list(range(count)), "records lost or duplicated"
+    _assert_in_send_order(by_partition)
 
 
 def _assert_complete_in_order_duplicates_only_retried(
@@ -45,14 +55,10 @@ def _assert_complete_in_order_duplicates_only_retried(
     sent more than once, at most once per attempt.  (Exactly once with cut connections is
     tested on Tansu, which checks sequence numbers.)
     """
-    by_partition: dict[int, list[int]] = defaultdict(list)
-    for record in read:
-        assert record.value is not None
-        by_partition[record.partition].append(int(record.value))
+    by_partition = _values_by_partition(read)
+    _assert_in_send_order(by_partition)
     copies: dict[int, int] = defaultdict(int)
-    for partition, values in by_partition.items():
-        assert values == sorted(values), f"partition {partition} is out of send order"
-        assert all(v % PARTITIONS == partition for v in values)
+    for values in by_partition.values():
         for value in values:
             copies[value] += 1
     assert sorted(copies) == list(range(len(handles))), "records lost"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from _producer_helpers import read_back, unique_topic
+from busy_loop import block_loop, require_direct_reads
 
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
@@ -354,17 +355,11 @@ async def test_uniform_sticky_moves_keyed_records_on_when_a_batch_fills(
     assert len({m.partition for m in metadata}) > 1
 
 
-def _block_loop(seconds: float) -> None:
-    """Keep the event loop from running, as a coroutine busy appending records does."""
-    time.sleep(seconds)
-
-
 async def test_a_full_batch_reads_the_answers_already_there(
     mock_cluster: MockCluster, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Answers that arrived while the loop was busy are handled inside send(), at once."""
-    if not isinstance(asyncio.get_running_loop(), asyncio.selector_events.BaseSelectorEventLoop):
-        pytest.skip("answers are read outside the loop's turn on selector loops only")
+    require_direct_reads()
     answered: list[bool] = []  # per answer: did the event loop turn before it was handled?
     turned: list[bool] = []
     handled = Sender._answered
@@ -380,7 +375,7 @@ async def test_a_full_batch_reads_the_answers_already_there(
         await producer.partitions_for(topic)  # the produce connection is open from here on
         first = [await producer.send(topic, b"v" * 100, partition=0) for _ in range(25)]
         assert not first[0].done()  # its batch was written from inside send(), not answered
-        _block_loop(0.5)  # the broker answers; only a direct read can see it now
+        block_loop(0.5)  # the broker answers; only a direct read can see it now
         asyncio.get_running_loop().call_soon(turned.append, True)
         answered.clear()
         # The next batch to fill reads that answer before the loop turns (and before the
