@@ -199,15 +199,15 @@ class OffsetResolver:
         if not specs:
             return {}
         admin = await self._client()
-        listed = await admin.list_offsets(
-            dict(specs), isolation_level=self._opts.isolation_level
-        )
+        listed = await admin.list_offsets(dict(specs), isolation_level=self._opts.isolation_level)
         result: dict[TopicPartition, int] = {}
         for tp in specs:
             found = listed.get(tp)
             if found is None or found.error is not None:
                 reason = found.error if found is not None else "no answer"
-                raise errors.KafkaError(f"cannot look up offsets of {tp.topic}-{tp.partition}: {reason}")
+                raise errors.KafkaError(
+                    f"cannot look up offsets of {tp.topic}-{tp.partition}: {reason}"
+                )
             if found.offset < 0 and not allow_missing:
                 raise errors.KafkaError(
                     f"the broker has no offset for {tp.topic}-{tp.partition} (spec {specs[tp]})"
@@ -276,7 +276,8 @@ def records_to_batch(
     """Arrow columns of consumer records of one partition (column by column, no row objects)."""
     count = len(records)
     columns = list(zip(*records, strict=True)) if count else [()] * 9
-    # ConsumerRecord: topic, partition, offset, timestamp, timestamp_type, key, value, headers, epoch
+    # ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type, key, value,
+    # headers, leader_epoch.
     arrays = [
         pa.array(columns[5], pa.binary()),
         pa.array(columns[6], pa.binary()),
@@ -388,9 +389,7 @@ def _read_assigned(
             continue
         if (time.monotonic() - last_progress) * 1000 < opts.poll_timeout_ms:
             continue
-        available = (
-            consumer.last_stable_offset(tp) if read_committed else consumer.highwater(tp)
-        )
+        available = consumer.last_stable_offset(tp) if read_committed else consumer.highwater(tp)
         if available is not None and position >= available:
             _data_lost(
                 opts,
@@ -420,7 +419,7 @@ def _data_lost(opts: KafkaOptions, message: str) -> None:
 def _as_binary(column: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         column = column.cast(pa.binary())
-    return column.to_pylist()  # type: ignore[no-any-return]
+    return column.to_pylist()
 
 
 def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:

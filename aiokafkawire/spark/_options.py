@@ -1,4 +1,4 @@
-"""The options of the ``aiokafkawire`` Spark data source: Spark's Kafka options, checked on the driver.
+"""Options of the ``aiokafkawire`` Spark data source: Spark's Kafka options, checked on the driver.
 
 The names and meanings are those of Spark's built-in Kafka source and sink, so that a job switches
 by changing the format name.  Everything here is plain Python (no pyspark), picklable, and raises
@@ -90,7 +90,7 @@ def _jaas(name: str, value: str) -> dict[str, Any]:
     """username/password out of a PLAIN or SCRAM ``sasl.jaas.config`` line."""
     found = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', value))
     if "username" not in found or "password" not in found:
-        raise ConfigError(f"option '{name}' must set username=\"...\" and password=\"...\"")
+        raise ConfigError(f'option \'{name}\' must set username="..." and password="..."')
     return {"sasl_plain_username": found["username"], "sasl_plain_password": found["password"]}
 
 
@@ -217,9 +217,9 @@ class KafkaOptions:
         return str(self.consumer.get("isolation_level", "read_uncommitted"))
 
 
-def offsets_from_json(name: str, text: str, *, allow_negative: bool = True) -> dict[
-    TopicPartition, int
-]:
+def offsets_from_json(
+    name: str, text: str, *, allow_negative: bool = True
+) -> dict[TopicPartition, int]:
     """Parse Spark's per-partition JSON (``{"t": {"0": 5}}``) for option ``name``."""
     try:
         parsed = json.loads(text)
@@ -307,9 +307,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     return Subscription("assign", partitions=_assign(value))
 
 
-def _bound(
-    options: Mapping[str, str], which: str, default: str, *, streaming: bool
-) -> OffsetBound:
+def _bound(options: Mapping[str, str], which: str, default: str, *, streaming: bool) -> OffsetBound:
     """The starting or ending bound; timestamps take precedence, as in Spark."""
     offsets_name = f"{which}Offsets"
     timestamp_name = f"{which}Timestamp"
@@ -398,7 +396,9 @@ def parse_options(options: Mapping[str, str], *, mode: str) -> KafkaOptions:
         )
     streaming = mode == "stream"
     subscription = _subscription(lowered)
-    starting = _bound(lowered, "starting", "latest" if streaming else "earliest", streaming=streaming)
+    starting = _bound(
+        lowered, "starting", "latest" if streaming else "earliest", streaming=streaming
+    )
     if streaming:
         for name in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"):
             if name in lowered:

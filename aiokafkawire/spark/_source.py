@@ -1,4 +1,4 @@
-"""The PySpark Python data source ``aiokafkawire``: batch and streaming reads, batch and streaming writes.
+"""The PySpark data source ``aiokafkawire``: batch and streaming reads, batch and streaming writes.
 
 Planning runs on the driver (in Spark's Python planner workers): options are validated and offsets
 resolved there.  Each Spark task then reads one offset range of one partition, or writes its rows,
@@ -124,9 +124,7 @@ def rate_limit(
         if shares[tp] < backlog[tp]:
             shares[tp] += 1
             leftover -= 1
-    return {
-        tp: (starts[tp] + shares[tp] if tp in shares else end) for tp, end in latest.items()
-    }
+    return {tp: (starts[tp] + shares[tp] if tp in shares else end) for tp, end in latest.items()}
 
 
 def _offsets_from_spark(offsets: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
@@ -159,7 +157,9 @@ class KafkaDataSource(DataSource):
     def _include_headers(self) -> bool:
         value = str(self.options.get("includeHeaders", "false")).strip().lower()
         if value not in ("true", "false"):
-            raise errors.ConfigError(f"option 'includeHeaders' must be 'true' or 'false', not {value!r}")
+            raise errors.ConfigError(
+                f"option 'includeHeaders' must be 'true' or 'false', not {value!r}"
+            )
         return value == "true"
 
     def schema(self) -> str:
@@ -219,11 +219,9 @@ def _check_write_schema(schema: StructType, opts: KafkaOptions) -> None:
         )
     headers_type = fields.get("headers")
     if headers_type is not None:
-        ok = isinstance(headers_type, ArrayType) and isinstance(
-            headers_type.elementType, StructType
-        )
-        if ok:
-            element = headers_type.elementType
+        element = headers_type.elementType if isinstance(headers_type, ArrayType) else None
+        ok = isinstance(element, StructType)
+        if isinstance(element, StructType):
             names = {f.name: f.dataType for f in element.fields}
             ok = (
                 set(names) == {"key", "value"}
