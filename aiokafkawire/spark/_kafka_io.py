@@ -41,6 +41,7 @@ T = TypeVar("T")
 #: Records taken from the consumer per step: one Arrow record batch each (at most).
 _RECORDS_PER_STEP = 20_000
 _STEP_WAIT_MS = 500
+_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 
 _HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -290,7 +291,11 @@ def records_to_batch(
     if include_headers:
         arrays.append(
             pa.array(
-                [[{"key": k, "value": v} for k, v in headers] for headers in columns[7]],
+                # No headers is null, not an empty list, as in Spark's Kafka connector.
+                [
+                    [{"key": k, "value": v} for k, v in headers] if headers else None
+                    for headers in columns[7]
+                ],
                 _HEADER_TYPE,
             )
         )
@@ -319,7 +324,13 @@ def read_range(
 
     runner = LoopRunner()
     tp = TopicPartition(topic, partition)
-    consumer_options = {**client_options(opts), **opts.consumer}
+    # One partition per consumer: larger fetches than a subscriber's default 1 MiB keep the
+    # broker round trips per record low (kafka.max.partition.fetch.bytes overrides).
+    consumer_options = {
+        "max_partition_fetch_bytes": _PARTITION_FETCH_BYTES,
+        **client_options(opts),
+        **opts.consumer,
+    }
     consumer_options.pop("max_poll_records", None)
     consumer = Consumer(
         auto_offset_reset="none",
@@ -438,12 +449,12 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
         runner.run(producer.start())
         started = True
         count = 0
-        pending: list[Any] = []
+        watched: list[Any] = []
         for batch in batches:
-            pending = runner.run(_send_batch(producer, opts.topic, batch, pending))
+            runner.run(_send_batch(producer, opts.topic, batch, watched))
             count += batch.num_rows
         runner.run(producer.flush())
-        _raise_failed(pending, wait_all=True)
+        _raise_failed(watched, wait_all=True)
         return count
     finally:
         try:
@@ -454,8 +465,9 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
 
 
 async def _send_batch(
-    producer: Any, topic_option: str | None, batch: pa.RecordBatch, pending: list[Any]
-) -> list[Any]:
+    producer: Any, topic_option: str | None, batch: pa.RecordBatch, watched: list[Any]
+) -> None:
+    """Send every row of ``batch``; ``watched`` keeps one delivery handle per producer batch."""
     names = batch.schema.names
     rows = batch.num_rows
     values = _as_binary(batch.column(names.index("value")))
@@ -470,8 +482,9 @@ async def _send_batch(
         batch.column(names.index("partition")).to_pylist() if "partition" in names else None
     )
     headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else None
+    _raise_failed(watched)
     send = producer.send
-    handles = [h for h in pending if not h.done() or _raise_failed([h])]
+    last_batch: object = None
     for i in range(rows):
         topic = topics[i]
         if topic is None:
@@ -479,29 +492,34 @@ async def _send_batch(
                 f"row {i} of a batch has a null 'topic' and no option 'topic' is set"
             )
         row_headers = headers[i] if headers is not None else None
-        handles.append(
-            await send(
-                topic,
-                values[i],
-                keys[i],
-                partition=partitions[i] if partitions is not None else None,
-                headers=[(h["key"], h["value"]) for h in row_headers] if row_headers else None,
-            )
+        handle = await send(
+            topic,
+            values[i],
+            keys[i],
+            partition=partitions[i] if partitions is not None else None,
+            headers=[(h["key"], h["value"]) for h in row_headers] if row_headers else None,
         )
-    return handles
+        # Records of one producer batch share its outcome: watching one handle per batch is
+        # enough (and keeps this list short however many rows a task writes).
+        batch_of_handle = handle._batch
+        if batch_of_handle is not last_batch:
+            watched.append(handle)
+            last_batch = batch_of_handle
 
 
-def _raise_failed(handles: list[Any], *, wait_all: bool = False) -> bool:
-    """Raise the first failed delivery among ``handles`` (all must be done with ``wait_all``)."""
-    for handle in handles:
+def _raise_failed(watched: list[Any], *, wait_all: bool = False) -> None:
+    """Raise the first failed delivery among ``watched``; forget the delivered ones."""
+    pending = []
+    for handle in watched:
         if not handle.done():
             if wait_all:
                 raise errors.KafkaTimeoutError("a record was still undelivered after flush")
+            pending.append(handle)
             continue
         failure = handle.exception()
         if failure is not None:
             raise failure
-    return False
+    watched[:] = pending
 
 
 def subscription_topics(subscription: Subscription) -> list[str]:

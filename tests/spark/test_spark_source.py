@@ -73,7 +73,7 @@ def produce_records(bootstrap: str, topic: str, count: int, partitions: int) -> 
                 message.offset(),
                 datetime.datetime.fromtimestamp(timestamp / 1000, UTC).replace(tzinfo=None),
                 0,
-                [(k, v) for k, v in headers],
+                [(k, v) for k, v in headers] if headers else None,
             )
         )
     return sorted(rows, key=lambda r: (r[3], r[4]))
@@ -84,7 +84,7 @@ def as_tuples(rows: list[Any], headers: bool = True) -> list[tuple]:
     result = []
     for row in rows:
         values = list(row)
-        if headers:
+        if headers and values[7] is not None:
             values[7] = [(h["key"], h["value"]) for h in values[7]]
         result.append(tuple(values))
     return sorted(result, key=lambda r: (r[3], r[4]))
@@ -263,13 +263,16 @@ def test_streaming_write_lands_and_reads_back(spark: Any, bootstrap: str, tmp_pa
     assert query.exception() is None
     back = reader(spark, bootstrap, subscribe=sink, includeHeaders="true").load().collect()
     got = sorted(
-        ((r.key, r.value, [(h.key, h.value) for h in r.headers]) for r in back),
+        (
+            (r.key, r.value, [(h.key, h.value) for h in r.headers] if r.headers else None)
+            for r in back
+        ),
         key=repr,
     )
     assert got == sorted(((r[0], r[1], r[7]) for r in expected), key=repr)
 
 
-def _transactions(bootstrap: str, topic: str) -> tuple[set[bytes], set[bytes]]:
+def transactional_writes(bootstrap: str, topic: str) -> tuple[set[bytes], set[bytes]]:
     """Committed and aborted transactions, plain writes between them, on 2 partitions."""
     from confluent_kafka import Producer
 
@@ -300,7 +303,7 @@ def test_read_committed_skips_aborted_records_and_ends_on_markers(
     spark: Any, bootstrap: str
 ) -> None:
     topic = create_topic(bootstrap, 2)
-    committed, aborted = _transactions(bootstrap, topic)
+    committed, aborted = transactional_writes(bootstrap, topic)
     df = reader(spark, bootstrap, subscribe=topic, **{"kafka.isolation.level": "read_committed"})
     assert {r.value for r in df.load().collect()} == committed
     everything = {r.value for r in reader(spark, bootstrap, subscribe=topic).load().collect()}
