@@ -189,10 +189,10 @@ class OffsetBound:
 
 @dataclass(frozen=True)
 class KafkaOptions:
-    """Every option of one read or write, validated."""
+    """Every option of one read or write, validated.  Client settings (secrets) stay out of repr."""
 
-    common: Mapping[str, Any]
-    tls: Mapping[str, str]
+    common: Mapping[str, Any] = field(repr=False)
+    tls: Mapping[str, str] = field(repr=False)
     consumer: Mapping[str, Any]
     producer: Mapping[str, Any]
     subscription: Subscription | None

@@ -7,7 +7,7 @@ import uuid
 
 from aiokafkawire.admin import Admin, NewTopic
 
-__all__ = ["create_topic", "unique"]
+__all__ = ["add_partitions", "create_topic", "unique"]
 
 
 def unique(prefix: str) -> str:
@@ -15,16 +15,33 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def create_topic(bootstrap: str, partitions: int, prefix: str = "spark") -> str:
+def create_topic(
+    bootstrap: str, partitions: int, prefix: str = "spark", configs: dict[str, str] | None = None
+) -> str:
     """A new topic with ``partitions`` partitions; returns its name."""
     name = unique(prefix)
 
     async def create() -> None:
         async with Admin(bootstrap_servers=bootstrap) as admin:
             results = await admin.create_topics(
-                [NewTopic(name, num_partitions=partitions, replication_factor=1)]
+                [
+                    NewTopic(
+                        name, num_partitions=partitions, replication_factor=1, configs=configs or {}
+                    )
+                ]
             )
             assert results[name].ok, results[name]
 
     asyncio.run(create())
     return name
+
+
+def add_partitions(bootstrap: str, topic: str, total: int) -> None:
+    """Grow ``topic`` to ``total`` partitions."""
+
+    async def grow() -> None:
+        async with Admin(bootstrap_servers=bootstrap) as admin:
+            results = await admin.create_partitions({topic: total})
+            assert results[topic].ok, results[topic]
+
+    asyncio.run(grow())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from aiokafkawire.errors import ConfigError
@@ -140,3 +142,39 @@ def test_rate_limit_admits_exactly_the_limit() -> None:
     assert sum(end[tp] - starts[tp] for tp in latest) == 7
     assert all(starts[tp] <= end[tp] <= latest[tp] for tp in latest)
     assert rate_limit(starts, latest, 1000) == latest
+
+
+def test_pem_tls_and_sasl_become_client_options(tmp_path: Any) -> None:
+    trustme = pytest.importorskip("trustme")
+    import ssl
+
+    from aiokafkawire.spark._kafka_io import client_options
+
+    ca = trustme.CA()
+    ca_path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    opts = parse_options(
+        _lower(
+            {
+                **BASE,
+                "kafka.security.protocol": "sasl_ssl",
+                "kafka.sasl.mechanism": "SCRAM-SHA-512",
+                "kafka.sasl.jaas.config": (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    'username="bob" password="pw";'
+                ),
+                "kafka.ssl.truststore.type": "PEM",
+                "kafka.ssl.truststore.location": str(ca_path),
+                "kafka.ssl.endpoint.identification.algorithm": "",
+            }
+        ),
+        mode="batch",
+    )
+    kwargs = client_options(opts)
+    assert kwargs["security_protocol"] == "SASL_SSL"
+    assert kwargs["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert kwargs["sasl_plain_username"] == "bob"
+    context = kwargs["ssl_context"]
+    assert isinstance(context, ssl.SSLContext)
+    assert context.check_hostname is False
+    assert "pw" not in repr(opts)

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _spark_helpers import create_topic, unique
+from _spark_helpers import add_partitions, create_topic, unique
 
 from aiokafkawire.admin import Admin
 from aiokafkawire.structs import TopicPartition
 
-pytestmark = pytest.mark.slow
+# Spark jobs on a shared 2-core machine: generous per-test limits (each takes seconds when quiet).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # Record timestamps an hour back: far older ones fall to the broker's retention (7 days) and
 # vanish from the log during the test.
@@ -170,18 +171,21 @@ def test_streaming_available_now_restart_reads_each_record_once(
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     _stream_to_parquet(spark, bootstrap, topic, out, checkpoint)
     assert spark.read.parquet(str(out)).count() == 30
-    # More data, then the same query again from its checkpoint.
+    # More data, in a new partition too, then the same query again from its checkpoint.
     from confluent_kafka import Producer
 
+    add_partitions(bootstrap, topic, 4)
     producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(21):
-        producer.produce(topic, value=f"more-{i}".encode(), partition=i % 3)
+    for i in range(24):
+        producer.produce(topic, value=f"more-{i}".encode(), partition=i % 4)
     producer.flush(30)
     _stream_to_parquet(spark, bootstrap, topic, out, checkpoint)
     rows = spark.read.parquet(str(out)).select("partition", "offset", "value").collect()
     keys = sorted((r.partition, r.offset) for r in rows)
-    assert len(keys) == len(set(keys)) == 51
-    assert keys == sorted([(p, o) for p in range(3) for o in range(17)])
+    assert len(keys) == len(set(keys)) == 54
+    assert keys == sorted(
+        [(p, o) for p in range(3) for o in range(16)] + [(3, o) for o in range(6)]
+    )
     assert {r.value for r in rows} >= {row[1] for row in first if row[1] is not None}
 
 
@@ -370,6 +374,19 @@ def test_write_without_value_fails_on_the_driver(spark: Any, bootstrap: str) -> 
             df.write.format("aiokafkawire")
             .option("kafka.bootstrap.servers", bootstrap)
             .option("topic", f"never-{uuid.uuid4().hex[:6]}")
+            .mode("append")
+            .save()
+        )
+
+
+def test_failed_delivery_fails_the_write_with_the_broker_error(spark: Any, bootstrap: str) -> None:
+    topic = create_topic(bootstrap, 1, configs={"max.message.bytes": "2000"})
+    df = spark.createDataFrame([(b"x" * 10_000,)], "value binary")
+    with pytest.raises(Exception, match=r"MESSAGE_TOO_LARGE|RecordTooLarge"):
+        (
+            df.write.format("aiokafkawire")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
             .mode("append")
             .save()
         )

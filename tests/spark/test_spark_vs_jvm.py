@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 from _spark_helpers import create_topic, unique
-from test_spark_source import produce_records, transactional_writes
+from test_spark_source import BASE_TS, produce_records, transactional_writes
 
-pytestmark = pytest.mark.slow
+# Spark jobs on a shared 2-core machine: generous per-test limits (each takes seconds when quiet).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,11 @@ CASES = [
         "plain",
         {"startingOffsets": "earliest", "endingOffsets": "latest", "minPartitions": "5"},
         id="plain-split",
+    ),
+    pytest.param(
+        "plain",
+        {"startingTimestamp": str(BASE_TS + 75_500), "endingTimestamp": str(BASE_TS + 130_000)},
+        id="plain-timestamps",
     ),
     pytest.param("transactional", {}, id="txn-read-uncommitted"),
     pytest.param(
