@@ -36,8 +36,11 @@ from aiokafkawire.structs import TopicPartition
 log = logging.getLogger("aiokafkawire.producer")
 
 PRODUCE_KEY = ProduceRequest.API_KEY
-# Newest Produce version whose semantics we implement (v12 is transactions v2).
-PRODUCE_MAX_VERSION = 11
+# Newest Produce version whose semantics we implement: v12 is v11 outside transactions, but inside
+# one it adds the partition to the transaction (transactions v2, KIP-890 part 2), which this client
+# does not use; v13 (topic ids) is capped in net/versions.py.
+PRODUCE_MAX_VERSION = 12
+PRODUCE_MAX_TRANSACTIONAL_VERSION = 11
 # Produce versions able to carry each record format: v3+ requires magic 2.
 _MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
 IDEMPOTENT_MAX_IN_FLIGHT = 5
@@ -456,9 +459,10 @@ class Sender:
     ) -> tuple[ProduceRequest, int]:
         """The Produce request carrying ``batches`` (each counts one more attempt)."""
         magic = batches[0].magic
-        version = connection.versions.version_for(
-            PRODUCE_KEY, max_version=_MAX_VERSION_FOR_MAGIC[magic]
-        )
+        max_version = _MAX_VERSION_FOR_MAGIC[magic]
+        if self.txn.transactional:
+            max_version = min(max_version, PRODUCE_MAX_TRANSACTIONAL_VERSION)
+        version = connection.versions.version_for(PRODUCE_KEY, max_version=max_version)
         if magic == 2 and version < 3:
             raise errors.UnsupportedVersionForBrokerError(
                 f"broker {node} speaks Produce v{version}, too old for record batch v2"
