@@ -1,0 +1,299 @@
+"""The Kafka 4.x protocol versions against a real Apache Kafka 4.4 broker.
+
+What each API negotiates, raw requests at the newest versions the client speaks (Metadata v13,
+Produce v12, Fetch v18, ListOffsets v11, OffsetCommit/OffsetFetch), and the producer, consumer and
+transactions end to end with the versions they put on the wire recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _consumer_helpers import consume_n
+
+from aiokafkawire.admin import Admin, NewTopic
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer import Consumer
+from aiokafkawire.net.versions import CLIENT_VERSION_CAPS, client_api_versions
+from aiokafkawire.producer import Producer
+from aiokafkawire.protocol import SUPPORTED_VERSIONS, ApiKey
+from aiokafkawire.protocol.framing import KafkaFraming
+from aiokafkawire.protocol.messages import (
+    FetchRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    ProduceRequest,
+)
+from aiokafkawire.protocol.messages import fetch as m_fetch
+from aiokafkawire.protocol.messages import list_offsets as m_list_offsets
+from aiokafkawire.protocol.messages import offset_commit as m_offset_commit
+from aiokafkawire.protocol.messages import offset_fetch as m_offset_fetch
+from aiokafkawire.protocol.messages import produce as m_produce
+from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
+from aiokafkawire.protocol.records import RecordBatchBuilder, iter_batches
+from aiokafkawire.structs import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def wire_versions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
+    """Every (api key, version) the client frames while the test runs."""
+    seen: list[tuple[int, int]] = []
+    original = KafkaFraming.send_request
+
+    def recording(self: KafkaFraming, request: Any, version: int) -> Any:
+        seen.append((request.API_KEY, version))
+        return original(self, request, version)
+
+    monkeypatch.setattr(KafkaFraming, "send_request", recording)
+    yield seen
+
+
+def versions_of(seen: list[tuple[int, int]], api_key: int) -> set[int]:
+    return {version for key, version in seen if key == api_key}
+
+
+async def test_every_api_negotiates_the_newest_version_both_sides_allow(kafka_cluster) -> None:
+    async with Cluster(kafka_cluster.bootstrap_servers) as cluster:
+        connection = await cluster.any_connection()
+        policy = connection.versions
+        broker = policy.broker_versions
+        ours = client_api_versions(SUPPORTED_VERSIONS)
+        # Every API the broker offers a client has codecs here, up to the broker's newest version.
+        assert set(broker) <= set(SUPPORTED_VERSIONS)
+        for key, (_low, high) in broker.items():
+            assert SUPPORTED_VERSIONS[key][1] >= high, ApiKey(key).name
+            assert policy.version_for(key) == min(high, ours[key][1]), ApiKey(key).name
+        # The codecs reach the broker's newest version of every API (Kafka 4.4 = the specs).
+        assert {key: SUPPORTED_VERSIONS[key][1] for key in broker} == {
+            key: high for key, (_low, high) in broker.items()
+        }
+        chosen = {ApiKey(key).name: policy.version_for(key) for key in broker}
+        assert chosen["API_VERSIONS"] == 5
+        assert chosen["METADATA"] == 13
+        assert chosen["FETCH"] == 18
+        assert chosen["LIST_OFFSETS"] == 11
+        assert chosen["PRODUCE"] == CLIENT_VERSION_CAPS[ApiKey.PRODUCE][0] == 12
+        assert chosen["OFFSET_COMMIT"] == chosen["OFFSET_FETCH"] == 9
+        assert chosen["INIT_PRODUCER_ID"] == 5
+        assert chosen["CONSUMER_GROUP_HEARTBEAT"] == 1
+        assert chosen["SHARE_GROUP_HEARTBEAT"] == 1 and chosen["SHARE_FETCH"] == 2
+        assert chosen["CREATE_ACLS"] == 3 and chosen["DESCRIBE_CLIENT_QUOTAS"] == 1
+
+
+async def test_raw_requests_at_the_newest_versions(kafka_cluster) -> None:
+    topic = unique("v4-raw")
+    group = unique("v4-group")
+    async with Admin(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 1, 1)]))[topic].ok
+    async with Cluster(kafka_cluster.bootstrap_servers) as cluster:
+        info = await cluster.wait_for_topic(topic)
+        leader = cluster.metadata.leader_for(topic, 0)
+        assert leader is not None and info.topic_id is not None
+        connection = await cluster.connection(leader)
+
+        metadata = await connection.send(
+            MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 13
+        )
+        assert metadata.error_code == 0  # the top-level error code (v13)
+        assert metadata.topics[0].topic_id == info.topic_id
+
+        builder = RecordBatchBuilder(magic=2)
+        for i in range(5):
+            assert builder.append(1_700_000_000_000 + i, f"k{i}".encode(), f"v{i}".encode())
+        produced = await connection.send(
+            ProduceRequest(
+                acks=-1,
+                timeout_ms=10_000,
+                topic_data=[
+                    m_produce.TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            m_produce.PartitionProduceData(index=0, records=builder.build())
+                        ],
+                    )
+                ],
+            ),
+            12,
+        )
+        (answer,) = produced.responses[0].partition_responses
+        assert answer.error_code == 0 and answer.base_offset == 0
+
+        fetched = await connection.send(
+            FetchRequest(
+                max_wait_ms=100,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                topics=[
+                    m_fetch.FetchTopic(
+                        topic_id=info.topic_id,
+                        partitions=[
+                            m_fetch.FetchPartition(
+                                partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                            )
+                        ],
+                    )
+                ],
+            ),
+            18,
+        )
+        data = fetched.responses[0].partitions[0]
+        assert fetched.responses[0].topic_id == info.topic_id
+        assert data.error_code == 0 and data.high_watermark == 5
+        records = [r for batch in iter_batches(data.records) for r in batch]
+        assert [(r.offset, r.value) for r in records] == [(i, f"v{i}".encode()) for i in range(5)]
+
+        async def list_offset(timestamp: int) -> tuple[int, int]:
+            response = await connection.send(
+                ListOffsetsRequest(
+                    replica_id=-1,
+                    timeout_ms=10_000,
+                    topics=[
+                        m_list_offsets.ListOffsetsTopic(
+                            name=topic,
+                            partitions=[
+                                m_list_offsets.ListOffsetsPartition(
+                                    partition_index=0, timestamp=timestamp
+                                )
+                            ],
+                        )
+                    ],
+                ),
+                11,
+            )
+            partition = response.topics[0].partitions[0]
+            assert partition.error_code == 0
+            return partition.offset, partition.timestamp
+
+        assert (await list_offset(-2))[0] == 0  # earliest
+        assert (await list_offset(-1))[0] == 5  # latest
+        assert await list_offset(-3) == (4, 1_700_000_000_004)  # max timestamp (KIP-734)
+        assert (await list_offset(1_700_000_000_002))[0] == 2
+
+        commit = OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                m_offset_commit.OffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        m_offset_commit.OffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=3, committed_metadata="m"
+                        )
+                    ],
+                )
+            ],
+        )
+        version = connection.versions.version_for(OffsetCommitRequest.API_KEY)
+        for _ in range(50):  # the offsets topic is created and loaded on the first group call
+            committed = await cluster.send_to_coordinator(group, commit, version)
+            code = committed.topics[0].partitions[0].error_code
+            if code not in (
+                COORDINATOR_LOAD_IN_PROGRESS,
+                COORDINATOR_NOT_AVAILABLE,
+                NOT_COORDINATOR,
+            ):
+                break
+            cluster.invalidate_coordinator(group)
+            await asyncio.sleep(0.2)
+        assert code == 0
+        offsets = await cluster.send_to_coordinator(
+            group,
+            OffsetFetchRequest(
+                groups=[
+                    m_offset_fetch.OffsetFetchRequestGroup(
+                        group_id=group,
+                        topics=[
+                            m_offset_fetch.OffsetFetchRequestTopics(
+                                name=topic, partition_indexes=[0]
+                            )
+                        ],
+                    )
+                ]
+            ),
+            connection.versions.version_for(OffsetFetchRequest.API_KEY),
+        )
+        partition = offsets.groups[0].topics[0].partitions[0]
+        assert (partition.committed_offset, partition.metadata) == (3, "m")
+
+
+async def test_producer_and_group_consumer_use_the_newest_versions(
+    kafka_cluster, wire_versions: list[tuple[int, int]]
+) -> None:
+    topic = unique("v4-e2e")
+    servers = kafka_cluster.bootstrap_servers
+    async with Admin(bootstrap_servers=servers) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 2, 1)]))[topic].ok
+    async with Producer(bootstrap_servers=servers) as producer:  # idempotent by default
+        handles = [await producer.send(topic, b"r%d" % i, partition=i % 2) for i in range(20)]
+        await producer.flush()
+        assert all(h.exception() is None for h in handles)
+    assert versions_of(wire_versions, ApiKey.PRODUCE) == {12}
+    assert versions_of(wire_versions, ApiKey.INIT_PRODUCER_ID) == {5}
+    for protocol in ("classic", "consumer"):
+        group = unique(f"v4-{protocol}")
+        wire_versions.clear()
+        async with Consumer(
+            topic,
+            bootstrap_servers=servers,
+            group_id=group,
+            group_protocol=protocol,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        ) as consumer:
+            records = await consume_n(consumer, 20)
+            assert sorted(r.value for r in records) == sorted(b"r%d" % i for i in range(20))
+            await consumer.commit()
+            committed = await consumer.committed_offsets(
+                [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+            )
+            assert {tp.partition: o.offset for tp, o in committed.items() if o} == {0: 10, 1: 10}
+        assert versions_of(wire_versions, ApiKey.FETCH) == {18}
+        assert versions_of(wire_versions, ApiKey.METADATA) == {13}
+        assert versions_of(wire_versions, ApiKey.OFFSET_COMMIT) == {9}
+        assert versions_of(wire_versions, ApiKey.OFFSET_FETCH) == {9}
+        if protocol == "consumer":
+            assert versions_of(wire_versions, ApiKey.CONSUMER_GROUP_HEARTBEAT) == {1}
+        else:
+            assert versions_of(wire_versions, ApiKey.JOIN_GROUP) == {9}
+
+
+async def test_transactions_commit_and_abort_on_kafka_4(
+    kafka_cluster, wire_versions: list[tuple[int, int]]
+) -> None:
+    topic = unique("v4-txn")
+    servers = kafka_cluster.bootstrap_servers
+    async with Admin(bootstrap_servers=servers) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 1, 1)]))[topic].ok
+    async with Producer(bootstrap_servers=servers, transactional_id=unique("v4-tid")) as producer:
+        await producer.begin_transaction()
+        for i in range(3):
+            await producer.send(topic, b"aborted-%d" % i, partition=0)
+        await producer.abort_transaction()
+        async with producer.transaction():
+            for i in range(3):
+                await producer.send(topic, b"committed-%d" % i, partition=0)
+    async with Consumer(
+        bootstrap_servers=servers, isolation_level="read_committed", auto_offset_reset="earliest"
+    ) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        records = await consume_n(consumer, 3)
+        assert [r.value for r in records] == [b"committed-%d" % i for i in range(3)]
+    # Transactions v1 on the wire, whatever transaction.version the broker finalized.
+    assert versions_of(wire_versions, ApiKey.PRODUCE) == {11}
+    assert versions_of(wire_versions, ApiKey.ADD_PARTITIONS_TO_TXN) == {3}
+    assert versions_of(wire_versions, ApiKey.END_TXN) == {4}
