@@ -158,7 +158,6 @@ API_VERSIONS_KEY = 18
 #: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
 #: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
 CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    0: (12, "Produce v13 names topics by id (KIP-516); the sender addresses them by name"),
     8: (9, "OffsetCommit v10 names topics by id (KIP-848); commits address them by name"),
     9: (9, "OffsetFetch v10 names topics by id (KIP-848); offset fetches address them by name"),
     15: (

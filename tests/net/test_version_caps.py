@@ -37,7 +37,7 @@ async def test_a_kafka_4_broker_is_spoken_to_at_the_newest_reviewed_versions() -
             assert versions.version_for(ApiKey.FETCH) == 18
             assert versions.version_for(ApiKey.METADATA) == 13
             assert versions.version_for(ApiKey.LIST_OFFSETS) == 11
-            assert versions.version_for(ApiKey.PRODUCE) == 12  # v13: topic ids
+            assert versions.version_for(ApiKey.PRODUCE) == 13
             assert versions.version_for(ApiKey.OFFSET_COMMIT) == 9  # v10: topic ids
             assert versions.version_for(ApiKey.OFFSET_FETCH) == 9
             assert versions.version_for(ApiKey.DESCRIBE_GROUPS) == 5
