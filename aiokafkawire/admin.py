@@ -71,6 +71,8 @@ from aiokafkawire.protocol.messages import offset_fetch as m_offset_fetch
 from aiokafkawire.structs import TopicPartition
 
 _RETRY_LIMIT = 5
+# OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
+_OFFSETS_BY_NAME_MAX_VERSION = 9
 
 
 def _error(code: int, message: str | None = None) -> errors.BrokerResponseError | None:
@@ -637,12 +639,14 @@ class Admin:
             seen.setdefault(listing.group_id, listing)
         return sorted(seen.values(), key=lambda g: g.group_id)
 
-    async def _coordinator_call(self, group_id: str, request: Any) -> tuple[Any, int]:
+    async def _coordinator_call(
+        self, group_id: str, request: Any, version: int | None = None
+    ) -> tuple[Any, int]:
         """Send to a group's coordinator, retrying on coordinator errors."""
         for attempt in range(_RETRY_LIMIT):
             broker = await self._cluster.coordinator(group_id)
             try:
-                response = await self._cluster.send_to_coordinator(group_id, request)
+                response = await self._cluster.send_to_coordinator(group_id, request, version)
             except errors.KafkaConnectionError:
                 if attempt == _RETRY_LIMIT - 1:
                     raise
@@ -728,7 +732,10 @@ class Admin:
         self._check()
         wanted = None if partitions is None else list(partitions)
         connection = await self._cluster.coordinator_connection(group_id)
-        version = connection.versions.version_for(OffsetFetchRequest.API_KEY)
+        # v10 names topics by id only (KIP-848); these calls name them.
+        version = connection.versions.version_for(
+            OffsetFetchRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
+        )
         by_topic: dict[str, list[int]] = defaultdict(list)
         for tp in wanted or []:
             by_topic[tp.topic].append(tp.partition)
@@ -760,7 +767,7 @@ class Admin:
                     for t, ps in by_topic.items()
                 ],
             )
-        response, _ = await self._coordinator_call(group_id, request)
+        response, _ = await self._coordinator_call(group_id, request, version)
         result: dict[TopicPartition, GroupOffset] = {}
         if version >= 8:
             group = response.groups[0]
@@ -806,7 +813,11 @@ class Admin:
                 for t, ps in by_topic.items()
             ],
         )
-        response, _ = await self._coordinator_call(group_id, request)
+        connection = await self._cluster.coordinator_connection(group_id)
+        version = connection.versions.version_for(
+            OffsetCommitRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
+        )
+        response, _ = await self._coordinator_call(group_id, request, version)
         return {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, _error(p.error_code)

@@ -158,17 +158,15 @@ API_VERSIONS_KEY = 18
 #: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
 #: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
 CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    8: (9, "OffsetCommit v10 names topics by id (KIP-848); commits address them by name"),
-    9: (9, "OffsetFetch v10 names topics by id (KIP-848); offset fetches address them by name"),
     15: (
         5,
         "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
         "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
     ),
     28: (
-        4,
-        "TxnOffsetCommit v5 implies AddOffsetsToTxn (transactions v2, KIP-890) and v6 names "
-        "topics by id; the transaction manager speaks transactions v1",
+        5,
+        "TxnOffsetCommit v6 names topics by id (KIP-1319); the transaction manager names them "
+        "(and sends v5, which implies AddOffsetsToTxn, only under transactions v2)",
     ),
 }
 
@@ -203,7 +201,14 @@ class VersionPolicy:
     release table when the pin predates ApiVersions.
     """
 
-    __slots__ = ("_cap_map", "_chosen", "broker_versions", "client_versions", "release")
+    __slots__ = (
+        "_cap_map",
+        "_chosen",
+        "broker_versions",
+        "client_versions",
+        "finalized_features",
+        "release",
+    )
 
     def __init__(self, client_versions: Mapping[int, VersionRange], cap: ApiVersionCap = None):
         self.client_versions = dict(client_versions)
@@ -221,6 +226,8 @@ class VersionPolicy:
         elif isinstance(cap, Mapping):
             self._cap_map = {int(key): int(value) for key, value in cap.items()}
         self.broker_versions: dict[int, VersionRange] = {}
+        #: Feature name -> finalized (cluster-wide) level, from ApiVersions v3+ (empty before).
+        self.finalized_features: dict[str, int] = {}
         self._chosen: dict[int, int] = {}
 
     @property

@@ -37,11 +37,13 @@ from aiokafkawire.structs import TopicPartition
 log = logging.getLogger("aiokafkawire.producer")
 
 PRODUCE_KEY = ProduceRequest.API_KEY
-# Newest Produce version whose semantics we implement.  v12 is v11 outside transactions, but inside
-# one it adds the partition to the transaction (transactions v2, KIP-890 part 2), which this client
-# does not use; v13 names topics by id (KIP-516).
+# Newest Produce version whose semantics we implement.  v12 is v11 outside transactions; inside one
+# it adds the partition to the transaction (transactions v2, KIP-890 part 2), so a transactional
+# producer sends it only under transactions v2 and at most v11 otherwise.  v13 names topics by id
+# (KIP-516).
 PRODUCE_MAX_VERSION = 13
 PRODUCE_MAX_TRANSACTIONAL_VERSION = 11
+PRODUCE_TRANSACTION_V2_VERSION = 12
 PRODUCE_TOPIC_ID_VERSION = 13
 # Produce versions able to carry each record format: v3+ requires magic 2.
 _MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
@@ -117,6 +119,8 @@ class Sender:
         self.gated: set[TopicPartition] = set()
         # Next sequence the broker expects per partition (after our last acknowledged batch).
         self.acked_next: dict[TopicPartition, int] = {}
+        # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
+        txn.on_new_epoch = self.acked_next.clear
         self._identity_epoch = (-1, -1)
         self._identity_error: BaseException | None = None
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
@@ -463,9 +467,15 @@ class Sender:
         node, batches = flight.node, flight.batches
         magic = batches[0].magic
         max_version = _MAX_VERSION_FOR_MAGIC[magic]
+        min_version = 0
         if self.txn.transactional:
-            max_version = min(max_version, PRODUCE_MAX_TRANSACTIONAL_VERSION)
-        version = connection.versions.version_for(PRODUCE_KEY, max_version=max_version)
+            if self.txn.transaction_v2:
+                min_version = PRODUCE_TRANSACTION_V2_VERSION  # adds the partition (KIP-890)
+            else:
+                max_version = min(max_version, PRODUCE_MAX_TRANSACTIONAL_VERSION)
+        version = connection.versions.version_for(
+            PRODUCE_KEY, max_version=max_version, min_version=min_version
+        )
         if magic == 2 and version < 3:
             raise errors.UnsupportedVersionForBrokerError(
                 f"broker {node} speaks Produce v{version}, too old for record batch v2"

@@ -1,8 +1,9 @@
 """The Kafka 4.x protocol versions against a real Apache Kafka 4.4 broker.
 
-What each API negotiates, raw requests at the newest versions the client speaks (Metadata v13,
-Produce v12, Fetch v18, ListOffsets v11, OffsetCommit/OffsetFetch), and the producer, consumer and
-transactions end to end with the versions they put on the wire recorded.
+What each API negotiates; raw requests at the new versions (Metadata v13, Produce v12, Fetch v18 by
+topic id, ListOffsets v11, OffsetCommit/OffsetFetch v10 by topic id and v9 by name); and the
+producer (Produce v13), classic and KIP-848 consumers and transactions end to end, with the versions
+they put on the wire recorded.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from aiokafkawire.protocol.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    UpdateFeaturesRequest,
 )
 from aiokafkawire.protocol.messages import fetch as m_fetch
 from aiokafkawire.protocol.messages import list_offsets as m_list_offsets
 from aiokafkawire.protocol.messages import offset_commit as m_offset_commit
 from aiokafkawire.protocol.messages import offset_fetch as m_offset_fetch
 from aiokafkawire.protocol.messages import produce as m_produce
+from aiokafkawire.protocol.messages import update_features as m_update_features
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
 from aiokafkawire.protocol.records import RecordBatchBuilder, iter_batches
 from aiokafkawire.structs import TopicPartition
@@ -87,7 +90,7 @@ async def test_every_api_negotiates_the_newest_version_both_sides_allow(kafka_cl
         assert chosen["FETCH"] == 18
         assert chosen["LIST_OFFSETS"] == 11
         assert chosen["PRODUCE"] == 13
-        assert chosen["OFFSET_COMMIT"] == chosen["OFFSET_FETCH"] == 9
+        assert chosen["OFFSET_COMMIT"] == chosen["OFFSET_FETCH"] == 10
         assert chosen["INIT_PRODUCER_ID"] == 5
         assert chosen["CONSUMER_GROUP_HEARTBEAT"] == 1
         assert chosen["SHARE_GROUP_HEARTBEAT"] == 1 and chosen["SHARE_FETCH"] == 2
@@ -183,52 +186,65 @@ async def test_raw_requests_at_the_newest_versions(kafka_cluster) -> None:
         assert await list_offset(-3) == (4, 1_700_000_000_004)  # max timestamp (KIP-734)
         assert (await list_offset(1_700_000_000_002))[0] == 2
 
-        commit = OffsetCommitRequest(
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[
-                m_offset_commit.OffsetCommitRequestTopic(
-                    name=topic,
-                    partitions=[
-                        m_offset_commit.OffsetCommitRequestPartition(
-                            partition_index=0, committed_offset=3, committed_metadata="m"
-                        )
-                    ],
+        async def commit(version: int, offset: int) -> None:
+            topic_entry = (
+                m_offset_commit.OffsetCommitRequestTopic(topic_id=info.topic_id)
+                if version >= 10
+                else m_offset_commit.OffsetCommitRequestTopic(name=topic)
+            )
+            topic_entry.partitions = [
+                m_offset_commit.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=offset, committed_metadata=f"m{version}"
                 )
-            ],
-        )
-        version = connection.versions.version_for(OffsetCommitRequest.API_KEY)
-        for _ in range(50):  # the offsets topic is created and loaded on the first group call
-            committed = await cluster.send_to_coordinator(group, commit, version)
-            code = committed.topics[0].partitions[0].error_code
-            if code not in (
-                COORDINATOR_LOAD_IN_PROGRESS,
-                COORDINATOR_NOT_AVAILABLE,
-                NOT_COORDINATOR,
-            ):
-                break
-            cluster.invalidate_coordinator(group)
-            await asyncio.sleep(0.2)
-        assert code == 0
-        offsets = await cluster.send_to_coordinator(
-            group,
-            OffsetFetchRequest(
-                groups=[
-                    m_offset_fetch.OffsetFetchRequestGroup(
-                        group_id=group,
-                        topics=[
-                            m_offset_fetch.OffsetFetchRequestTopics(
-                                name=topic, partition_indexes=[0]
-                            )
-                        ],
-                    )
-                ]
-            ),
-            connection.versions.version_for(OffsetFetchRequest.API_KEY),
-        )
-        partition = offsets.groups[0].topics[0].partitions[0]
-        assert (partition.committed_offset, partition.metadata) == (3, "m")
+            ]
+            request = OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[topic_entry]
+            )
+            for _ in range(50):  # the offsets topic is created and loaded on the first group call
+                answer = await cluster.send_to_coordinator(group, request, version)
+                code = answer.topics[0].partitions[0].error_code
+                if code not in (
+                    COORDINATOR_LOAD_IN_PROGRESS,
+                    COORDINATOR_NOT_AVAILABLE,
+                    NOT_COORDINATOR,
+                ):
+                    break
+                cluster.invalidate_coordinator(group)
+                await asyncio.sleep(0.2)
+            assert code == 0
+            if version >= 10:
+                assert answer.topics[0].topic_id == info.topic_id
+
+        async def fetch_committed(version: int) -> tuple[int, str | None]:
+            topic_entry = (
+                m_offset_fetch.OffsetFetchRequestTopics(topic_id=info.topic_id)
+                if version >= 10
+                else m_offset_fetch.OffsetFetchRequestTopics(name=topic)
+            )
+            topic_entry.partition_indexes = [0]
+            answer = await cluster.send_to_coordinator(
+                group,
+                OffsetFetchRequest(
+                    groups=[
+                        m_offset_fetch.OffsetFetchRequestGroup(group_id=group, topics=[topic_entry])
+                    ]
+                ),
+                version,
+            )
+            answered_topic = answer.groups[0].topics[0]
+            if version >= 10:
+                assert answered_topic.topic_id == info.topic_id
+            else:
+                assert answered_topic.name == topic
+            partition = answered_topic.partitions[0]
+            return partition.committed_offset, partition.metadata
+
+        assert connection.versions.version_for(OffsetCommitRequest.API_KEY) == 10
+        await commit(10, 3)  # by topic id (KIP-848)
+        assert await fetch_committed(10) == (3, "m10")
+        assert await fetch_committed(9) == (3, "m10")
+        await commit(9, 4)  # by name
+        assert await fetch_committed(10) == (4, "m9")
 
 
 async def test_producer_and_group_consumer_use_the_newest_versions(
@@ -264,36 +280,99 @@ async def test_producer_and_group_consumer_use_the_newest_versions(
             assert {tp.partition: o.offset for tp, o in committed.items() if o} == {0: 10, 1: 10}
         assert versions_of(wire_versions, ApiKey.FETCH) == {18}
         assert versions_of(wire_versions, ApiKey.METADATA) == {13}
-        assert versions_of(wire_versions, ApiKey.OFFSET_COMMIT) == {9}
-        assert versions_of(wire_versions, ApiKey.OFFSET_FETCH) == {9}
+        assert versions_of(wire_versions, ApiKey.OFFSET_COMMIT) == {10}  # topic ids
+        assert versions_of(wire_versions, ApiKey.OFFSET_FETCH) == {10}
         if protocol == "consumer":
             assert versions_of(wire_versions, ApiKey.CONSUMER_GROUP_HEARTBEAT) == {1}
         else:
             assert versions_of(wire_versions, ApiKey.JOIN_GROUP) == {9}
 
 
-async def test_transactions_commit_and_abort_on_kafka_4(
-    kafka_cluster, wire_versions: list[tuple[int, int]]
-) -> None:
-    topic = unique("v4-txn")
-    servers = kafka_cluster.bootstrap_servers
+async def run_transactions(servers: str) -> tuple[list[int], str, str]:
+    """Abort one transaction, commit two (one with consumer offsets); returns the epochs seen
+    after each, the topic and the group whose offsets were committed."""
+    topic = unique("txn")
+    group = unique("txn-group")
     async with Admin(bootstrap_servers=servers) as admin:
         assert (await admin.create_topics([NewTopic(topic, 1, 1)]))[topic].ok
-    async with Producer(bootstrap_servers=servers, transactional_id=unique("v4-tid")) as producer:
+    epochs = []
+    async with Producer(bootstrap_servers=servers, transactional_id=unique("tid")) as producer:
+        txn = producer._txn
+        assert txn is not None
+        epochs.append(txn.producer_epoch)
         await producer.begin_transaction()
         for i in range(3):
             await producer.send(topic, b"aborted-%d" % i, partition=0)
+        await producer.flush()
         await producer.abort_transaction()
+        epochs.append(txn.producer_epoch)
         async with producer.transaction():
             for i in range(3):
                 await producer.send(topic, b"committed-%d" % i, partition=0)
+        epochs.append(txn.producer_epoch)
+        async with producer.transaction():
+            await producer.send(topic, b"with-offsets", partition=0)
+            await producer.send_offsets_to_transaction({TopicPartition(topic, 0): 42}, group)
+        epochs.append(txn.producer_epoch)
     async with Consumer(
         bootstrap_servers=servers, isolation_level="read_committed", auto_offset_reset="earliest"
     ) as consumer:
         consumer.assign([TopicPartition(topic, 0)])
-        records = await consume_n(consumer, 3)
-        assert [r.value for r in records] == [b"committed-%d" % i for i in range(3)]
-    # Transactions v1 on the wire, whatever transaction.version the broker finalized.
+        records = await consume_n(consumer, 4)
+        assert [r.value for r in records] == [b"committed-%d" % i for i in range(3)] + [
+            b"with-offsets"
+        ]
+    async with Admin(bootstrap_servers=servers) as admin:
+        offsets = await admin.list_group_offsets(group)
+        assert offsets[TopicPartition(topic, 0)].offset == 42
+    return epochs, topic, group
+
+
+async def test_transactions_v2_when_the_broker_finalized_it(
+    kafka_cluster, wire_versions: list[tuple[int, int]]
+) -> None:
+    async with Cluster(kafka_cluster.bootstrap_servers) as cluster:
+        connection = await cluster.any_connection()
+        assert connection.versions.finalized_features["transaction.version"] >= 2
+    epochs, _, _ = await run_transactions(kafka_cluster.bootstrap_servers)
+    # KIP-890 part 2: every EndTxn bumps the epoch, and its answer hands the new one over.
+    assert epochs == [epochs[0], epochs[0] + 1, epochs[0] + 2, epochs[0] + 3]
+    assert versions_of(wire_versions, ApiKey.PRODUCE) == {13}  # v12+ adds the partition
+    assert versions_of(wire_versions, ApiKey.END_TXN) == {5}
+    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {5}
+    assert versions_of(wire_versions, ApiKey.ADD_PARTITIONS_TO_TXN) == set()
+    assert versions_of(wire_versions, ApiKey.ADD_OFFSETS_TO_TXN) == set()
+
+
+async def test_transactions_v1_when_the_broker_finalized_version_1(
+    kafka_cluster_factory, wire_versions: list[tuple[int, int]]
+) -> None:
+    cluster = kafka_cluster_factory()
+    async with Cluster(cluster.bootstrap_servers) as client:
+        connection = await client.any_connection()
+        downgrade = UpdateFeaturesRequest(
+            timeout_ms=30_000,
+            feature_updates=[
+                m_update_features.FeatureUpdateKey(
+                    feature="transaction.version", max_version_level=1, upgrade_type=2
+                )
+            ],
+        )
+        answer = await connection.send(downgrade)
+        assert answer.error_code == 0, answer.error_message  # v2: no per-feature results
+    for _ in range(50):  # new connections see the finalized level once the broker has it
+        async with Cluster(cluster.bootstrap_servers) as client:
+            connection = await client.any_connection()
+            if connection.versions.finalized_features.get("transaction.version") == 1:
+                break
+        await asyncio.sleep(0.1)
+    assert connection.versions.finalized_features["transaction.version"] == 1
+    wire_versions.clear()
+    epochs, _, _ = await run_transactions(cluster.bootstrap_servers)
+    # Transactions v1: the epoch only changes when the client asks (InitProducerId).
+    assert epochs == [epochs[0]] * 4
     assert versions_of(wire_versions, ApiKey.PRODUCE) == {11}
     assert versions_of(wire_versions, ApiKey.ADD_PARTITIONS_TO_TXN) == {3}
+    assert versions_of(wire_versions, ApiKey.ADD_OFFSETS_TO_TXN) == {4}
+    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {4}
     assert versions_of(wire_versions, ApiKey.END_TXN) == {4}
