@@ -194,6 +194,14 @@ class Cluster:
                 last_error = exc
                 log.debug("metadata from %s:%d failed: %s", host, port, exc)
                 continue
+            # Metadata v13+ carries a top-level error (KIP-1102): REBOOTSTRAP_REQUIRED means this
+            # broker's view is not to be trusted, so ask the next candidate (the bootstrap
+            # addresses come last); anything else is the request's failure.
+            if response.error_code == errors.RebootstrapRequiredError.code:
+                last_error = errors.RebootstrapRequiredError(f"from {host}:{port}")
+                log.debug("metadata from %s:%d: rebootstrap required", host, port)
+                continue
+            errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
             self._last_refresh = time.monotonic()
             old = self.metadata
             self.metadata = old.merged(response, full=full or not topics)

@@ -722,6 +722,9 @@ class BrokerConnection:
         policy.set_broker_versions(
             {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         )
+        policy.finalized_features = {
+            f.name: f.max_version_level for f in response.finalized_features or ()
+        }
 
     async def _api_versions(self, version: int) -> Any:
         request = ApiVersionsRequest(
