@@ -651,12 +651,7 @@ class Admin:
                 if attempt == _RETRY_LIMIT - 1:
                     raise
                 continue
-            code = _top_level_error(response)
-            if code in (
-                errors.NotCoordinatorError.code,
-                errors.CoordinatorNotAvailableError.code,
-                errors.CoordinatorLoadInProgressError.code,
-            ):
+            if _coordinator_error(response):
                 self._cluster.invalidate_coordinator(group_id)
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
                 continue
@@ -1437,6 +1432,30 @@ class Admin:
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
         return dict(zip(node_ids, answers, strict=True))
+
+
+_COORDINATOR_ERRORS = frozenset(
+    {
+        errors.NotCoordinatorError.code,
+        errors.CoordinatorNotAvailableError.code,
+        errors.CoordinatorLoadInProgressError.code,
+    }
+)
+
+
+def _coordinator_error(response: Any) -> bool:
+    """Whether the answer says its broker cannot act as the group's coordinator (yet).
+
+    Some answers carry that at the top (or per group); OffsetCommit and the older OffsetFetch
+    only per partition, e.g. COORDINATOR_LOAD_IN_PROGRESS from a broker just started.
+    """
+    if _top_level_error(response) in _COORDINATOR_ERRORS:
+        return True
+    return any(
+        getattr(partition, "error_code", 0) in _COORDINATOR_ERRORS
+        for topic in getattr(response, "topics", None) or ()
+        for partition in getattr(topic, "partitions", None) or ()
+    )
 
 
 def _top_level_error(response: Any) -> int:

@@ -527,7 +527,9 @@ class Fetcher:
         """After a leader change, check the log was not truncated below our position (KIP-320)."""
         subs = self._subs
         pending = [
-            tp for tp, st in subs.assignment.items() if st.awaiting_validation and st.position
+            tp
+            for tp, st in subs.assignment.items()
+            if st.awaiting_validation and st.position is not None
         ]
         for st in subs.assignment.values():
             if st.awaiting_validation and st.position is None:
