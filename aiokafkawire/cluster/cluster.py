@@ -108,9 +108,9 @@ class Cluster:
         await self.close()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
-        log.error("cluster task %s failed; restarting it", name, exc_info=exc)
+        log.error("cluster task %s failed", name, exc_info=exc)
         if not self._closed and name == "metadata-refresh":
-            self._tasks.start(name, self._periodic_refresh())
+            self._tasks.restart(name, self._periodic_refresh)
 
     async def _periodic_refresh(self) -> None:
         period = self.metadata_max_age_ms / 1000
@@ -169,8 +169,16 @@ class Cluster:
             metadata = await self._fetch_metadata()
         except BaseException as exc:
             if not result.done():
-                if isinstance(exc, Exception):
-                    result.set_exception(exc)
+                # Waiters get a typed error, never a CancelledError that is not theirs.
+                failure: BaseException = exc
+                if isinstance(exc, asyncio.CancelledError):
+                    failure = (
+                        errors.ClientClosedError("the cluster client closed during a refresh")
+                        if self._closed
+                        else errors.BackgroundTaskError("the metadata refresh was cancelled")
+                    )
+                if isinstance(failure, Exception):
+                    result.set_exception(failure)
                     result.exception()
                 else:
                     result.cancel()

@@ -15,6 +15,7 @@ per-broker loops.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import heapq
 import logging
@@ -265,10 +266,10 @@ class Fetcher:
             return
         log.error("fetcher task %s failed; restarting it", name, exc_info=exc)
         if name == "dispatch":
-            self._tasks.start(name, self._dispatch_loop())
+            self._tasks.restart(name, self._dispatch_loop)
         elif name.startswith("fetch-"):
             node = int(name[6:])
-            self._tasks.start(name, self._node_loop(node))
+            self._tasks.restart(name, functools.partial(self._node_loop, node))
 
     # ----------------------------------------------------------------- buffer (user side)
 

@@ -12,6 +12,7 @@ from typing import ClassVar
 __all__ = [
     "AuthenticationError",
     "AuthorizationError",
+    "BackgroundTaskError",
     "BrokerResponseError",
     "BufferFullError",
     "ClientClosedError",
@@ -157,6 +158,10 @@ class RecordTooLargeError(KafkaError, ValueError):
 
 class ClientClosedError(KafkaError):
     """The client was used after it was closed."""
+
+
+class BackgroundTaskError(KafkaError):
+    """A client's background task ended without its owner stopping it (a bug, never silent)."""
 
 
 class UnknownTopicError(KafkaError):

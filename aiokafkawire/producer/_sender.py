@@ -17,6 +17,7 @@ this keeps the broker busy while thousands of coroutines append records in one l
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -134,7 +135,7 @@ class Sender:
         # requests leave in drain order whatever the loop's scheduling: the sequence numbers of
         # an idempotent partition must reach the broker in order.
         self._unwritten: dict[int, deque[_Unwritten]] = {}
-        self._writers: dict[int, asyncio.Task[None]] = {}
+        self._writers: dict[int, asyncio.Task[Any]] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -153,11 +154,26 @@ class Sender:
         self._writers.clear()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
+        """A task ended without stop(): restart what others depend on, never let it vanish."""
+        if self.closing:
+            return
         if name == "sender":
             log.error("producer sender loop failed; restarting it", exc_info=exc)
-            if not self.closing:
-                self._tasks.start("sender", self._run())
+            self._tasks.restart("sender", self._run)
+        elif name.startswith("writer-"):
+            # Its queued requests have no timer of their own: without a writer they would wait
+            # forever.  The restarted writer takes the queue up where it stopped.
+            node = int(name[len("writer-") :])
+            log.error("producer writer for broker %d failed; restarting it", node, exc_info=exc)
+            restarted = None
+            if self._unwritten.get(node):
+                restarted = self._tasks.restart(name, functools.partial(self._write_queued, node))
+            if restarted is not None:
+                self._writers[node] = restarted
+            else:
+                self._writers.pop(node, None)
         else:
+            # init-producer-id and add-partitions are started again by the next pass.
             log.error("producer task %s failed", name, exc_info=exc)
         self.wakeup.set()
 
