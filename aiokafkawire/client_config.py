@@ -11,7 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.cluster.metadata import parse_bootstrap
+from aiokafkawire.metrics import ClientMetrics
 from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.net.versions import ApiVersionCap
 
@@ -38,6 +41,44 @@ class CommonConfig:
     sasl_oauth_token_provider: Any = field(default=None, repr=False)
     allow_auto_create_topics: bool = False
     metadata_wait_ms: int = 10_000
+    retry_backoff_max_ms: int = 1_000
+    hooks: Any = field(default=None, repr=False)
+    metrics: ClientMetrics = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = ClientMetrics(self.hooks)
+        servers = self.bootstrap_servers
+        if not isinstance(servers, str):
+            if not isinstance(servers, Iterable) or isinstance(servers, (bytes, bytearray)):
+                raise errors.ConfigTypeError(
+                    "bootstrap_servers must be a 'host:port[,host:port...]' string or a list "
+                    f"of such strings, got {type(servers).__name__}"
+                )
+            servers = self.bootstrap_servers = list(servers)
+            for item in servers:
+                check_type("bootstrap_servers item", item, str)
+        parse_bootstrap(servers)  # a malformed address fails here, not at start()
+        check_type("client_id", self.client_id, str)
+        check_number("request_timeout_ms", self.request_timeout_ms, minimum=1)
+        check_number("connect_timeout_ms", self.connect_timeout_ms, minimum=1)
+        check_number("metadata_max_age_ms", self.metadata_max_age_ms, minimum=1)
+        check_number("retry_backoff_ms", self.retry_backoff_ms, minimum=0)
+        check_number("retry_backoff_max_ms", self.retry_backoff_max_ms, minimum=0)
+        check_number("reconnect_backoff_ms", self.reconnect_backoff_ms, minimum=0)
+        check_number("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, minimum=0)
+        check_number("metadata_wait_ms", self.metadata_wait_ms, minimum=0)
+        check_int(
+            "max_in_flight_requests_per_connection",
+            self.max_in_flight_requests_per_connection,
+            minimum=1,
+        )
+        check_type("security_protocol", self.security_protocol, str)
+        check_type("sasl_mechanism", self.sasl_mechanism, str, none_ok=True)
+        check_type("allow_auto_create_topics", self.allow_auto_create_topics, bool)
+        if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
+            raise errors.ConfigTypeError(
+                f"ssl_context must be an ssl.SSLContext, got {type(self.ssl_context).__name__}"
+            )
 
     def connection_config(self) -> ConnectionConfig:
         """The per-connection part of these options."""
@@ -55,6 +96,7 @@ class CommonConfig:
             sasl_password=self.sasl_plain_password,
             sasl_oauth_token_provider=self.sasl_oauth_token_provider,
             api_version=self.api_version,
+            metrics=self.metrics,
         )
 
     def build_cluster(self) -> Cluster:
@@ -64,15 +106,69 @@ class CommonConfig:
             self.connection_config(),
             metadata_max_age_ms=self.metadata_max_age_ms,
             retry_backoff_ms=self.retry_backoff_ms,
+            retry_backoff_max_ms=self.retry_backoff_max_ms,
             allow_auto_topic_creation=self.allow_auto_create_topics,
             topic_wait_ms=self.metadata_wait_ms,
         )
 
 
-COMMON_OPTION_NAMES = frozenset(CommonConfig.__dataclass_fields__)
+COMMON_OPTION_NAMES = frozenset(
+    name for name, spec in CommonConfig.__dataclass_fields__.items() if spec.init
+)
 
 
 def split_common_options(options: dict[str, Any]) -> tuple[CommonConfig, dict[str, Any]]:
     """Separate the common options from a client's own; the rest is returned untouched."""
     common = {k: options.pop(k) for k in list(options) if k in COMMON_OPTION_NAMES}
     return CommonConfig(**common), options
+
+
+# ------------------------------------------------------------------------ option checks
+# Shared by every client so that a wrong option fails at construction with a message naming it,
+# as a ConfigError (ValueError) or ConfigTypeError (also a TypeError).
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    if isinstance(types, type):
+        return types.__name__
+    return " or ".join(t.__name__ for t in types)
+
+
+def check_type(
+    name: str, value: Any, types: type | tuple[type, ...], *, none_ok: bool = False
+) -> None:
+    """Raise :class:`~aiokafkawire.errors.ConfigTypeError` unless ``value`` is of ``types``."""
+    if value is None and none_ok:
+        return
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        expected = _type_names(types) + (" or None" if none_ok else "")
+        raise errors.ConfigTypeError(
+            f"{name} must be {expected}, got {type(value).__name__} ({value!r})"
+        )
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return (types,) if isinstance(types, type) else types
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, none_ok: bool = False) -> None:
+    """An ``int`` option (``bool`` refused) with an optional lower bound."""
+    check_type(name, value, int, none_ok=none_ok)
+    if value is not None and minimum is not None and value < minimum:
+        raise errors.ConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_number(
+    name: str, value: Any, *, minimum: float | None = None, none_ok: bool = False
+) -> None:
+    """An ``int`` or ``float`` option (a duration, usually) with an optional lower bound."""
+    check_type(name, value, (int, float), none_ok=none_ok)
+    if value is not None and minimum is not None and value < minimum:
+        raise errors.ConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> None:
+    """One of a fixed set of values."""
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise errors.ConfigError(f"{name} must be one of {allowed}, got {value!r}")
