@@ -1,4 +1,4 @@
-"""metrics(), hooks, and the aiokafka-style methods (issue 14), against the embedded Tansu broker."""
+"""metrics(), hooks and the aiokafka-style methods (issue 14), on the embedded Tansu broker."""
 
 from __future__ import annotations
 
