@@ -206,3 +206,32 @@ def test_produce_and_consume_examples(tansu_broker: TansuBroker) -> None:
         topic,
     )  # fmt: skip
     assert out.count(f"{topic}[") == 1011
+
+
+async def test_prometheus_metrics_serves_the_text_format(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    service = Service(
+        str(EXAMPLES / "prometheus_metrics.py"), "--bootstrap", tansu_broker.bootstrap_servers,
+        "--port", "0", "--topic", f"prom-{uuid.uuid4().hex[:8]}",
+    )  # fmt: skip
+    services.append(service)
+    url = service.wait_for_line(r"metrics on (http://\S+)").group(1)
+    text = ""
+    async with aiohttp.ClientSession() as http:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            answer = await http.get(url)
+            assert answer.status == 200 and answer.content_type == "text/plain"
+            text = await answer.text()
+            if 'aiokafkawire_producer_records_total{topic="prom-' in text:
+                break
+            await asyncio.sleep(0.2)
+    assert "# TYPE aiokafkawire_request_latency_seconds histogram" in text, text
+    assert re.search(
+        r'aiokafkawire_requests_total\{broker="\d+",api="Produce",outcome="ok"\} \d+', text
+    )
+    assert re.search(r'aiokafkawire_request_latency_seconds_bucket\{.*le="\+Inf"\} \d+', text)
+    assert re.search(r"^aiokafkawire_producer_buffer_use [0-9.]+$", text, re.M)
+    status, out, err = service.terminate()
+    assert status == 0, out + err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -170,11 +172,18 @@ async def test_admin_find_coordinator_metrics_and_stop(tansu_broker: TansuBroker
 
 
 def test_logging_is_quiet_by_default() -> None:
-    """The library's loggers add no handlers: nothing reaches stderr unless the app configures
-    logging (the root's lastResort handler shows only WARNING and above)."""
-    import aiokafkawire.net.connection  # noqa: F401
-
+    """Without logging configured, even a warning of the library prints nothing; once the
+    application configures logging, the records (under "aiokafkawire") reach its handlers."""
+    script = (
+        "import logging, aiokafkawire\n"
+        "logging.getLogger('aiokafkawire.producer').warning('hidden')\n"
+        "logging.basicConfig(format='%(name)s %(message)s')\n"
+        "logging.getLogger('aiokafkawire.producer').warning('shown')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stderr.strip() == "aiokafkawire.producer shown"
     for name, logger in logging.Logger.manager.loggerDict.items():
-        if name.startswith("aiokafkawire") and isinstance(logger, logging.Logger):
-            assert not logger.handlers, name
-            assert logger.level in (logging.NOTSET,), name
+        if name.startswith("aiokafkawire.") and isinstance(logger, logging.Logger):
+            assert not logger.handlers and logger.level == logging.NOTSET, name
