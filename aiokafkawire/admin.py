@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
 from aiokafkawire.protocol.messages import (
@@ -288,7 +288,7 @@ class Admin:
     def __init__(self, **options: Any) -> None:
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown Admin options: {sorted(rest)}")
+            raise unknown_options_error("Admin", rest)
         self._config = common
         self._cluster: Cluster = common.build_cluster()
         self._started = False

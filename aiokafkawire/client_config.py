@@ -21,7 +21,35 @@ from aiokafkawire.net.versions import ApiVersionCap
 
 @dataclass
 class CommonConfig:
-    """Connection and metadata options common to all clients.  Secrets stay out of ``repr``."""
+    """Connection and metadata options common to all clients.  Secrets stay out of ``repr``.
+
+    - ``bootstrap_servers``: ``"host:port,host:port"`` or a list of ``"host:port"``; brokers to
+      fetch the first metadata from (``[v6]:port`` for IPv6; listener prefixes such as
+      ``SSL://`` are accepted, other URL schemes are refused).
+    - ``client_id``: the name brokers log and use for quotas.
+    - ``request_timeout_ms``: how long a request may wait for its response.
+    - ``connect_timeout_ms``: how long opening a connection (TCP, TLS, ApiVersions) may take.
+    - ``metadata_max_age_ms``: refresh the cluster metadata at least this often.
+    - ``metadata_wait_ms``: how long to wait for an unknown topic's metadata before
+      :class:`~aiokafkawire.errors.UnknownTopicError`.
+    - ``retry_backoff_ms``: the first wait before a retry; ``retry_backoff_max_ms``: the
+      longest, as a subscribed topic that does not exist yet is looked for again (doubling).
+    - ``reconnect_backoff_ms``, ``reconnect_backoff_max_ms``: the wait before reconnecting to a
+      broker, doubling (with jitter) after each failure up to the maximum.
+    - ``max_in_flight_requests_per_connection``: requests pipelined on one connection.
+    - ``api_version``: cap the protocol versions: ``"0.10"``, ``"2.8"``, ... (a release) or a
+      mapping ``{api_key: max_version}``; ``None`` negotiates through ApiVersions.
+    - ``security_protocol``: ``"PLAINTEXT"``, ``"SSL"``, ``"SASL_PLAINTEXT"`` or ``"SASL_SSL"``.
+    - ``ssl_context``: an :class:`ssl.SSLContext` (default for SSL: the system's trust store;
+      see :func:`~aiokafkawire.net.tls.create_ssl_context`).
+    - ``sasl_mechanism``: ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"`` or
+      ``"OAUTHBEARER"``; ``sasl_plain_username`` and ``sasl_plain_password`` for PLAIN and
+      SCRAM; ``sasl_oauth_token_provider`` for OAUTHBEARER.
+    - ``allow_auto_create_topics``: let Metadata requests create missing topics (where the
+      broker allows it).
+    - ``hooks``: an object (or list of objects) with ``on_connect``, ``on_disconnect``,
+      ``on_request``, ``on_batch`` or ``on_rebalance`` methods; see :mod:`aiokafkawire.metrics`.
+    """
 
     bootstrap_servers: str | Iterable[str] = "localhost:9092"
     client_id: str = "aiokafkawire"
@@ -172,3 +200,26 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> None:
     allowed = tuple(choices)
     if value not in allowed:
         raise errors.ConfigError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+# Options of aiokafka (and the Java client) that have another name here, or no counterpart.
+_OPTION_HINTS = {
+    "max_batch_size": "use batch_size",
+    "loop": "not needed: clients use the running event loop",
+    "connections_max_idle_ms": "not supported: connections stay open until close()",
+    "consumer_timeout_ms": "not needed: getmany(timeout_ms=...) bounds each wait",
+    "exclude_internal_topics": "not needed: pattern subscriptions never match internal topics",
+    "sasl_kerberos_service_name": "not supported: GSSAPI (Kerberos) is not implemented",
+    "sasl_kerberos_domain_name": "not supported: GSSAPI (Kerberos) is not implemented",
+    "enable_auto_create_topics": "use allow_auto_create_topics",
+    "ssl_cafile": "build an ssl_context (aiokafkawire.net.tls.create_ssl_context)",
+}
+
+
+def unknown_options_error(client: str, names: Iterable[str]) -> errors.ConfigError:
+    """The error for options ``client`` does not know, with hints for aiokafka's names."""
+    hints = [f"{name}: {_OPTION_HINTS[name]}" for name in sorted(names) if name in _OPTION_HINTS]
+    message = f"unknown {client} options: {sorted(names)}"
+    if hints:
+        message += " (" + "; ".join(hints) + ")"
+    return errors.ConfigError(message + "; see docs/configuration.md")

@@ -28,6 +28,7 @@ from aiokafkawire.client_config import (
     check_number,
     check_type,
     split_common_options,
+    unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
@@ -80,21 +81,39 @@ class Consumer:
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
     ``client_id``, ``security_protocol``, ``api_version``):
 
-    - ``group_id``: the consumer group (``None``: no group, no commits);
-      ``group_instance_id``: static membership (KIP-345);
-      ``group_protocol``: ``"classic"`` (default) or ``"consumer"`` (KIP-848);
-      ``group_remote_assignor``: the broker-side assignor for ``"consumer"`` groups.
-    - ``partition_assignment_strategy``: assignor names or objects (default range and
-      cooperative-sticky, as the Java client), ``session_timeout_ms``,
-      ``heartbeat_interval_ms``, ``max_poll_interval_ms``, ``rebalance_timeout_ms``.
-    - ``auto_offset_reset``: ``"earliest"``, ``"latest"`` or ``"none"`` (raise
-      :class:`~aiokafkawire.errors.NoOffsetForPartitionError` /
-      :class:`~aiokafkawire.errors.OffsetOutOfRangeClientError`).
-    - ``enable_auto_commit``, ``auto_commit_interval_ms``; ``isolation_level``
-      (``"read_uncommitted"`` / ``"read_committed"``).
-    - ``fetch_min_bytes``, ``fetch_max_wait_ms``, ``fetch_max_bytes``,
-      ``max_partition_fetch_bytes``, ``max_poll_records``, ``check_crcs``, ``client_rack``,
-      ``fetch_sessions`` (KIP-227 incremental fetches).
+    - ``group_id``: the consumer group (``None``: no group, no commits; ``""`` is refused).
+    - ``group_instance_id``: a static member id (KIP-345): a restart within the session
+      timeout keeps the assignment without a rebalance.
+    - ``group_protocol``: ``"classic"`` (default) or ``"consumer"`` (KIP-848, broker-side
+      assignment).
+    - ``group_remote_assignor``: the broker-side assignor for ``"consumer"`` groups.
+    - ``partition_assignment_strategy``: assignor names or objects, in order of preference
+      (default range and cooperative-sticky, as the Java client).
+    - ``session_timeout_ms``: the coordinator drops a member it has not heard from this long.
+    - ``heartbeat_interval_ms``: how often the member heartbeats (below the session timeout).
+    - ``max_poll_interval_ms``: a member that does not poll for this long leaves the group
+      (and rejoins at its next poll).
+    - ``rebalance_timeout_ms``: how long the coordinator waits for members to rejoin
+      (default: ``max_poll_interval_ms``).
+    - ``auto_offset_reset``: where to start without a committed offset: ``"earliest"``,
+      ``"latest"`` or ``"none"`` (raise :class:`~aiokafkawire.errors.NoOffsetForPartitionError`
+      / :class:`~aiokafkawire.errors.OffsetOutOfRangeClientError`).
+    - ``enable_auto_commit``: commit the positions every ``auto_commit_interval_ms``, on
+      revocation and on close.
+    - ``auto_commit_interval_ms``: the period of automatic commits.
+    - ``isolation_level``: ``"read_uncommitted"`` or ``"read_committed"`` (records of aborted
+      transactions are dropped, open transactions hold reading back at the last stable offset).
+    - ``fetch_min_bytes``: the broker answers a fetch once it has this many bytes...
+    - ``fetch_max_wait_ms``: ...or after this long.
+    - ``fetch_max_bytes``: the most bytes a fetch response may carry.
+    - ``max_partition_fetch_bytes``: the most bytes per partition in a fetch response.
+    - ``max_poll_records``: the most records one ``getmany`` (or iteration step) hands out.
+    - ``check_crcs``: verify the CRC of every record batch.
+    - ``client_rack``: the consumer's rack, to fetch from a replica in it (KIP-392).
+    - ``fetch_sessions``: incremental fetch sessions (KIP-227): brokers send only what changed.
+    - ``pattern_refresh_interval_ms``: with a pattern subscription, how often the topic list is
+      fetched again, so that new matching topics are joined within this time (subscribed
+      topics that do not exist yet are looked for with backoff up to ``retry_backoff_max_ms``).
     - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
     """
 
@@ -137,7 +156,7 @@ class Consumer:
         """
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown Consumer options: {sorted(rest)}")
+            raise unknown_options_error("Consumer", rest)
         for topic in topics:
             check_type("topic", topic, str)
         check_type("group_id", group_id, str, none_ok=True)

@@ -23,7 +23,13 @@ from time import time as _wall_clock
 from typing import Any, NoReturn
 
 from aiokafkawire import errors
-from aiokafkawire.client_config import check_int, check_number, check_type, split_common_options
+from aiokafkawire.client_config import (
+    check_int,
+    check_number,
+    check_type,
+    split_common_options,
+    unknown_options_error,
+)
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import ProducerStats, Rate
 from aiokafkawire.producer._accumulator import RecordAccumulator
@@ -229,7 +235,8 @@ class Producer:
     :class:`~aiokafkawire.client_config.CommonConfig`):
 
     - ``acks``: 0 (do not wait), 1 (leader), ``"all"``/-1 (all in-sync replicas; default).
-    - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
+    - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``;
+      ``compression_type`` is the same option under the Java/aiokafka name.
     - ``linger_ms`` (default 5): how long a batch may wait for more records.
     - ``batch_size`` (1,000,000, as librdkafka's): uncompressed bytes per partition batch.  A
       batch takes ``buffer_memory`` as it fills (16 KiB first, then doubling), so a large limit
@@ -274,7 +281,7 @@ class Producer:
         """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
         common, unknown = split_common_options(options)
         if unknown:
-            raise errors.ConfigError(f"unknown producer options: {sorted(unknown)}")
+            raise unknown_options_error("Producer", unknown)
         self.config = common
         self.acks = _parse_acks(acks)
         codec_name = compression if compression is not None else compression_type
