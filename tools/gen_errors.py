@@ -65,7 +65,7 @@ def render(rows: list[dict[str, str]]) -> str:
     out.append("\nERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {\n")
     for code, cls in names:
         out.append(f"    {code}: {cls},\n")
-    out.append('}\n\n__all__ = [\n    "ERRORS_BY_CODE",\n')
+    out.append("}\n\n__all__ = [\n    \"ERRORS_BY_CODE\",\n")
     for _, cls in sorted(names, key=lambda item: item[1]):
         out.append(f'    "{cls}",\n')
     out.append("]\n")

@@ -566,7 +566,8 @@ class ModuleWriter:
             else:
                 with em.block("if obj.unknown_tagged_fields:"):
                     em.line(
-                        f"{self.helper('write_tagged_fields')}(out, [], obj.unknown_tagged_fields)"
+                        f"{self.helper('write_tagged_fields')}"
+                        "(out, [], obj.unknown_tagged_fields)"
                     )
                 with em.block("else:"):
                     em.line("out.append(0)")
@@ -759,7 +760,9 @@ class ModuleWriter:
         em.line(f"pos += {size}")
         for f in run:
             if f.type_name == "uuid":
-                em.line(f"obj.{f.py_name} = {self.helper('uuid_from_bytes')}({self.run_target(f)})")
+                em.line(
+                    f"obj.{f.py_name} = {self.helper('uuid_from_bytes')}({self.run_target(f)})"
+                )
 
     @staticmethod
     def run_target(fld: Field) -> str:
@@ -801,7 +804,7 @@ class ModuleWriter:
             if t == "uuid":
                 em.line(f"{target} = {self.helper('uuid_from_bytes')}(buf[pos : pos + 16])")
                 em.line("if len(buf) < pos + 16:")
-                em.line(f'    raise {self.helper("ProtocolError")}("truncated UUID")')
+                em.line(f"    raise {self.helper('ProtocolError')}(\"truncated UUID\")")
             else:
                 em.line(f"({target},) = {self.struct_const('>' + code)}.unpack_from(buf, pos)")
             em.line(f"pos += {width}")
@@ -810,18 +813,16 @@ class ModuleWriter:
 
     @staticmethod
     def is_number_array(fld: Field) -> bool:
-        return (
-            fld.is_array
-            and fld.struct is None
-            and fld.type_name in FIXED
-            and (fld.type_name != "uuid")
+        return fld.is_array and fld.struct is None and fld.type_name in FIXED and (
+            fld.type_name != "uuid"
         )
 
     @staticmethod
     def fixed_array_codec(kind: str, type_name: str, flex: bool, nullable: bool) -> str:
         """Name of the ``_support`` reader/writer of a whole array of fixed-width numbers."""
         return (
-            f"{kind}_{'compact_' if flex else ''}{'nullable_' if nullable else ''}{type_name}_array"
+            f"{kind}_{'compact_' if flex else ''}{'nullable_' if nullable else ''}"
+            f"{type_name}_array"
         )
 
     def decode_array(
@@ -853,7 +854,9 @@ class ModuleWriter:
         if fld.struct is not None:
             elem_min = self.min_size(fld.struct, version, flexible)
         if elem_min == 0:
-            em.line(f"n, pos = {self.helper('read_array_length_unchecked')}(buf, pos, {flex})")
+            em.line(
+                f"n, pos = {self.helper('read_array_length_unchecked')}(buf, pos, {flex})"
+            )
             if not nullable:
                 with em.block("if n < 0:"):
                     em.line(

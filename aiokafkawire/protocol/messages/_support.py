@@ -259,7 +259,9 @@ class VersionedData(Message):
         return bytes(out)
 
     @classmethod
-    def decode_versioned(cls: type[_T], buf: bytes | bytearray | memoryview) -> tuple[_T, int]:
+    def decode_versioned(
+        cls: type[_T], buf: bytes | bytearray | memoryview
+    ) -> tuple[_T, int]:
         """Decode bytes written by :meth:`encode_versioned`; return ``(object, version)``.
 
         A version newer than this client knows is read with the newest known layout and its
@@ -662,9 +664,9 @@ ArrayReader = Callable[[bytes, int], tuple[Any, int]]
 ArrayWriter = Callable[[bytearray, Any], None]
 
 
-def _fixed_array_codec(
-    code: str, width: int, compact: bool, nullable: bool
-) -> tuple[ArrayReader, ArrayWriter]:
+def _fixed_array_codec(code: str, width: int, compact: bool, nullable: bool) -> tuple[
+    ArrayReader, ArrayWriter
+]:
     """Reader and writer of an array of one fixed-width number type, length prefix included."""
     structs = NUMBER_ARRAY_STRUCTS[code]
     null_marker = b"\x00" if compact else _NULL_I32

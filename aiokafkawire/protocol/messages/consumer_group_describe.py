@@ -595,22 +595,34 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf, pos):
     return obj, pos
 
 
-ConsumerGroupDescribeRequest._ENCODERS = (_enc_ConsumerGroupDescribeRequest_v0,)
-ConsumerGroupDescribeRequest._DECODERS = (_dec_ConsumerGroupDescribeRequest_v0,)
+ConsumerGroupDescribeRequest._ENCODERS = (
+    _enc_ConsumerGroupDescribeRequest_v0,
+)
+ConsumerGroupDescribeRequest._DECODERS = (
+    _dec_ConsumerGroupDescribeRequest_v0,
+)
 ConsumerGroupDescribeRequest._SCHEMA = (
     ("group_ids", "[]string", (0, None), None, None, None, False, None),
     ("include_authorized_operations", "bool", (0, None), None, None, None, False, None),
 )
 
-ConsumerGroupDescribeResponse._ENCODERS = (_enc_ConsumerGroupDescribeResponse_v0,)
-ConsumerGroupDescribeResponse._DECODERS = (_dec_ConsumerGroupDescribeResponse_v0,)
+ConsumerGroupDescribeResponse._ENCODERS = (
+    _enc_ConsumerGroupDescribeResponse_v0,
+)
+ConsumerGroupDescribeResponse._DECODERS = (
+    _dec_ConsumerGroupDescribeResponse_v0,
+)
 ConsumerGroupDescribeResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
     ("groups", "[]DescribedGroup", (0, None), None, None, None, False, None),
 )
 
-DescribedGroup._ENCODERS = (_enc_DescribedGroup_v0,)
-DescribedGroup._DECODERS = (_dec_DescribedGroup_v0,)
+DescribedGroup._ENCODERS = (
+    _enc_DescribedGroup_v0,
+)
+DescribedGroup._DECODERS = (
+    _dec_DescribedGroup_v0,
+)
 DescribedGroup._SCHEMA = (
     ("error_code", "int16", (0, None), None, None, None, False, None),
     ("error_message", "string", (0, None), (0, None), None, None, False, None),
@@ -623,8 +635,12 @@ DescribedGroup._SCHEMA = (
     ("authorized_operations", "int32", (0, None), None, None, None, False, None),
 )
 
-Member._ENCODERS = (_enc_Member_v0,)
-Member._DECODERS = (_dec_Member_v0,)
+Member._ENCODERS = (
+    _enc_Member_v0,
+)
+Member._DECODERS = (
+    _dec_Member_v0,
+)
 Member._LAZY_DEFAULTS = {
     "assignment": Assignment,
     "target_assignment": Assignment,
@@ -642,14 +658,22 @@ Member._SCHEMA = (
     ("target_assignment", "Assignment", (0, None), None, None, None, False, None),
 )
 
-Assignment._ENCODERS = (_enc_Assignment_v0,)
-Assignment._DECODERS = (_dec_Assignment_v0,)
+Assignment._ENCODERS = (
+    _enc_Assignment_v0,
+)
+Assignment._DECODERS = (
+    _dec_Assignment_v0,
+)
 Assignment._SCHEMA = (
     ("topic_partitions", "[]TopicPartitions", (0, None), None, None, None, False, None),
 )
 
-TopicPartitions._ENCODERS = (_enc_TopicPartitions_v0,)
-TopicPartitions._DECODERS = (_dec_TopicPartitions_v0,)
+TopicPartitions._ENCODERS = (
+    _enc_TopicPartitions_v0,
+)
+TopicPartitions._DECODERS = (
+    _dec_TopicPartitions_v0,
+)
 TopicPartitions._SCHEMA = (
     ("topic_id", "uuid", (0, None), None, None, None, False, None),
     ("topic_name", "string", (0, None), None, None, None, False, None),

@@ -93,7 +93,10 @@ class TopicPartition(Message):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.topic == other.topic and self.partitions == other.partitions
+        return (
+            self.topic == other.topic
+            and self.partitions == other.partitions
+        )
 
 
 def _enc_TopicPartition_v0(out, obj):

@@ -324,7 +324,7 @@ def _enc_CreatePartitionsTopic_v0(out, obj):
     out += _S__i.pack(obj.count)
     v = obj.assignments
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:

@@ -378,7 +378,7 @@ def _enc_DescribeConfigsResource_v0(out, obj):
     write_string(out, obj.resource_name)
     v = obj.configuration_keys
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:

@@ -243,8 +243,8 @@ class DescribedGroupMember(Message):
         group_instance_id: str | None = None,
         client_id: str = "",
         client_host: str = "",
-        member_metadata: bytes = b"",
-        member_assignment: bytes = b"",
+        member_metadata: bytes = b'',
+        member_assignment: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.member_id = member_id

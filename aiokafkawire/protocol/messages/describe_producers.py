@@ -499,35 +499,55 @@ def _dec_DescribeProducersResponse_v0(buf, pos):
     return obj, pos
 
 
-DescribeProducersRequest._ENCODERS = (_enc_DescribeProducersRequest_v0,)
-DescribeProducersRequest._DECODERS = (_dec_DescribeProducersRequest_v0,)
+DescribeProducersRequest._ENCODERS = (
+    _enc_DescribeProducersRequest_v0,
+)
+DescribeProducersRequest._DECODERS = (
+    _dec_DescribeProducersRequest_v0,
+)
 DescribeProducersRequest._SCHEMA = (
     ("topics", "[]TopicRequest", (0, None), None, None, None, False, None),
 )
 
-TopicRequest._ENCODERS = (_enc_TopicRequest_v0,)
-TopicRequest._DECODERS = (_dec_TopicRequest_v0,)
+TopicRequest._ENCODERS = (
+    _enc_TopicRequest_v0,
+)
+TopicRequest._DECODERS = (
+    _dec_TopicRequest_v0,
+)
 TopicRequest._SCHEMA = (
     ("name", "string", (0, None), None, None, None, False, None),
     ("partition_indexes", "[]int32", (0, None), None, None, None, False, None),
 )
 
-DescribeProducersResponse._ENCODERS = (_enc_DescribeProducersResponse_v0,)
-DescribeProducersResponse._DECODERS = (_dec_DescribeProducersResponse_v0,)
+DescribeProducersResponse._ENCODERS = (
+    _enc_DescribeProducersResponse_v0,
+)
+DescribeProducersResponse._DECODERS = (
+    _dec_DescribeProducersResponse_v0,
+)
 DescribeProducersResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
     ("topics", "[]TopicResponse", (0, None), None, None, None, False, None),
 )
 
-TopicResponse._ENCODERS = (_enc_TopicResponse_v0,)
-TopicResponse._DECODERS = (_dec_TopicResponse_v0,)
+TopicResponse._ENCODERS = (
+    _enc_TopicResponse_v0,
+)
+TopicResponse._DECODERS = (
+    _dec_TopicResponse_v0,
+)
 TopicResponse._SCHEMA = (
     ("name", "string", (0, None), None, None, None, False, None),
     ("partitions", "[]PartitionResponse", (0, None), None, None, None, False, None),
 )
 
-PartitionResponse._ENCODERS = (_enc_PartitionResponse_v0,)
-PartitionResponse._DECODERS = (_dec_PartitionResponse_v0,)
+PartitionResponse._ENCODERS = (
+    _enc_PartitionResponse_v0,
+)
+PartitionResponse._DECODERS = (
+    _dec_PartitionResponse_v0,
+)
 PartitionResponse._SCHEMA = (
     ("partition_index", "int32", (0, None), None, None, None, False, None),
     ("error_code", "int16", (0, None), None, None, None, False, None),
@@ -535,8 +555,12 @@ PartitionResponse._SCHEMA = (
     ("active_producers", "[]ProducerState", (0, None), None, None, None, False, None),
 )
 
-ProducerState._ENCODERS = (_enc_ProducerState_v0,)
-ProducerState._DECODERS = (_dec_ProducerState_v0,)
+ProducerState._ENCODERS = (
+    _enc_ProducerState_v0,
+)
+ProducerState._DECODERS = (
+    _dec_ProducerState_v0,
+)
 ProducerState._SCHEMA = (
     ("producer_id", "int64", (0, None), None, None, None, False, None),
     ("producer_epoch", "int32", (0, None), None, None, None, False, None),

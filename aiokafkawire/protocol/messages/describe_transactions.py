@@ -371,21 +371,33 @@ def _dec_DescribeTransactionsResponse_v0(buf, pos):
     return obj, pos
 
 
-DescribeTransactionsRequest._ENCODERS = (_enc_DescribeTransactionsRequest_v0,)
-DescribeTransactionsRequest._DECODERS = (_dec_DescribeTransactionsRequest_v0,)
+DescribeTransactionsRequest._ENCODERS = (
+    _enc_DescribeTransactionsRequest_v0,
+)
+DescribeTransactionsRequest._DECODERS = (
+    _dec_DescribeTransactionsRequest_v0,
+)
 DescribeTransactionsRequest._SCHEMA = (
     ("transactional_ids", "[]string", (0, None), None, None, None, False, None),
 )
 
-DescribeTransactionsResponse._ENCODERS = (_enc_DescribeTransactionsResponse_v0,)
-DescribeTransactionsResponse._DECODERS = (_dec_DescribeTransactionsResponse_v0,)
+DescribeTransactionsResponse._ENCODERS = (
+    _enc_DescribeTransactionsResponse_v0,
+)
+DescribeTransactionsResponse._DECODERS = (
+    _dec_DescribeTransactionsResponse_v0,
+)
 DescribeTransactionsResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
     ("transaction_states", "[]TransactionState", (0, None), None, None, None, False, None),
 )
 
-TransactionState._ENCODERS = (_enc_TransactionState_v0,)
-TransactionState._DECODERS = (_dec_TransactionState_v0,)
+TransactionState._ENCODERS = (
+    _enc_TransactionState_v0,
+)
+TransactionState._DECODERS = (
+    _dec_TransactionState_v0,
+)
 TransactionState._SCHEMA = (
     ("error_code", "int16", (0, None), None, None, None, False, None),
     ("transactional_id", "string", (0, None), None, None, None, False, None),
@@ -397,8 +409,12 @@ TransactionState._SCHEMA = (
     ("topics", "[]TopicData", (0, None), None, None, None, False, None),
 )
 
-TopicData._ENCODERS = (_enc_TopicData_v0,)
-TopicData._DECODERS = (_dec_TopicData_v0,)
+TopicData._ENCODERS = (
+    _enc_TopicData_v0,
+)
+TopicData._DECODERS = (
+    _dec_TopicData_v0,
+)
 TopicData._SCHEMA = (
     ("topic", "string", (0, None), None, None, None, False, None),
     ("partitions", "[]int32", (0, None), None, None, None, False, None),

@@ -1989,7 +1989,7 @@ def _enc_PartitionData_v4(out, obj):
     )
     v = obj.aborted_transactions
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:
@@ -2040,7 +2040,7 @@ def _enc_PartitionData_v5(out, obj):
     )
     v = obj.aborted_transactions
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:
@@ -2089,7 +2089,7 @@ def _enc_PartitionData_v11(out, obj):
     )
     v = obj.aborted_transactions
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:

@@ -150,7 +150,7 @@ class JoinGroupRequestProtocol(Message):
         self,
         *,
         name: str = "",
-        metadata: bytes = b"",
+        metadata: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
@@ -282,7 +282,7 @@ class JoinGroupResponseMember(Message):
         *,
         member_id: str = "",
         group_instance_id: str | None = None,
-        metadata: bytes = b"",
+        metadata: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.member_id = member_id

@@ -506,7 +506,7 @@ def _enc_MetadataRequest_v1(out, obj):
         raise AbsentFieldError("MetadataRequest", "include_topic_authorized_operations")
     v = obj.topics
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:
@@ -538,7 +538,7 @@ def _enc_MetadataRequest_v4(out, obj):
         raise AbsentFieldError("MetadataRequest", "include_topic_authorized_operations")
     v = obj.topics
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:
@@ -568,7 +568,7 @@ def _dec_MetadataRequest_v4(buf, pos):
 def _enc_MetadataRequest_v8(out, obj):
     v = obj.topics
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:

@@ -63,7 +63,10 @@ class OffsetDeleteRequest(RequestMessage):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.group_id == other.group_id and self.topics == other.topics
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+        )
 
 
 class OffsetDeleteRequestTopic(Message):
@@ -93,14 +96,21 @@ class OffsetDeleteRequestTopic(Message):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.name == other.name and self.partitions == other.partitions
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+        )
 
 
 class OffsetDeleteRequestPartition(Message):
     """Struct OffsetDeleteRequestPartition of OffsetDeleteRequest."""
 
-    __slots__ = ("partition_index",)
-    _FIELDS = ("partition_index",)
+    __slots__ = (
+        "partition_index",
+    )
+    _FIELDS = (
+        "partition_index",
+    )
 
     partition_index: int
 
@@ -114,7 +124,9 @@ class OffsetDeleteRequestPartition(Message):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.partition_index == other.partition_index
+        return (
+            self.partition_index == other.partition_index
+        )
 
 
 class OffsetDeleteResponse(ResponseMessage):
@@ -191,7 +203,10 @@ class OffsetDeleteResponseTopic(Message):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.name == other.name and self.partitions == other.partitions
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+        )
 
 
 class OffsetDeleteResponsePartition(Message):
@@ -221,7 +236,10 @@ class OffsetDeleteResponsePartition(Message):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.partition_index == other.partition_index and self.error_code == other.error_code
+        return (
+            self.partition_index == other.partition_index
+            and self.error_code == other.error_code
+        )
 
 
 def _enc_OffsetDeleteRequestPartition_v0(out, obj):
@@ -327,43 +345,67 @@ def _dec_OffsetDeleteResponse_v0(buf, pos):
     return obj, pos
 
 
-OffsetDeleteRequest._ENCODERS = (_enc_OffsetDeleteRequest_v0,)
-OffsetDeleteRequest._DECODERS = (_dec_OffsetDeleteRequest_v0,)
+OffsetDeleteRequest._ENCODERS = (
+    _enc_OffsetDeleteRequest_v0,
+)
+OffsetDeleteRequest._DECODERS = (
+    _dec_OffsetDeleteRequest_v0,
+)
 OffsetDeleteRequest._SCHEMA = (
     ("group_id", "string", (0, None), None, None, None, False, None),
     ("topics", "[]OffsetDeleteRequestTopic", (0, None), None, None, None, False, None),
 )
 
-OffsetDeleteRequestTopic._ENCODERS = (_enc_OffsetDeleteRequestTopic_v0,)
-OffsetDeleteRequestTopic._DECODERS = (_dec_OffsetDeleteRequestTopic_v0,)
+OffsetDeleteRequestTopic._ENCODERS = (
+    _enc_OffsetDeleteRequestTopic_v0,
+)
+OffsetDeleteRequestTopic._DECODERS = (
+    _dec_OffsetDeleteRequestTopic_v0,
+)
 OffsetDeleteRequestTopic._SCHEMA = (
     ("name", "string", (0, None), None, None, None, False, None),
     ("partitions", "[]OffsetDeleteRequestPartition", (0, None), None, None, None, False, None),
 )
 
-OffsetDeleteRequestPartition._ENCODERS = (_enc_OffsetDeleteRequestPartition_v0,)
-OffsetDeleteRequestPartition._DECODERS = (_dec_OffsetDeleteRequestPartition_v0,)
+OffsetDeleteRequestPartition._ENCODERS = (
+    _enc_OffsetDeleteRequestPartition_v0,
+)
+OffsetDeleteRequestPartition._DECODERS = (
+    _dec_OffsetDeleteRequestPartition_v0,
+)
 OffsetDeleteRequestPartition._SCHEMA = (
     ("partition_index", "int32", (0, None), None, None, None, False, None),
 )
 
-OffsetDeleteResponse._ENCODERS = (_enc_OffsetDeleteResponse_v0,)
-OffsetDeleteResponse._DECODERS = (_dec_OffsetDeleteResponse_v0,)
+OffsetDeleteResponse._ENCODERS = (
+    _enc_OffsetDeleteResponse_v0,
+)
+OffsetDeleteResponse._DECODERS = (
+    _dec_OffsetDeleteResponse_v0,
+)
 OffsetDeleteResponse._SCHEMA = (
     ("error_code", "int16", (0, None), None, None, None, False, None),
     ("throttle_time_ms", "int32", (0, None), None, None, None, True, None),
     ("topics", "[]OffsetDeleteResponseTopic", (0, None), None, None, None, False, None),
 )
 
-OffsetDeleteResponseTopic._ENCODERS = (_enc_OffsetDeleteResponseTopic_v0,)
-OffsetDeleteResponseTopic._DECODERS = (_dec_OffsetDeleteResponseTopic_v0,)
+OffsetDeleteResponseTopic._ENCODERS = (
+    _enc_OffsetDeleteResponseTopic_v0,
+)
+OffsetDeleteResponseTopic._DECODERS = (
+    _dec_OffsetDeleteResponseTopic_v0,
+)
 OffsetDeleteResponseTopic._SCHEMA = (
     ("name", "string", (0, None), None, None, None, False, None),
     ("partitions", "[]OffsetDeleteResponsePartition", (0, None), None, None, None, False, None),
 )
 
-OffsetDeleteResponsePartition._ENCODERS = (_enc_OffsetDeleteResponsePartition_v0,)
-OffsetDeleteResponsePartition._DECODERS = (_dec_OffsetDeleteResponsePartition_v0,)
+OffsetDeleteResponsePartition._ENCODERS = (
+    _enc_OffsetDeleteResponsePartition_v0,
+)
+OffsetDeleteResponsePartition._DECODERS = (
+    _dec_OffsetDeleteResponsePartition_v0,
+)
 OffsetDeleteResponsePartition._SCHEMA = (
     ("partition_index", "int32", (0, None), None, None, None, False, None),
     ("error_code", "int16", (0, None), None, None, None, False, None),

@@ -730,7 +730,7 @@ def _enc_OffsetFetchRequest_v2(out, obj):
     write_string(out, obj.group_id)
     v = obj.topics
     if v is None:
-        out += b"\xff\xff\xff\xff"
+        out += b'\xff\xff\xff\xff'
     else:
         write_array_length(out, v)
         for e in v:

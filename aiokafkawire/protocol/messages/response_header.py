@@ -96,4 +96,6 @@ ResponseHeader._DECODERS = (
     _dec_ResponseHeader_v0,
     _dec_ResponseHeader_v1,
 )
-ResponseHeader._SCHEMA = (("correlation_id", "int32", (0, None), None, None, None, False, None),)
+ResponseHeader._SCHEMA = (
+    ("correlation_id", "int32", (0, None), None, None, None, False, None),
+)

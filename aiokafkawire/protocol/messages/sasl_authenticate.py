@@ -57,7 +57,7 @@ class SaslAuthenticateRequest(RequestMessage):
     def __init__(
         self,
         *,
-        auth_bytes: bytes = b"",
+        auth_bytes: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.auth_bytes = auth_bytes
@@ -109,7 +109,7 @@ class SaslAuthenticateResponse(ResponseMessage):
         *,
         error_code: int = 0,
         error_message: str | None = "",
-        auth_bytes: bytes = b"",
+        auth_bytes: bytes = b'',
         session_lifetime_ms: int = 0,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:

@@ -28,8 +28,12 @@ _S__h = Struct(">h")
 class SaslHandshakeRequest(RequestMessage):
     """Kafka SaslHandshakeRequest."""
 
-    __slots__ = ("mechanism",)
-    _FIELDS = ("mechanism",)
+    __slots__ = (
+        "mechanism",
+    )
+    _FIELDS = (
+        "mechanism",
+    )
 
     API_KEY = 17
     MIN_VERSION = 0
@@ -51,7 +55,9 @@ class SaslHandshakeRequest(RequestMessage):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.mechanism == other.mechanism
+        return (
+            self.mechanism == other.mechanism
+        )
 
 
 class SaslHandshakeResponse(ResponseMessage):
@@ -89,7 +95,10 @@ class SaslHandshakeResponse(ResponseMessage):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.error_code == other.error_code and self.mechanisms == other.mechanisms
+        return (
+            self.error_code == other.error_code
+            and self.mechanisms == other.mechanisms
+        )
 
 
 def _enc_SaslHandshakeRequest_v0(out, obj):
@@ -131,7 +140,9 @@ SaslHandshakeRequest._DECODERS = (
     _dec_SaslHandshakeRequest_v0,
     _dec_SaslHandshakeRequest_v0,
 )
-SaslHandshakeRequest._SCHEMA = (("mechanism", "string", (0, None), None, None, None, False, None),)
+SaslHandshakeRequest._SCHEMA = (
+    ("mechanism", "string", (0, None), None, None, None, False, None),
+)
 
 SaslHandshakeResponse._ENCODERS = (
     _enc_SaslHandshakeResponse_v0,

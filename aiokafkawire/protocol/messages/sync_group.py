@@ -142,7 +142,7 @@ class SyncGroupRequestAssignment(Message):
         self,
         *,
         member_id: str = "",
-        assignment: bytes = b"",
+        assignment: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.member_id = member_id
@@ -201,7 +201,7 @@ class SyncGroupResponse(ResponseMessage):
         error_code: int = 0,
         protocol_type: str | None = None,
         protocol_name: str | None = None,
-        assignment: bytes = b"",
+        assignment: bytes = b'',
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
