@@ -29,6 +29,7 @@ from aiokafkawire.admin import Admin  # noqa: E402
 from aiokafkawire.client_config import CommonConfig  # noqa: E402
 from aiokafkawire.consumer import Consumer  # noqa: E402
 from aiokafkawire.metrics import api_name  # noqa: E402
+from aiokafkawire.net.versions import CLIENT_VERSION_CAPS, client_api_versions  # noqa: E402
 from aiokafkawire.producer import Producer  # noqa: E402
 from aiokafkawire.protocol import SUPPORTED_VERSIONS  # noqa: E402
 
@@ -154,20 +155,27 @@ def configuration_page() -> str:
 
 
 def protocol_page() -> str:
+    client = client_api_versions(SUPPORTED_VERSIONS)
     lines = [
         HEADER,
         "# Supported protocol versions",
         "",
         "The request and response codecs are generated from Apache Kafka's message specs",
-        "(`tools/gen_messages.py`); this client speaks every version in the range below.",
-        "With each broker it uses the highest version both sides support (ApiVersions),",
-        "optionally capped by `api_version` (see the [configuration reference](configuration.md)).",
+        "(`tools/gen_messages.py`) and cover the *codec* range below.  The client sends versions",
+        "up to the *sent* column: newer ones wait for a review of what they change (the note",
+        "says which).  With each broker it uses the highest version both sides support",
+        "(ApiVersions), optionally capped by `api_version` (see the",
+        "[configuration reference](configuration.md)).",
         "",
-        "| API key | API | versions |",
-        "| ---: | --- | --- |",
+        "| API key | API | codec versions | sent by the client | note |",
+        "| ---: | --- | --- | --- | --- |",
     ]
     for key, (low, high) in sorted(SUPPORTED_VERSIONS.items()):
-        lines.append(f"| {key} | {api_name(key)} | {low} to {high} |")
+        sent_low, sent_high = client[key]
+        note = CLIENT_VERSION_CAPS[key][1] if key in CLIENT_VERSION_CAPS else ""
+        lines.append(
+            f"| {key} | {api_name(key)} | {low} to {high} | {sent_low} to {sent_high} | {note} |"
+        )
     lines.append("")
     return "\n".join(lines)
 
