@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "LATENCY_MASK",
     "LATENCY_WINDOW",
     "BatchEvent",
     "BrokerStats",
@@ -41,6 +42,7 @@ log = logging.getLogger("aiokafkawire.metrics")
 
 LATENCY_WINDOW = 1024
 """Latency samples kept per broker and API (the percentiles cover the most recent ones)."""
+LATENCY_MASK = LATENCY_WINDOW - 1  # a power of two: the ring index is ``count & LATENCY_MASK``
 
 _API_NAMES: dict[int, str] | None = None
 
@@ -147,7 +149,8 @@ class _LatencyRing:
         self.count = 0
 
     def add(self, seconds: float) -> None:
-        self.samples[self.count % LATENCY_WINDOW] = seconds
+        """Keep one sample (the connection's receive path inlines this)."""
+        self.samples[self.count & LATENCY_MASK] = seconds
         self.count += 1
 
     def summary(self) -> dict[str, float | int]:

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.metrics import BrokerStats, ClientMetrics, ConnectionEvent, RequestEvent, api_name
+from aiokafkawire.metrics import (
+    LATENCY_MASK,
+    BrokerStats,
+    ClientMetrics,
+    ConnectionEvent,
+    RequestEvent,
+    api_name,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
 from aiokafkawire.net.tls import create_ssl_context
@@ -664,6 +671,7 @@ class BrokerConnection:
         self._receiving = True
         # One clock reading per chunk: the answers in it arrived together.
         now = time.monotonic()
+        latencies = stats.latencies
         try:
             for event in events:
                 waiter = by_correlation.pop(event.correlation_id, None)
@@ -677,10 +685,11 @@ class BrokerConnection:
                 self._slots.release()
                 response = event.response
                 stats.responses += 1
-                stats.latency(waiter.api_key).add(now - waiter.sent_at)
-                throttle = getattr(response, "throttle_time_ms", 0)
-                if throttle:
-                    stats.throttled(throttle)
+                ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
+                ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
+                ring.count += 1
+                if getattr(response, "throttle_time_ms", 0):
+                    stats.throttled(response.throttle_time_ms)
                 if self._hooks:
                     self._emit_request(waiter, now, None)
                 if waiter.abandoned:
