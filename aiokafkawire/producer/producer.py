@@ -548,20 +548,25 @@ class Producer:
         else:
             header_list = headers if type(headers) is list else _header_list(headers)
         if header_list:
-            for header in header_list:
-                try:
-                    header_key, header_value = header
-                except (TypeError, ValueError):
-                    _bad_header(header)
-                if type(header_key) is not str:
-                    _bad_header(header)
-                if type(header_value) is bytes:
-                    size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
-                else:
-                    if header_value is not None:
-                        _check_bytes(f"the value of header {header_key!r}", header_value, None)
-                        size += len(header_value)
-                    size += len(header_key) + _HEADER_OVERHEAD
+            try:
+                for header_key, header_value in header_list:
+                    if type(header_key) is not str:
+                        _bad_header((header_key, header_value))
+                    if type(header_value) is bytes:
+                        size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
+                    else:
+                        if header_value is not None:
+                            _check_bytes(f"the value of header {header_key!r}", header_value, None)
+                            size += len(header_value)
+                        size += len(header_key) + _HEADER_OVERHEAD
+            except (TypeError, ValueError) as exc:
+                if isinstance(exc, errors.KafkaError):
+                    raise
+                # An item that is not a pair: find it and say so.
+                for header in header_list:
+                    if not isinstance(header, (tuple, list)) or len(header) != 2:
+                        _bad_header(header)
+                raise
         if size > self._max_record_size:
             raise errors.RecordTooLargeError(
                 f"the record is about {size} bytes, more than max_request_size "
