@@ -899,6 +899,7 @@ class Fetcher:
             return self._partition_error(tp, state, code)
         if data.high_watermark >= 0:
             state.highwater = data.high_watermark
+            state.last_poll_ms = int(time.time() * 1000)
         lso = getattr(data, "last_stable_offset", -1)
         if lso >= 0:
             state.last_stable_offset = lso
