@@ -16,6 +16,7 @@ given; ``bench`` runs the same workload against a cluster of your own.  The work
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import time
@@ -23,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiokafkawire import errors
 from aiokafkawire.cli.consume import GROUP_SESSION_TIMEOUT_MS
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -199,9 +201,10 @@ async def _form_group(
             if time.monotonic() > deadline:
                 raise CliError("the group did not form within 60 s", ExitCode.UNREACHABLE)
             for consumer in consumers:
-                # Polling drives the consumers' group protocol (rejoins after a rebalance).
-                await consumer.getmany(timeout_ms=0, max_records=1)
-            await asyncio.sleep(0.05)
+                # Waiting for an assignment polls the group protocol without taking records
+                # (records taken here would be missing from the count).
+                with contextlib.suppress(errors.KafkaTimeoutError):
+                    await consumer.wait_for_assignment(50)
 
 
 async def consume_phase(context: Context, topic: str, group: str | None, figures: Figures) -> None:
