@@ -26,7 +26,12 @@ from aiokafkawire import errors
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
 from aiokafkawire.net.tls import create_ssl_context
-from aiokafkawire.net.versions import API_VERSIONS_KEY, ApiVersionCap, VersionPolicy
+from aiokafkawire.net.versions import (
+    API_VERSIONS_KEY,
+    ApiVersionCap,
+    VersionPolicy,
+    client_api_versions,
+)
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
 from aiokafkawire.protocol.framing import KafkaFraming
 from aiokafkawire.protocol.messages import (
@@ -213,7 +218,9 @@ class BrokerConnection:
         self.node_id = node_id
         self.purpose = purpose
         self.config = config or ConnectionConfig()
-        self.versions = VersionPolicy(SUPPORTED_VERSIONS, self.config.api_version)
+        self.versions = VersionPolicy(
+            client_api_versions(SUPPORTED_VERSIONS), self.config.api_version
+        )
         self._framing = KafkaFraming(
             self.config.client_id, max_frame_size=self.config.max_frame_size
         )
@@ -702,7 +709,7 @@ class BrokerConnection:
         if not policy.sends_api_versions:
             policy.set_broker_versions(policy.pinned_broker_versions())
             return
-        client_max = SUPPORTED_VERSIONS[API_VERSIONS_KEY][1]
+        client_max = policy.client_versions[API_VERSIONS_KEY][1]
         if policy.release is not None and policy.release < (2, 4, 0):
             client_max = min(client_max, 2)
         response = await self._api_versions(client_max)

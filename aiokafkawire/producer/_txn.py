@@ -376,7 +376,7 @@ class TransactionManager:
             group_id=group_id,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
-            generation_id=generation_id,
+            generation_id_or_member_epoch=generation_id,
             member_id=member_id,
             group_instance_id=group_instance_id,
             topics=[

@@ -7,9 +7,20 @@ Fixtures:
 - ``mock_cluster`` (function): a 3-broker :class:`MockCluster`.  Fixture clusters start with
   ``group_initial_rebalance_delay_ms=0`` so that group tests do not wait 3 s for a first join.
 - ``mock_cluster_factory`` (function): ``factory(num_brokers=3) -> MockCluster``.
+- ``kafka_cluster`` (session): a 1-broker Apache Kafka :class:`KafkaCluster`, newest 4.x that
+  Maven resolves; ``kafka_cluster_39`` (session): the same on Kafka 3.9, the last line that still
+  serves the oldest protocol versions.
+- ``kafka_cluster_factory`` (function): ``factory(**KafkaCluster kwargs) -> started KafkaCluster``
+  (3 brokers, listeners, authorizer ...); every cluster is stopped at teardown.
 - ``kafka_bootstrap`` (function, parametrized): a bootstrap string (a :class:`KafkaBootstrap`,
-  i.e. a ``str`` with a ``.kind``) for each backend: ``"tansu"`` and ``"mock"`` by default; when
-  ``AIOKAFKAWIRE_BOOTSTRAP=host:port`` is set, ``"external"`` only and the others are skipped.
+  i.e. a ``str`` with a ``.kind``) for each backend: ``"tansu"``, ``"mock"``, ``"kafka"`` (Apache
+  Kafka 4.x) and ``"kafka39"``; when ``AIOKAFKAWIRE_BOOTSTRAP=host:port`` is set, ``"external"``
+  only and the others are skipped.
+
+Which brokers the integration suite runs on: ``AIOKAFKAWIRE_TEST_BROKERS`` (comma list of
+``tansu``, ``mock``, ``kafka``, ``kafka39``; default all of them). A broker that cannot start here
+(no Java or Maven for Apache Kafka) makes its tests skip with the reason, unless
+``AIOKAFKAWIRE_REQUIRE_KAFKA=1`` (CI sets it): then they fail.
 
 Tests that use any of these get the ``integration`` marker automatically.  Every broker a fixture
 starts is stopped in that fixture's teardown.
@@ -19,17 +30,67 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
 import pytest
 
 from aiokafkawire.testing._errors import BrokerUnavailableError
+from aiokafkawire.testing.kafka import KafkaCluster
 from aiokafkawire.testing.mock_cluster import MockCluster
 from aiokafkawire.testing.tansu import TansuBroker
 
 EXTERNAL_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP"
+TEST_BROKERS_ENV_VAR = "AIOKAFKAWIRE_TEST_BROKERS"
+REQUIRE_KAFKA_ENV_VAR = "AIOKAFKAWIRE_REQUIRE_KAFKA"
+ALL_BROKER_KINDS = ("tansu", "mock", "kafka", "kafka39")
+# What runs when $AIOKAFKAWIRE_TEST_BROKERS is unset.  TRANSITIONAL: the Apache Kafka kinds join
+# once every kafka_bootstrap test has been adapted to the real broker (or says why it cannot).
+DEFAULT_BROKER_KINDS = ("tansu", "mock")
 BROKER_FIXTURES = frozenset(
-    {"tansu_broker", "mock_cluster", "mock_cluster_factory", "kafka_bootstrap"}
+    {
+        "tansu_broker",
+        "mock_cluster",
+        "mock_cluster_factory",
+        "kafka_bootstrap",
+        "kafka_cluster",
+        "kafka_cluster_39",
+        "kafka_cluster_factory",
+    }
 )
+
+
+def enabled_broker_kinds() -> tuple[str, ...]:
+    """The broker kinds the integration suite runs on (``$AIOKAFKAWIRE_TEST_BROKERS``)."""
+    raw = os.environ.get(TEST_BROKERS_ENV_VAR, "").strip()
+    if not raw:
+        return DEFAULT_BROKER_KINDS
+    kinds = tuple(kind.strip() for kind in raw.split(",") if kind.strip())
+    unknown = [kind for kind in kinds if kind not in ALL_BROKER_KINDS]
+    if unknown:
+        raise pytest.UsageError(
+            f"${TEST_BROKERS_ENV_VAR}: unknown broker kind(s) {unknown}; use {ALL_BROKER_KINDS}"
+        )
+    return kinds
+
+
+def kafka_required() -> bool:
+    """Whether a missing Apache Kafka must fail the run instead of skipping (CI)."""
+    return os.environ.get(REQUIRE_KAFKA_ENV_VAR, "").strip() not in ("", "0")
+
+
+def skip_or_fail_unavailable(what: str, exc: BaseException) -> NoReturn:
+    """Skip the test because ``what`` cannot run here, or fail when Kafka is required."""
+    message = f"{what} unavailable: {exc}"
+    if kafka_required():
+        pytest.fail(f"{message} (${REQUIRE_KAFKA_ENV_VAR} is set)", pytrace=False)
+    pytest.skip(message)
+
+
+def broker_kind_params(kinds: tuple[str, ...] = ALL_BROKER_KINDS) -> list[object]:
+    """pytest params for ``kinds``, those not enabled by ``$AIOKAFKAWIRE_TEST_BROKERS`` skipped."""
+    enabled = enabled_broker_kinds()
+    skip = pytest.mark.skip(reason=f"not in ${TEST_BROKERS_ENV_VAR}")
+    return [kind if kind in enabled else pytest.param(kind, marks=skip) for kind in kinds]
 
 
 class KafkaBootstrap(str):
@@ -47,9 +108,9 @@ class KafkaBootstrap(str):
 def _bootstrap_params() -> list[object]:
     external = os.environ.get(EXTERNAL_BOOTSTRAP_ENV_VAR)
     if not external:
-        return ["tansu", "mock"]
+        return broker_kind_params()
     skip = pytest.mark.skip(reason=f"${EXTERNAL_BOOTSTRAP_ENV_VAR} is set: external cluster only")
-    return ["external", pytest.param("tansu", marks=skip), pytest.param("mock", marks=skip)]
+    return ["external", *(pytest.param(kind, marks=skip) for kind in ALL_BROKER_KINDS)]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,6 +141,51 @@ def tansu_broker() -> Iterator[TansuBroker]:
         yield broker
     finally:
         broker.stop()
+
+
+def _start_kafka(what: str, **kwargs: Any) -> KafkaCluster:
+    cluster = KafkaCluster(**kwargs)
+    try:
+        return cluster.start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable(what, exc)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    """One Apache Kafka 4.x broker (newest that resolves) for the session, stopped at the end."""
+    cluster = _start_kafka("Apache Kafka 4.x")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_39() -> Iterator[KafkaCluster]:
+    """One Apache Kafka 3.9 broker for the session (the oldest protocol versions still served)."""
+    cluster = _start_kafka("Apache Kafka 3.9", version="3")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def kafka_cluster_factory() -> Iterator[Callable[..., KafkaCluster]]:
+    """A factory ``(**KafkaCluster kwargs) -> started KafkaCluster``, each stopped at teardown."""
+    clusters: list[KafkaCluster] = []
+
+    def factory(**kwargs: Any) -> KafkaCluster:
+        cluster = _start_kafka("Apache Kafka", **kwargs)
+        clusters.append(cluster)
+        return cluster
+
+    try:
+        yield factory
+    finally:
+        for cluster in clusters:
+            cluster.stop()
 
 
 def _new_mock_cluster(num_brokers: int) -> MockCluster:
@@ -122,6 +228,10 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[KafkaBootstrap]:
     kind: str = request.param
     if kind == "external":
         yield KafkaBootstrap(os.environ[EXTERNAL_BOOTSTRAP_ENV_VAR], kind)
+    elif kind in ("kafka", "kafka39"):
+        fixture = "kafka_cluster" if kind == "kafka" else "kafka_cluster_39"
+        kafka: KafkaCluster = request.getfixturevalue(fixture)
+        yield KafkaBootstrap(kafka.bootstrap_servers, kind)
     elif kind == "tansu":
         broker: TansuBroker = request.getfixturevalue("tansu_broker")
         yield KafkaBootstrap(broker.bootstrap_servers, kind)

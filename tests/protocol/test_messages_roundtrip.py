@@ -243,14 +243,14 @@ def test_header_versions() -> None:
     assert MetadataRequest.header_version(9) == 2
     assert ApiVersionsResponse.header_version(4) == 0
     with pytest.raises(EncodeError):
-        MetadataRequest.header_version(13)
+        MetadataRequest.header_version(MetadataRequest.MAX_VERSION + 1)
     assert MetadataRequest.RESPONSE_TYPE is MetadataResponse
     assert MetadataResponse.REQUEST_TYPE is MetadataRequest
     for api_key, request_cls in REQUEST_TYPES.items():
         response_cls = RESPONSE_TYPES[api_key]
         assert request_cls.API_KEY == response_cls.API_KEY == api_key
         first_flexible = request_cls.FLEXIBLE_VERSION
-        for version in range(request_cls.MAX_VERSION + 1):
+        for version in range(request_cls.MIN_VERSION, request_cls.MAX_VERSION + 1):
             flexible = first_flexible is not None and version >= first_flexible
             assert request_cls.HEADER_VERSIONS[version] == (2 if flexible else 1)
 
@@ -328,7 +328,7 @@ def test_encode_errors_for_bad_values() -> None:
     with pytest.raises(EncodeError):
         metadata_module.MetadataRequestTopic(name=None).encode(9)  # name nullable from v10
     with pytest.raises(EncodeError):
-        MetadataRequest().encode(13)  # no such version
+        MetadataRequest().encode(MetadataRequest.MAX_VERSION + 1)  # no such version
 
 
 def test_tagged_fields_known_and_unknown() -> None:
@@ -534,26 +534,73 @@ def test_consumer_protocol_versioned_helpers() -> None:
 # --------------------------------------------------------------------------------- registries
 
 
-def test_registries_cover_the_specs(spec_root: Path) -> None:
+def _spec_json(path: Path) -> dict[str, Any]:
     import json
     import re
 
-    expected = {
-        0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-        28, 32, 33, 36, 37, 42, 44, 47, 60, 61, 65, 66, 68, 69,
-    }
-    assert set(SUPPORTED_VERSIONS) == set(REQUEST_TYPES) == set(RESPONSE_TYPES) == expected
-    assert {int(k) for k in ApiKey} == expected
+    return dict(json.loads(re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)))
+
+
+def _bounds(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
+def test_registries_cover_the_specs(spec_root: Path) -> None:
+    """Every API a client reaches on a broker, from the lowest legacy to the newest stable one."""
+    legacy_root = spec_root.parent / "kafka-3.9.2" / "message"
+    expected: dict[int, tuple[int, int]] = {}
+    names: dict[int, str] = {}
+    for path in sorted((spec_root / "message").glob("*Request.json")):
+        spec = _spec_json(path)
+        if "broker" not in spec.get("listeners", []) or spec["validVersions"] == "none":
+            continue
+        low, high = _bounds(spec["validVersions"])
+        if spec.get("latestVersionUnstable"):
+            high -= 1  # unstable versions are left out
+        legacy_path = legacy_root / path.name
+        if legacy_path.exists():
+            legacy = _spec_json(legacy_path)
+            legacy_low, legacy_high = _bounds(legacy["validVersions"])
+            if legacy.get("latestVersionUnstable"):
+                legacy_high -= 1
+            if legacy_high >= legacy_low:
+                low = min(low, legacy_low)  # versions Kafka 4 dropped stay for old brokers
+        expected[spec["apiKey"]] = (low, high)
+        names[spec["apiKey"]] = spec["name"]
+    assert len(expected) > 70
+    assert {0, 1, 29, 30, 31, 48, 49, 50, 51, 75, 76, 77, 78, 79, 90, 91, 92} <= set(expected)
+    assert dict(SUPPORTED_VERSIONS) == expected
+    assert set(REQUEST_TYPES) == set(RESPONSE_TYPES) == set(expected)
+    assert {int(k) for k in ApiKey} == set(expected)
     assert ApiKey.METADATA == 3 and ApiKey.CONSUMER_GROUP_DESCRIBE == 69
+    assert ApiKey.SHARE_FETCH == 78 and ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS == 50
     for api_key, request_cls in REQUEST_TYPES.items():
-        name = request_cls.__name__
-        text = (spec_root / "message" / f"{name}.json").read_text()
-        spec = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
-        lo, hi = (int(x) for x in spec["validVersions"].split("-")) if "-" in spec[
-            "validVersions"
-        ] else (int(spec["validVersions"]),) * 2
-        assert SUPPORTED_VERSIONS[api_key] == (lo, hi)
-        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == (lo, hi)
+        assert request_cls.__name__ == names[api_key]
+        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == expected[api_key]
+        response_cls = RESPONSE_TYPES[api_key]
+        assert (response_cls.MIN_VERSION, response_cls.MAX_VERSION) == expected[api_key]
+
+
+def test_unstable_versions_are_left_out() -> None:
+    from aiokafkawire.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+
+    # InitProducerId v6 (KIP-939 two-phase commit) is marked latestVersionUnstable in Kafka 4.4.
+    assert InitProducerIdRequest.MAX_VERSION == InitProducerIdResponse.MAX_VERSION == 5
+    assert "enable2_pc" not in InitProducerIdRequest._FIELDS
+    assert "ongoing_txn_producer_id" not in InitProducerIdResponse._FIELDS
+
+
+def test_legacy_versions_keep_their_fields() -> None:
+    from aiokafkawire.protocol.messages import ListOffsetsRequest, OffsetCommitRequest
+    from aiokafkawire.protocol.messages.list_offsets import ListOffsetsPartition
+    from aiokafkawire.protocol.messages.offset_commit import OffsetCommitRequestPartition
+
+    # Kafka 4 dropped ListOffsets v0 (with MaxNumOffsets) and OffsetCommit v1 (with
+    # CommitTimestamp) from its specs; the 3.9.2 specs supply them.
+    assert ListOffsetsRequest.MIN_VERSION == 0 and OffsetCommitRequest.MIN_VERSION == 0
+    assert "max_num_offsets" in ListOffsetsPartition._FIELDS
+    assert "commit_timestamp" in OffsetCommitRequestPartition._FIELDS
 
 
 # ------------------------------------------------------------------------------------ generator
@@ -578,8 +625,9 @@ def test_generated_files_are_up_to_date_and_deterministic(
     generator = load_generator()
     first = tmp_path / "a"
     second = tmp_path / "b"
-    assert generator.main([str(spec_root / "message"), "--out", str(first)]) == 0
-    assert generator.main([str(spec_root), "--out", str(second)]) == 0
+    assert generator.main(["--out", str(first)]) == 0  # the vendored specs by default
+    legacy = spec_root.parent / "kafka-3.9.2"
+    assert generator.main([str(spec_root), "--legacy", str(legacy), "--out", str(second)]) == 0
     generated = sorted(p.name for p in first.glob("*.py"))
     assert "metadata.py" in generated and "__init__.py" in generated
     for name in generated:
@@ -589,7 +637,7 @@ def test_generated_files_are_up_to_date_and_deterministic(
             "# generated by tools/gen_messages.py from the Apache Kafka message specs"
         )
         assert text == (MESSAGES_DIR / name).read_text(encoding="utf-8"), (
-            f"{name} is stale: run python tools/gen_messages.py ../shared/kafka-protocol/message"
+            f"{name} is stale: run python tools/gen_messages.py"
         )
 
 
