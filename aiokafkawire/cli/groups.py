@@ -127,8 +127,13 @@ async def run_describe(context: Context) -> int:
     async with Admin(**context.client_options()) as admin:
         description = await _describe(admin, group)
         committed = await _committed(admin, group)
-        if description is not None and description.state in ("Dead", "") and not committed:
-            raise CliError(f"group {group!r} does not exist", ExitCode.NOT_FOUND)
+        if not committed and (description is None or not description.members):
+            # Kafka describes an unknown group as Dead, Tansu as Empty: with no members and no
+            # committed offsets there is nothing to show either way.
+            raise CliError(
+                f"group {group!r} does not exist (no members, no committed offsets)",
+                ExitCode.NOT_FOUND,
+            )
         ends = await lookup_offsets(admin, list(committed), OffsetSpec.latest())
     owner: dict[TopicPartition, str] = {}
     if description is None:

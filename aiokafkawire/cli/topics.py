@@ -196,8 +196,10 @@ async def run_create(context: Context) -> int:
             context.report.info(f"topic {name} already exists")
             continue
         check_item(f"creating topic {name!r}", result.error)
-        partitions = f"{result.num_partitions} partition(s)" if result.num_partitions > 0 else ""
-        context.report.info(f"created topic {name} {partitions}".rstrip())
+        partitions = (
+            f" with {result.num_partitions} partition(s)" if result.num_partitions > 0 else ""
+        )
+        context.report.info(f"created topic {name}{partitions}")
     return ExitCode.OK
 
 
