@@ -240,6 +240,7 @@ async def run_consume(context: Context) -> int:
             consumer.assign(partitions)
             await _start_positions(args, consumer, partitions)
         total = 0
+        caught_up = False
         while not context.stop.is_set() and not output.closed:
             wanted = args.count - total if args.count else None
             batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
@@ -251,8 +252,13 @@ async def run_consume(context: Context) -> int:
                 await consumer.commit()
             if args.count and total >= args.count:
                 break
-            if args.exit_at_end and await _at_end(consumer):
-                break
+            if (args.exit_at_end or not caught_up) and await _at_end(consumer):
+                if args.exit_at_end:
+                    break
+                caught_up = True
+                report.info(
+                    "read every partition to its end; waiting for new records (Ctrl-C stops)"
+                )
         if args.group is not None and consumer.assignment():
             await consumer.commit()
     per_topic = ", ".join(f"{counts[t]:,} from {t}" for t in args.topics)

@@ -240,6 +240,8 @@ async def run_produce(context: Context) -> int:
             compression=None if args.compression == "none" else args.compression,
             linger_ms=args.linger_ms,
         ) as producer:
+            if stream.isatty():
+                report.info(f"type records for {args.topic}, one a line; Ctrl-D ends")
             async for line in read_lines(stream):
                 record = parser.parse(line, count + 1)
                 handle = await producer.send(
