@@ -89,3 +89,25 @@ def test_the_sasl_password_never_appears_in_output_or_debug_logs(cli) -> None:
     no_terminal = cli("topics", "list", *sasl, input="")
     assert no_terminal.returncode == ExitCode.USAGE
     assert "--sasl-password-env" in no_terminal.stderr
+
+
+@pytest.mark.slow
+def test_sasl_over_tls_on_apache_kafka_with_the_password_from_the_environment(
+    kafka_cluster_factory,
+) -> None:
+    cluster = kafka_cluster_factory(listeners=("SASL_SSL",), sasl_users={"alice": "alice-pw-3x9"})
+    options = (
+        "-b", cluster.bootstrap_for("SASL_SSL"), "--tls-ca-file", str(cluster.ca_path),
+        "--sasl-mechanism", "PLAIN", "--sasl-username", "alice",
+        "--sasl-password-env", "CLI_TEST_PASSWORD", "--debug",
+    )  # fmt: skip
+    created = run_aiokafkawire(
+        "topics", "create", "cli-secure", *options, env={"CLI_TEST_PASSWORD": "alice-pw-3x9"}
+    )
+    assert created.returncode == 0, created.stderr
+    assert "alice-pw-3x9" not in created.stdout + created.stderr
+    listed = run_aiokafkawire("topics", "list", *options, env={"CLI_TEST_PASSWORD": "alice-pw-3x9"})
+    assert "cli-secure" in listed.stdout.splitlines()
+    wrong = run_aiokafkawire("topics", "list", *options, env={"CLI_TEST_PASSWORD": "wrong-pw-7k2"})
+    assert wrong.returncode == ExitCode.AUTH, wrong.stderr
+    assert "wrong-pw-7k2" not in wrong.stdout + wrong.stderr
