@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
+import time
 
 import pytest
 from cli_helpers import (
@@ -197,6 +198,15 @@ def test_lag_and_latest_offsets_on_apache_kafka(kafka_cluster, name) -> None:
     from_end = run_aiokafkawire("consume", topic, "--from", "end", "-e", "-b", servers)
     assert from_end.returncode == 0, from_end.stderr
     assert from_end.stdout == ""
+    future = str(int(time.time() * 1000) + 3_600_000)
+    at_time = run_aiokafkawire("offsets", topic, "--timestamp", "0", "-b", servers)
+    assert [column(r, 3) for r in _rows(at_time.stdout, "0") + _rows(at_time.stdout, "1")] == [
+        "0",
+        "0",
+    ]
+    later = run_aiokafkawire("consume", topic, "--timestamp", future, "-e", "-b", servers)
+    assert later.returncode == 0, later.stderr
+    assert later.stdout == ""
     reset = ("groups", "reset-offsets", group, "--topic", topic, "-b", servers)
     shifted = run_aiokafkawire(*reset, "--shift-by", "-3")
     assert shifted.returncode == 0, shifted.stderr
