@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cli_helpers import make_topic, run_aiokafkawire
+from cli_helpers import make_topic, run_aiokafkawire, run_in_process
 
 from aiokafkawire.testing import TansuBroker
 
@@ -21,6 +21,16 @@ def cli(tansu_broker: TansuBroker) -> CliRunner:
 
     def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return run_aiokafkawire(*args, "-b", tansu_broker.bootstrap_servers, **kwargs)
+
+    return run
+
+
+@pytest.fixture
+def cli_fast(tansu_broker: TansuBroker) -> CliRunner:
+    """Like ``cli``, in this process: for variants of a command ``cli`` already ran."""
+
+    def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return run_in_process(*args, "-b", tansu_broker.bootstrap_servers, **kwargs)
 
     return run
 

@@ -19,6 +19,7 @@ from cli_helpers import (
     column,
     make_topic,
     run_aiokafkawire,
+    run_in_process,
 )
 
 from aiokafkawire import Admin
@@ -74,15 +75,15 @@ def test_metadata_and_versions(cli, records_topic) -> None:
     assert column(fetch, 4).isdigit()
 
 
-def test_topic_lifecycle(cli, name) -> None:
+def test_topic_lifecycle(cli, cli_fast, name) -> None:
     topic = name("topic")
     created = cli("topics", "create", topic, "-p", "2", "-c", "retention.ms=60000")
     assert created.returncode == 0, created.stderr
     assert f"created topic {topic}" in created.stderr
-    again = cli("topics", "create", topic)
+    again = cli_fast("topics", "create", topic)
     assert again.returncode == 1
     assert "TOPIC_ALREADY_EXISTS" in again.stderr and "Traceback" not in again.stderr
-    assert cli("topics", "create", topic, "--if-not-exists").returncode == 0
+    assert cli_fast("topics", "create", topic, "--if-not-exists").returncode == 0
     listed = cli("topics", "list", "-l")
     assert column(_rows(listed.stdout, topic)[0], 1) == "2"
     altered = cli("topics", "alter-config", topic, "--set", "retention.ms=1000")
@@ -98,12 +99,12 @@ def test_topic_lifecycle(cli, name) -> None:
     deleted = cli("topics", "delete", topic)
     assert deleted.returncode == 0, deleted.stderr
     for missing in (
-        cli("topics", "delete", topic),
-        cli("topics", "describe", topic),
+        cli_fast("topics", "delete", topic),
+        cli_fast("topics", "describe", topic),
     ):
         assert missing.returncode == 3, missing.stderr
         assert f"topic {topic!r} does not exist" in missing.stderr
-    assert cli("topics", "delete", topic, "--if-exists").returncode == 0
+    assert cli_fast("topics", "delete", topic, "--if-exists").returncode == 0
 
 
 def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> None:
@@ -122,7 +123,9 @@ def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> N
     asyncio.run(commit())
 
 
-def test_groups_list_describe_reset_and_delete(tansu_broker, cli, name, records_topic) -> None:
+def test_groups_list_describe_reset_and_delete(
+    tansu_broker, cli, cli_fast, name, records_topic
+) -> None:
     group = name("offsets")
     tps = [TopicPartition(records_topic, p) for p in range(3)]
     _commit(tansu_broker.bootstrap_servers, group, dict(zip(tps, (7, 8, 9), strict=True)))
@@ -140,32 +143,32 @@ def test_groups_list_describe_reset_and_delete(tansu_broker, cli, name, records_
     assert [(column(r, 2), column(r, 3)) for r in _rows(dry.stdout, records_topic)] == [
         ("7", "2"), ("8", "2"), ("9", "2")
     ]  # fmt: skip
-    earliest = cli(
+    earliest = cli_fast(
         "groups", "reset-offsets", group, "--topic", records_topic, "--to-earliest", "-p", "1"
     )
     assert earliest.returncode == 0, earliest.stderr
-    to_offset = cli(
+    to_offset = cli_fast(
         "groups", "reset-offsets", group, "--topic", records_topic, "--to-offset", "5", "-p", "2"
     )
     assert to_offset.returncode == 0, to_offset.stderr
-    after = cli("groups", "describe", group)
+    after = cli_fast("groups", "describe", group)
     assert [column(row, 2) for row in _rows(after.stdout, records_topic)] == ["7", "0", "5"]
 
     deleted = cli("groups", "delete", group)
     assert deleted.returncode == 0, deleted.stderr
-    gone = cli("groups", "describe", group)
+    gone = cli_fast("groups", "describe", group)
     assert gone.returncode == 3
     assert f"group {group!r} does not exist" in gone.stderr
 
 
-def test_offsets_of_a_topic(cli, records_topic) -> None:
+def test_offsets_of_a_topic(cli, cli_fast, records_topic) -> None:
     result = cli("offsets", records_topic, "-p", "0", "-p", "2")
     assert result.returncode == 0, result.stderr
     assert [column(row, 1) for row in _rows(result.stdout, "0") + _rows(result.stdout, "2")] == [
         "0",
         "0",
     ]
-    missing = cli("offsets", records_topic, "-p", "7")
+    missing = cli_fast("offsets", records_topic, "-p", "7")
     assert missing.returncode == 3
     assert "7 is not one" in missing.stderr
 
@@ -184,35 +187,35 @@ def test_lag_and_latest_offsets_on_apache_kafka(kafka_cluster, name) -> None:
         ("10", "10", "0"),
     ]
     assert "total lag 6" in described.stdout
-    offsets = run_aiokafkawire("offsets", topic, "-b", servers)
+    offsets = run_in_process("offsets", topic, "-b", servers)
     assert [column(r, 2) for r in _rows(offsets.stdout, "0") + _rows(offsets.stdout, "1")] == [
         "10",
         "10",
     ]
-    altered = run_aiokafkawire(
+    altered = run_in_process(
         "topics", "alter-config", topic, "--set", "retention.ms=60000", "-b", servers
     )
     assert altered.returncode == 0, altered.stderr
-    described = run_aiokafkawire("topics", "describe", topic, "-b", servers)
+    described = run_in_process("topics", "describe", topic, "-b", servers)
     assert column(_rows(described.stdout, "retention.ms")[0], 1) == "60000"
-    from_end = run_aiokafkawire("consume", topic, "--from", "end", "-e", "-b", servers)
+    from_end = run_in_process("consume", topic, "--from", "end", "-e", "-b", servers)
     assert from_end.returncode == 0, from_end.stderr
     assert from_end.stdout == ""
     future = str(int(time.time() * 1000) + 3_600_000)
-    at_time = run_aiokafkawire("offsets", topic, "--timestamp", "0", "-b", servers)
+    at_time = run_in_process("offsets", topic, "--timestamp", "0", "-b", servers)
     assert [column(r, 3) for r in _rows(at_time.stdout, "0") + _rows(at_time.stdout, "1")] == [
         "0",
         "0",
     ]
-    later = run_aiokafkawire("consume", topic, "--timestamp", future, "-e", "-b", servers)
+    later = run_in_process("consume", topic, "--timestamp", future, "-e", "-b", servers)
     assert later.returncode == 0, later.stderr
     assert later.stdout == ""
     reset = ("groups", "reset-offsets", group, "--topic", topic, "-b", servers)
-    shifted = run_aiokafkawire(*reset, "--shift-by", "-3")
+    shifted = run_in_process(*reset, "--shift-by", "-3")
     assert shifted.returncode == 0, shifted.stderr
     assert [(column(r, 2), column(r, 3)) for r in _rows(shifted.stdout, topic)] == [
         ("4", "1"),
         ("10", "7"),
     ]
-    assert run_aiokafkawire(*reset, "--to-latest").returncode == 0
-    assert "total lag 0" in run_aiokafkawire("groups", "describe", group, "-b", servers).stdout
+    assert run_in_process(*reset, "--to-latest").returncode == 0
+    assert "total lag 0" in run_in_process("groups", "describe", group, "-b", servers).stdout

@@ -20,7 +20,7 @@ from cli_helpers import (
     cli_environment,
     column,
     make_topic,
-    run_aiokafkawire,
+    run_in_process,
 )
 
 ALL_VALUES = sorted(f"value-{i}" for i in range(30))
@@ -57,15 +57,15 @@ def test_consume_by_assignment_prints_values_as_they_are(cli, records_topic) -> 
     assert "consumed 30 record(s)" in result.stderr
 
 
-def test_count_is_exact_across_partitions(cli, records_topic) -> None:
-    result = cli("consume", records_topic, "-n", "3")
+def test_count_is_exact_across_partitions(cli_fast, records_topic) -> None:
+    result = cli_fast("consume", records_topic, "-n", "3")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 3
     assert "consumed 3 record(s)" in result.stderr
 
 
-def test_consume_a_missing_topic_exits_3(cli, name) -> None:
-    result = cli("consume", name("missing"), "-e")
+def test_consume_a_missing_topic_exits_3(cli_fast, name) -> None:
+    result = cli_fast("consume", name("missing"), "-e")
     assert result.returncode == 3
     assert "does not exist" in result.stderr
     assert result.stdout == ""
@@ -91,8 +91,8 @@ def test_json_input_and_output_with_base64_and_headers(cli, name) -> None:
     assert second["key"] is None and base64.b64decode(second["value"]) == b"plain"
 
 
-def test_template_partition_and_start_offset(cli, records_topic) -> None:
-    result = cli(
+def test_template_partition_and_start_offset(cli_fast, records_topic) -> None:
+    result = cli_fast(
         "consume", records_topic, "-p", "1", "--offset", "8", "-e",
         "-F", "{topic}|{partition}:{offset}\\t{key}={value}",
     )  # fmt: skip
@@ -109,22 +109,22 @@ def test_from_end_exits_at_end_with_nothing(mock_cluster, name) -> None:
     mock_cluster.create_topic(topic, partitions=2)
     make_topic(mock_cluster.bootstrap_servers, topic, 2, 10, create=False)
     servers = ("-b", mock_cluster.bootstrap_servers)
-    result = run_aiokafkawire("consume", topic, "--from", "end", "-e", *servers)
+    result = run_in_process("consume", topic, "--from", "end", "-e", *servers)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     assert "consumed 0 record(s)" in result.stderr
-    everything = run_aiokafkawire("consume", topic, "-e", *servers)
+    everything = run_in_process("consume", topic, "-e", *servers)
     assert sorted(everything.stdout.splitlines()) == sorted(f"value-{i}" for i in range(10))
 
 
-def test_usage_errors(cli, records_topic) -> None:
-    bad_template = cli("consume", records_topic, "-e", "-F", "{nope}")
+def test_usage_errors(cli_fast, records_topic) -> None:
+    bad_template = cli_fast("consume", records_topic, "-e", "-F", "{nope}")
     assert bad_template.returncode == 2
     assert "'nope' is not a field" in bad_template.stderr
-    group_and_offset = cli("consume", records_topic, "-g", "g", "--offset", "3")
+    group_and_offset = cli_fast("consume", records_topic, "-g", "g", "--offset", "3")
     assert group_and_offset.returncode == 2
     assert "cannot be combined with --group" in group_and_offset.stderr
-    bad_json = cli("produce", records_topic, "--json", input="not json\n")
+    bad_json = cli_fast("produce", records_topic, "--json", input="not json\n")
     assert bad_json.returncode == 2
     assert "input line 1 is not JSON" in bad_json.stderr
 

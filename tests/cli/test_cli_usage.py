@@ -6,7 +6,7 @@ import argparse
 import importlib
 
 import pytest
-from cli_helpers import REPO_ROOT, run_aiokafkawire
+from cli_helpers import REPO_ROOT, run_aiokafkawire, run_in_process
 
 from aiokafkawire.cli.app import build_parser
 from aiokafkawire.cli.exit_codes import ExitCode
@@ -71,7 +71,7 @@ def test_an_unreachable_cluster_is_one_line_and_exit_code_4() -> None:
     assert "Traceback" in debug.stderr
 
 
-def test_the_sasl_password_never_appears_in_output_or_debug_logs(cli) -> None:
+def test_the_sasl_password_never_appears_in_output_or_debug_logs(cli, cli_fast) -> None:
     secret = "pw-" + "x7Qz9-never-shown"
     sasl = ("--sasl-mechanism", "PLAIN", "--sasl-username", "alice")
     # Tansu (no authentication configured) refuses the SASL exchange: an error either way.
@@ -83,10 +83,10 @@ def test_the_sasl_password_never_appears_in_output_or_debug_logs(cli) -> None:
     assert result.returncode != 0
     assert "SASL" in result.stderr or "sasl" in result.stderr.lower()
     assert secret not in result.stdout + result.stderr
-    unset = cli("topics", "list", *sasl, "--sasl-password-env", "CLI_TEST_UNSET_VARIABLE")
+    unset = cli_fast("topics", "list", *sasl, "--sasl-password-env", "CLI_TEST_UNSET_VARIABLE")
     assert unset.returncode == ExitCode.USAGE
     assert "CLI_TEST_UNSET_VARIABLE is not set" in unset.stderr
-    no_terminal = cli("topics", "list", *sasl, input="")
+    no_terminal = cli_fast("topics", "list", *sasl, input="")
     assert no_terminal.returncode == ExitCode.USAGE
     assert "--sasl-password-env" in no_terminal.stderr
 
@@ -106,8 +106,8 @@ def test_sasl_over_tls_on_apache_kafka_with_the_password_from_the_environment(
     )
     assert created.returncode == 0, created.stderr
     assert "alice-pw-3x9" not in created.stdout + created.stderr
-    listed = run_aiokafkawire("topics", "list", *options, env={"CLI_TEST_PASSWORD": "alice-pw-3x9"})
+    listed = run_in_process("topics", "list", *options, env={"CLI_TEST_PASSWORD": "alice-pw-3x9"})
     assert "cli-secure" in listed.stdout.splitlines()
-    wrong = run_aiokafkawire("topics", "list", *options, env={"CLI_TEST_PASSWORD": "wrong-pw-7k2"})
+    wrong = run_in_process("topics", "list", *options, env={"CLI_TEST_PASSWORD": "wrong-pw-7k2"})
     assert wrong.returncode == ExitCode.AUTH, wrong.stderr
     assert "wrong-pw-7k2" not in wrong.stdout + wrong.stderr
