@@ -1068,7 +1068,9 @@ class Admin:
 
     # ---------------------------------------------------------------- ACLs
 
-    async def create_acls(self, bindings: Iterable[AclBinding]) -> dict[AclBinding, AclResult]:
+    async def create_acls(
+        self, bindings: Iterable[AclBinding], *, raise_on_error: bool = True
+    ) -> dict[AclBinding, AclResult]:
         """Create ACL bindings (through any broker: the controller applies them).
 
         Needs an authorizer on the cluster; without one each result carries
@@ -1103,10 +1105,11 @@ class Admin:
             raise errors.ProtocolError(
                 f"CreateAcls answered {len(response.results)} results for {len(wanted)} bindings"
             )
-        return {
+        results = {
             b: AclResult(b, _error(r.error_code, r.error_message))
             for b, r in zip(wanted, response.results, strict=True)
         }
+        return _item_results("create_acls", results, raise_on_error)
 
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         """The ACL bindings matching ``acl_filter`` (all of them by default).
@@ -1146,7 +1149,7 @@ class Admin:
         ]
 
     async def delete_acls(
-        self, filters: Iterable[AclBindingFilter]
+        self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
     ) -> dict[AclBindingFilter, DeleteAclsResult]:
         """Delete every ACL binding matching each filter; returns what each filter deleted."""
         self._check()
@@ -1199,7 +1202,7 @@ class Admin:
             results[flt] = DeleteAclsResult(
                 flt, matches, _error(answer.error_code, answer.error_message)
             )
-        return results
+        return _item_results("delete_acls", results, raise_on_error)
 
     # ---------------------------------------------------------------- SCRAM credentials
 
@@ -1232,7 +1235,10 @@ class Admin:
         }
 
     async def alter_user_scram_credentials(
-        self, alterations: Iterable[ScramUpsertion | ScramDeletion]
+        self,
+        alterations: Iterable[ScramUpsertion | ScramDeletion],
+        *,
+        raise_on_error: bool = True,
     ) -> dict[str, ScramAlterationResult]:
         """Create, replace or delete users' SCRAM credentials.
 
@@ -1269,10 +1275,11 @@ class Admin:
                 )
         request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             r.user: ScramAlterationResult(r.user, _error(r.error_code, r.error_message))
             for r in response.results
         }
+        return _item_results("alter_user_scram_credentials", results, raise_on_error)
 
     # ---------------------------------------------------------------- client quotas
 
@@ -1303,7 +1310,11 @@ class Admin:
         }
 
     async def alter_client_quotas(
-        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False
+        self,
+        alterations: Iterable[QuotaAlteration],
+        *,
+        validate_only: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[QuotaEntity, QuotaAlterationResult]:
         """Set (a float) or remove (None) quota values of entities."""
         self._check()
@@ -1331,16 +1342,17 @@ class Admin:
             validate_only=validate_only,
         )
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             entity: QuotaAlterationResult(entity, _error(e.error_code, e.error_message))
             for e in response.entries
             for entity in (QuotaEntity.of({d.entity_type: d.entity_name for d in e.entity}),)
         }
+        return _item_results("alter_client_quotas", results, raise_on_error)
 
     # ---------------------------------------------------------------- producers and transactions
 
     async def describe_producers(
-        self, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
     ) -> dict[TopicPartition, ProducerStates]:
         """The active idempotent/transactional producers of each partition (asks its leader)."""
         self._check()
@@ -1378,7 +1390,7 @@ class Admin:
                     )
 
         await asyncio.gather(*(ask(node, tps) for node, tps in leaders.items()))
-        return results
+        return _item_results("describe_producers", results, raise_on_error)
 
     async def list_transactions(
         self,
@@ -1429,7 +1441,7 @@ class Admin:
         return sorted(listings, key=lambda t: t.transactional_id)
 
     async def describe_transactions(
-        self, transactional_ids: Iterable[str]
+        self, transactional_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, TransactionDescription]:
         """State, producer, timeout and partitions of transactions (asks each coordinator)."""
         self._check()
@@ -1462,13 +1474,11 @@ class Admin:
                     state.producer_epoch,
                     state.transaction_timeout_ms,
                     _unless_negative(state.transaction_start_time_ms),
-                    tuple(
-                        TopicPartition(t.topic, p) for t in state.topics for p in t.partitions
-                    ),
+                    tuple(TopicPartition(t.topic, p) for t in state.topics for p in t.partitions),
                     coordinator.node_id,
                     error,
                 )
-        return results
+        return _item_results("describe_transactions", results, raise_on_error)
 
     # ---------------------------------------------------------------- log directories
 
