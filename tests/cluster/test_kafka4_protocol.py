@@ -339,7 +339,7 @@ async def test_transactions_v2_when_the_broker_finalized_it(
     assert epochs == [epochs[0], epochs[0] + 1, epochs[0] + 2, epochs[0] + 3]
     assert versions_of(wire_versions, ApiKey.PRODUCE) == {13}  # v12+ adds the partition
     assert versions_of(wire_versions, ApiKey.END_TXN) == {5}
-    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {5}
+    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {6}  # by topic id
     assert versions_of(wire_versions, ApiKey.ADD_PARTITIONS_TO_TXN) == set()
     assert versions_of(wire_versions, ApiKey.ADD_OFFSETS_TO_TXN) == set()
 
