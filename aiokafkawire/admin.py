@@ -1,9 +1,11 @@
 """The admin client: topics, partitions, configs, groups, offsets and records.
 
-Every call returns typed results; an error that concerns one item (a topic that already exists, a
-group that is not empty) is reported on that item's result (``result.error``) instead of failing the
-whole call.  Errors that concern the whole call (no broker reachable, the client is closed, the
-request timed out) are raised.
+Every call returns typed results, one per item (topic, group, partition, resource).  When any item
+failed (a topic that already exists, a group that is not empty), the call raises
+:class:`~aiokafkawire.errors.AdminOperationError`, which carries every item's result
+(``exc.results``) and the failures (``exc.errors``).  Pass ``raise_on_error=False`` to get the
+results back instead, each with its ``error`` (None on success).  Errors that concern the whole
+call (no broker reachable, the client is closed, the request timed out) are always raised.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import enum
 import hashlib
 import secrets
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
 from aiokafkawire.net.credentials import Secret
@@ -73,6 +75,20 @@ from aiokafkawire.structs import TopicPartition
 _RETRY_LIMIT = 5
 # OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
 _OFFSETS_BY_NAME_MAX_VERSION = 9
+
+
+def _item_results(
+    operation: str,
+    results: dict[Any, Any],
+    raise_on_error: bool,
+    error_of: Callable[[Any], errors.KafkaError | None] = lambda result: result.error,
+) -> dict[Any, Any]:
+    """``results``, unless some item failed and the caller wants an exception for that."""
+    if raise_on_error:
+        failures = {item: error for item, r in results.items() if (error := error_of(r))}
+        if failures:
+            raise errors.AdminOperationError(operation, results, failures)
+    return results
 
 
 def _error(code: int, message: str | None = None) -> errors.BrokerResponseError | None:
@@ -297,7 +313,7 @@ class Admin:
     def __init__(self, **options: Any) -> None:
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown Admin options: {sorted(rest)}")
+            raise unknown_options_error("Admin", rest)
         self._config = common
         self._cluster: Cluster = common.build_cluster()
         self._started = False
@@ -324,6 +340,26 @@ class Admin:
         """Close every connection."""
         self._closed = True
         await self._cluster.close()
+
+    async def stop(self) -> None:
+        """The same as :meth:`close` (aiokafka's name)."""
+        await self.close()
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this client's per-broker counters (see :mod:`aiokafkawire.metrics`)."""
+        return {"brokers": self._config.metrics.snapshot()}
+
+    async def find_coordinator(self, key: str, kind: str = "group") -> BrokerInfo:
+        """The broker coordinating a group (``kind="group"``) or transactional id
+        (``kind="transaction"``), looked up with FindCoordinator (retried while the coordinator
+        is not available, up to ``request_timeout_ms``)."""
+        self._check()
+        if kind not in ("group", "transaction"):
+            raise errors.ConfigError(f"kind must be 'group' or 'transaction', got {kind!r}")
+        if not isinstance(key, str) or not key:
+            raise errors.KafkaTypeError(f"key must be a non-empty str, got {key!r}")
+        self._cluster.invalidate_coordinator(key, kind)  # a fresh answer, not the cache
+        return await self._cluster.coordinator(key, kind)
 
     async def __aenter__(self) -> Admin:
         await self.start()
@@ -363,8 +399,13 @@ class Admin:
         *,
         validate_only: bool = False,
         timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[str, TopicResult]:
-        """Create topics; per-topic errors (e.g. TopicAlreadyExistsError) are in the results."""
+        """Create topics; returns each topic's :class:`TopicResult`.
+
+        Raises :class:`~aiokafkawire.errors.AdminOperationError` when any topic failed (e.g.
+        :class:`~aiokafkawire.errors.TopicAlreadyExistsError`), unless ``raise_on_error=False``.
+        """
         self._check()
         wanted = [t if isinstance(t, NewTopic) else NewTopic(t) for t in topics]
         connection = await self._cluster.any_connection()
@@ -411,12 +452,13 @@ class Admin:
         }
         if not validate_only and any(r.ok for r in results.values()):
             await self._cluster.refresh_metadata()
-        return results
+        return _item_results("create_topics", results, raise_on_error)
 
     async def delete_topics(
-        self, topics: Iterable[str], *, timeout_ms: int | None = None
+        self, topics: Iterable[str], *, timeout_ms: int | None = None, raise_on_error: bool = True
     ) -> dict[str, TopicResult]:
-        """Delete topics by name; per-topic errors are in the results."""
+        """Delete topics by name; raises AdminOperationError when any failed (unless
+        ``raise_on_error=False``), e.g. with UnknownTopicOrPartitionError."""
         self._check()
         names = list(topics)
         connection = await self._cluster.any_connection()
@@ -435,7 +477,7 @@ class Admin:
             if r.name is not None
         }
         await self._cluster.refresh_metadata()
-        return results
+        return _item_results("delete_topics", results, raise_on_error)
 
     async def create_partitions(
         self,
@@ -444,6 +486,7 @@ class Admin:
         assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
         validate_only: bool = False,
         timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[str, TopicResult]:
         """Grow topics to the given total partition counts."""
         self._check()
@@ -471,7 +514,7 @@ class Admin:
             for r in response.results
         }
         await self._cluster.refresh_metadata()
-        return results
+        return _item_results("create_partitions", results, raise_on_error)
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """Names of all topics in the cluster, sorted."""
@@ -483,10 +526,13 @@ class Admin:
             if info.error_code == 0 and (include_internal or not info.is_internal)
         )
 
-    async def describe_topics(self, topics: Iterable[str] | None = None) -> dict[str, TopicInfo]:
+    async def describe_topics(
+        self, topics: Iterable[str] | None = None, *, raise_on_error: bool = True
+    ) -> dict[str, TopicInfo]:
         """Partitions, leaders and replicas of the named topics (all topics when None).
 
-        An unknown topic maps to a ``TopicInfo`` with its ``error_code`` set.
+        An unknown topic raises AdminOperationError; with ``raise_on_error=False`` it maps to a
+        ``TopicInfo`` with its ``error_code`` set.
         """
         self._check()
         metadata = await self._cluster.refresh_metadata()
@@ -500,7 +546,9 @@ class Admin:
             if info is None:
                 info = TopicInfo(name, None, False, {}, errors.UnknownTopicOrPartitionError.code)
             result[name] = info
-        return result
+        return _item_results(
+            "describe_topics", result, raise_on_error, lambda info: _error(info.error_code)
+        )
 
     async def describe_cluster(self) -> ClusterDescription:
         """Cluster id, controller and brokers (DescribeCluster where supported, else Metadata)."""
@@ -521,7 +569,11 @@ class Admin:
     # ---------------------------------------------------------------- configs
 
     async def describe_configs(
-        self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False
+        self,
+        resources: Iterable[ConfigResource],
+        *,
+        include_synonyms: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[ConfigResource, ConfigResult]:
         """The configuration of topics and brokers (broker resources go to that broker)."""
         self._check()
@@ -561,13 +613,14 @@ class Admin:
                 results[resource] = ConfigResult(
                     resource, entries, _error(item.error_code, item.error_message)
                 )
-        return results
+        return _item_results("describe_configs", results, raise_on_error)
 
     async def alter_configs(
         self,
         changes: Mapping[ConfigResource, Mapping[str, str | tuple[AlterOp, str | None] | None]],
         *,
         validate_only: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[ConfigResource, ConfigResult]:
         """Change configuration incrementally.  A value of None deletes the key; a tuple
         ``(AlterOp.APPEND, "x")`` names the operation explicitly."""
@@ -610,7 +663,7 @@ class Admin:
                 results[resource] = ConfigResult(
                     resource, {}, _error(item.error_code, item.error_message)
                 )
-        return results
+        return _item_results("alter_configs", results, raise_on_error)
 
     # ---------------------------------------------------------------- groups
 
@@ -651,19 +704,16 @@ class Admin:
                 if attempt == _RETRY_LIMIT - 1:
                     raise
                 continue
-            code = _top_level_error(response)
-            if code in (
-                errors.NotCoordinatorError.code,
-                errors.CoordinatorNotAvailableError.code,
-                errors.CoordinatorLoadInProgressError.code,
-            ):
+            if _coordinator_error(response):
                 self._cluster.invalidate_coordinator(group_id)
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
                 continue
             return response, broker.node_id
         raise errors.KafkaTimeoutError(f"the coordinator of group {group_id!r} is not available")
 
-    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+    async def describe_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, GroupDescription]:
         """State, protocol and members of groups; decodes consumer-protocol assignments."""
         self._check()
         from aiokafkawire.protocol.messages.consumer_protocol_assignment import (
@@ -711,9 +761,11 @@ class Admin:
                     node,
                     _error(group.error_code),
                 )
-        return results
+        return _item_results("describe_groups", results, raise_on_error)
 
-    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, GroupResult]:
+    async def delete_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, GroupResult]:
         """Delete empty groups; a non-empty group reports NonEmptyGroupError."""
         self._check()
         results: dict[str, GroupResult] = {}
@@ -723,10 +775,14 @@ class Admin:
             )
             for r in response.results:
                 results[r.group_id] = GroupResult(r.group_id, _error(r.error_code))
-        return results
+        return _item_results("delete_groups", results, raise_on_error)
 
     async def list_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, GroupOffset]:
         """A group's committed offsets (all of them when ``partitions`` is None)."""
         self._check()
@@ -786,10 +842,14 @@ class Admin:
                     getattr(p, "committed_leader_epoch", -1),
                     _error(p.error_code),
                 )
-        return result
+        return _item_results("list_group_offsets", result, raise_on_error)
 
     async def alter_group_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, int | GroupOffset]
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int | GroupOffset],
+        *,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, PartitionResult]:
         """Set a (inactive) group's committed offsets."""
         self._check()
@@ -818,16 +878,17 @@ class Admin:
             OffsetCommitRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
         )
         response, _ = await self._coordinator_call(group_id, request, version)
-        return {
+        results = {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, _error(p.error_code)
             )
             for t in response.topics
             for p in t.partitions
         }
+        return _item_results("alter_group_offsets", results, raise_on_error)
 
     async def delete_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition]
+        self, group_id: str, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
     ) -> dict[TopicPartition, PartitionResult]:
         """Delete a group's committed offsets for partitions it no longer consumes."""
         self._check()
@@ -848,13 +909,14 @@ class Admin:
         )
         response, _ = await self._coordinator_call(group_id, request)
         group_error = _error(response.error_code)
-        return {
+        results = {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, group_error or _error(p.error_code)
             )
             for t in response.topics
             for p in t.partitions
         }
+        return _item_results("delete_group_offsets", results, raise_on_error)
 
     # ---------------------------------------------------------------- offsets and records
 
@@ -881,6 +943,7 @@ class Admin:
         specs: Mapping[TopicPartition, OffsetSpec | int],
         *,
         isolation_level: str = "read_uncommitted",
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, ListedOffset]:
         """Look up offsets by spec (earliest, latest, max-timestamp or a timestamp)."""
         self._check()
@@ -919,7 +982,7 @@ class Admin:
                 self._cluster.request_update()
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
                 await self._cluster.refresh_metadata()
-        return results
+        return _item_results("list_offsets", results, raise_on_error)
 
     async def _list_offsets_on(
         self,
@@ -967,7 +1030,11 @@ class Admin:
         return results
 
     async def delete_records(
-        self, before_offsets: Mapping[TopicPartition, int], *, timeout_ms: int | None = None
+        self,
+        before_offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, tuple[int, errors.KafkaError | None]]:
         """Delete records before the given offsets; returns each partition's new low watermark."""
         self._check()
@@ -997,7 +1064,7 @@ class Admin:
                         p.low_watermark,
                         _error(p.error_code),
                     )
-        return results
+        return _item_results("delete_records", results, raise_on_error, lambda r: r[1])
 
     # ---------------------------------------------------------------- ACLs
 
@@ -1437,6 +1504,30 @@ class Admin:
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
         return dict(zip(node_ids, answers, strict=True))
+
+
+_COORDINATOR_ERRORS = frozenset(
+    {
+        errors.NotCoordinatorError.code,
+        errors.CoordinatorNotAvailableError.code,
+        errors.CoordinatorLoadInProgressError.code,
+    }
+)
+
+
+def _coordinator_error(response: Any) -> bool:
+    """Whether the answer says its broker cannot act as the group's coordinator (yet).
+
+    Some answers carry that at the top (or per group); OffsetCommit and the older OffsetFetch
+    only per partition, e.g. COORDINATOR_LOAD_IN_PROGRESS from a broker just started.
+    """
+    if _top_level_error(response) in _COORDINATOR_ERRORS:
+        return True
+    return any(
+        getattr(partition, "error_code", 0) in _COORDINATOR_ERRORS
+        for topic in getattr(response, "topics", None) or ()
+        for partition in getattr(topic, "partitions", None) or ()
+    )
 
 
 def _top_level_error(response: Any) -> int:

@@ -17,6 +17,7 @@ this keeps the broker busy while thousands of coroutines append records in one l
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -27,6 +28,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.metrics import BatchEvent, ClientMetrics, ProducerStats
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, TxnState, fenced_error
@@ -95,7 +97,10 @@ class Sender:
         delivery_timeout_ms: int,
         retry_backoff_ms: int,
         on_batch_created: Callable[[TopicPartition], None] | None = None,
+        metrics: ClientMetrics | None = None,
     ) -> None:
+        self.stats = ProducerStats()
+        self.metrics = metrics if metrics is not None and metrics.hooks else None
         self.cluster = cluster
         self.accumulator = accumulator
         self.txn = txn
@@ -134,7 +139,7 @@ class Sender:
         # requests leave in drain order whatever the loop's scheduling: the sequence numbers of
         # an idempotent partition must reach the broker in order.
         self._unwritten: dict[int, deque[_Unwritten]] = {}
-        self._writers: dict[int, asyncio.Task[None]] = {}
+        self._writers: dict[int, asyncio.Task[Any]] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -153,11 +158,26 @@ class Sender:
         self._writers.clear()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
+        """A task ended without stop(): restart what others depend on, never let it vanish."""
+        if self.closing:
+            return
         if name == "sender":
             log.error("producer sender loop failed; restarting it", exc_info=exc)
-            if not self.closing:
-                self._tasks.start("sender", self._run())
+            self._tasks.restart("sender", self._run)
+        elif name.startswith("writer-"):
+            # Its queued requests have no timer of their own: without a writer they would wait
+            # forever.  The restarted writer takes the queue up where it stopped.
+            node = int(name[len("writer-") :])
+            log.error("producer writer for broker %d failed; restarting it", node, exc_info=exc)
+            restarted = None
+            if self._unwritten.get(node):
+                restarted = self._tasks.restart(name, functools.partial(self._write_queued, node))
+            if restarted is not None:
+                self._writers[node] = restarted
+            else:
+                self._writers.pop(node, None)
         else:
+            # init-producer-id and add-partitions are started again by the next pass.
             log.error("producer task %s failed", name, exc_info=exc)
         self.wakeup.set()
 
@@ -561,10 +581,44 @@ class Sender:
             and batch.producer_epoch == txn.producer_epoch
         ):
             self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
+        stats = self.stats
+        stats.records += batch.count
+        stats.batches += 1
+        payload = batch.payload
+        if payload is not None:
+            stats.bytes += len(payload)
+            stats.uncompressed_bytes += batch.raw_size
+        if self.metrics is not None:
+            self._emit_batch(batch, base_offset, None)
         batch.complete(base_offset, log_append_time)
         self.accumulator.release(batch)
 
+    def _emit_batch(
+        self, batch: ProducerBatch, base_offset: int, error: BaseException | None
+    ) -> None:
+        assert self.metrics is not None
+        payload = batch.payload
+        self.metrics.emit(
+            "on_batch",
+            BatchEvent(
+                batch.topic,
+                batch.partition,
+                batch.count,
+                len(payload) if payload is not None else 0,
+                batch.raw_size,
+                batch.attempts,
+                time.monotonic() - batch.created,
+                base_offset,
+                error,
+            ),
+        )
+
     def _fail_batch(self, batch: ProducerBatch, exc: BaseException) -> None:
+        self.stats.batch_errors += 1
+        self.stats.records_failed += batch.count
+        log.debug("%r failed for good: %s", batch, exc)
+        if self.metrics is not None:
+            self._emit_batch(batch, -1, exc)
         batch.fail(exc)
         self.accumulator.release(batch)
         txn = self.txn
@@ -607,6 +661,7 @@ class Sender:
             and now + self.retry_backoff - batch.created < self.delivery_timeout
         ):
             batch.retry_at = now + self.retry_backoff
+            self.stats.retries += 1
             self.gated.add(tp)
             self.accumulator.reenqueue(batch)
             log.debug("retrying %r after %s", batch, exc)
