@@ -168,9 +168,12 @@ async def test_acls_create_describe_delete(secured_cluster: Any) -> None:
 
 async def test_acls_without_an_authorizer_are_typed_errors(kafka_cluster: Any) -> None:
     async with Admin(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
-        created = await admin.create_acls([binding(unique("t"), "User:alice")])
-        (result,) = created.values()
-        assert isinstance(result.error, errors.SecurityDisabledError)
+        wanted = binding(unique("t"), "User:alice")
+        with pytest.raises(errors.AdminOperationError) as info:
+            await admin.create_acls([wanted])
+        assert isinstance(info.value.errors[wanted], errors.SecurityDisabledError)
+        created = await admin.create_acls([wanted], raise_on_error=False)
+        assert isinstance(created[wanted].error, errors.SecurityDisabledError)
         with pytest.raises(errors.SecurityDisabledError):
             await admin.describe_acls()
 
@@ -189,7 +192,8 @@ async def test_scram_credentials_are_described_back_and_log_in(secured_cluster: 
             [
                 ScramUpsertion(user, ScramMechanism.SCRAM_SHA_256, password),
                 ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password),
-            ]
+            ],
+            raise_on_error=False,
         )
         assert isinstance(twice[user].error, errors.DuplicateResourceError)
         for upsertion in (
@@ -237,7 +241,10 @@ async def test_scram_credentials_are_described_back_and_log_in(secured_cluster: 
         await admin.alter_user_scram_credentials(
             [ScramDeletion(user, ScramMechanism.SCRAM_SHA_512)]
         )
-        gone = await admin.describe_user_scram_credentials([user])
+        with pytest.raises(errors.AdminOperationError) as info:
+            await admin.describe_user_scram_credentials([user])
+        assert isinstance(info.value.errors[user], errors.ResourceNotFoundError)
+        gone = await admin.describe_user_scram_credentials([user], raise_on_error=False)
         assert isinstance(gone[user].error, errors.ResourceNotFoundError)
 
 
@@ -286,7 +293,7 @@ async def test_client_quotas_are_described_back(kafka_cluster: Any) -> None:
         assert found == {}
 
         invalid = await admin.alter_client_quotas(
-            [QuotaAlteration(alice, {"not_a_quota": 1.0})], validate_only=True
+            [QuotaAlteration(alice, {"not_a_quota": 1.0})], validate_only=True, raise_on_error=False
         )
         assert isinstance(invalid[alice].error, errors.InvalidRequestError)
 
@@ -307,7 +314,9 @@ async def test_producers_and_transactions_are_described(kafka_cluster: Any) -> N
             await prod.flush()
             offset = (await handle).offset
 
-            described = await admin.describe_transactions([transactional_id, unique("no-txn")])
+            described = await admin.describe_transactions(
+                [transactional_id, unique("no-txn")], raise_on_error=False
+            )
             txn = described[transactional_id]
             assert txn.error is None, txn.error
             assert txn.state == "Ongoing"
