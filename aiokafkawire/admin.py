@@ -1011,6 +1011,8 @@ class Admin:
             topics=[
                 m_list_offsets.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
             ],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 fails at once.
+            timeout_ms=self._timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0

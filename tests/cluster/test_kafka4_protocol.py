@@ -435,3 +435,30 @@ async def test_share_group_codecs_on_kafka_4(kafka_cluster) -> None:
         leave = ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=-1)
         left = await cluster.send_to_coordinator(group, leave)
         assert left.error_code == 0 and left.member_epoch == -1
+
+
+async def test_list_offsets_gives_the_broker_the_request_timeout(
+    kafka_cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ListOffsets v10+ carries TimeoutMs (KIP-1075): the client's request timeout, not 0."""
+    sent: list[tuple[int, Any]] = []
+    original = KafkaFraming.send_request
+
+    def recording(self: KafkaFraming, request: Any, version: int) -> Any:
+        if request.API_KEY == ApiKey.LIST_OFFSETS:
+            sent.append((version, request))
+        return original(self, request, version)
+
+    monkeypatch.setattr(KafkaFraming, "send_request", recording)
+    topic = unique("v4-timeout")
+    tp = TopicPartition(topic, 0)
+    servers = kafka_cluster.bootstrap_servers
+    async with Admin(bootstrap_servers=servers, request_timeout_ms=12_345) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 1, 1)]))[topic].ok
+        assert (await admin.list_offsets({tp: -1}))[tp].offset == 0
+    # (A lookup right after creating the topic may be retried.)
+    assert {(version, request.timeout_ms) for version, request in sent} == {(11, 12_345)}
+    sent.clear()
+    async with Consumer(bootstrap_servers=servers, request_timeout_ms=23_456) as consumer:
+        assert await consumer.end_offsets([tp]) == {tp: 0}
+    assert {(version, request.timeout_ms) for version, request in sent} == {(11, 23_456)}
