@@ -1011,6 +1011,8 @@ class Admin:
             topics=[
                 m_list_offsets.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
             ],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 fails at once.
+            timeout_ms=self._timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0
@@ -1073,7 +1075,7 @@ class Admin:
     ) -> dict[AclBinding, AclResult]:
         """Create ACL bindings (through any broker: the controller applies them).
 
-        Needs an authorizer on the cluster; without one each result carries
+        Needs an authorizer on the cluster; without one each binding fails with
         :class:`~aiokafkawire.errors.SecurityDisabledError`.
         """
         self._check()
@@ -1151,7 +1153,10 @@ class Admin:
     async def delete_acls(
         self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
     ) -> dict[AclBindingFilter, DeleteAclsResult]:
-        """Delete every ACL binding matching each filter; returns what each filter deleted."""
+        """Delete every ACL binding matching each filter; returns what each filter deleted.
+
+        A filter fails with its own error or the first error of deleting a binding it matched.
+        """
         self._check()
         wanted = list(dict.fromkeys(filters))
         if not wanted:
@@ -1202,16 +1207,17 @@ class Admin:
             results[flt] = DeleteAclsResult(
                 flt, matches, _error(answer.error_code, answer.error_message)
             )
-        return _item_results("delete_acls", results, raise_on_error)
+        return _item_results("delete_acls", results, raise_on_error, DeleteAclsResult.first_error)
 
     # ---------------------------------------------------------------- SCRAM credentials
 
     async def describe_user_scram_credentials(
-        self, users: Iterable[str] | None = None
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
     ) -> dict[str, UserScramCredentials]:
         """The SCRAM mechanisms and iteration counts of ``users`` (every user by default).
 
-        A user without credentials reports :class:`~aiokafkawire.errors.ResourceNotFoundError`.
+        A named user without credentials fails with
+        :class:`~aiokafkawire.errors.ResourceNotFoundError`.
         """
         self._check()
         names = None if users is None else list(dict.fromkeys(users))
@@ -1222,7 +1228,7 @@ class Admin:
         errors.raise_for_code(
             response.error_code, response.error_message or "DescribeUserScramCredentials"
         )
-        return {
+        results = {
             r.user: UserScramCredentials(
                 r.user,
                 tuple(
@@ -1233,6 +1239,7 @@ class Admin:
             )
             for r in response.results
         }
+        return _item_results("describe_user_scram_credentials", results, raise_on_error)
 
     async def alter_user_scram_credentials(
         self,
@@ -1483,9 +1490,12 @@ class Admin:
     # ---------------------------------------------------------------- log directories
 
     async def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None
+        self, brokers: Iterable[int] | None = None, *, raise_on_error: bool = True
     ) -> dict[int, dict[str, LogDirDescription]]:
-        """Each broker's log directories: error, space, and the size of each replica in them."""
+        """Each broker's log directories: error, space, and the size of each replica in them.
+
+        A broker fails with the error of its first failed (e.g. offline) log directory.
+        """
         self._check()
         metadata = await self._cluster.refresh_metadata()
         node_ids = list(metadata.brokers) if brokers is None else list(dict.fromkeys(brokers))
@@ -1513,7 +1523,13 @@ class Admin:
             }
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
-        return dict(zip(node_ids, answers, strict=True))
+        results = dict(zip(node_ids, answers, strict=True))
+        return _item_results(
+            "describe_log_dirs",
+            results,
+            raise_on_error,
+            lambda dirs: next((d.error for d in dirs.values() if d.error is not None), None),
+        )
 
 
 _COORDINATOR_ERRORS = frozenset(
@@ -1704,7 +1720,13 @@ class DeleteAclsResult:
     @property
     def ok(self) -> bool:
         """True when the filter and every deletion it made succeeded."""
-        return self.error is None and all(d.error is None for d in self.deleted)
+        return self.first_error() is None
+
+    def first_error(self) -> errors.KafkaError | None:
+        """The filter's error, else the first error of deleting a binding it matched."""
+        if self.error is not None:
+            return self.error
+        return next((d.error for d in self.deleted if d.error is not None), None)
 
 
 class ScramMechanism(enum.IntEnum):

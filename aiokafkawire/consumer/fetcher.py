@@ -680,6 +680,9 @@ class Fetcher:
         request = ListOffsetsRequest(
             replica_id=-1,
             topics=[ListOffsetsTopic(name=t, partitions=p) for t, p in topics.items()],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 would fail
+            # such lookups at once.  Dropped by older versions.
+            timeout_ms=self._config.request_timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if self._config.read_committed else 0
