@@ -1,0 +1,378 @@
+"""Faults on a real 3-broker Apache Kafka cluster: nothing lost, nothing duplicated, nothing stuck.
+
+Topics have replication factor 3 and ``min.insync.replicas=2``; producers are idempotent with
+``acks="all"``.  Each test reads the log back with our consumer and with confluent-kafka and
+checks, per partition: every acknowledged record present exactly once, in send order; every
+delivery handle resolved (here: delivered, as the cluster keeps a majority) within
+``delivery_timeout_ms``.  One cluster serves the module; each test starts from a healthy cluster
+(all nodes up, every partition in sync) and leaves it so.
+
+The figures (records, lost, duplicated, longest stall) are printed; ``-s`` shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+
+import pytest
+from _faults_helpers import (
+    FAULT_CLUSTER_CONFIG,
+    DeliveryLog,
+    check_log,
+    create_replicated_topic,
+    leaders,
+    read_with_librdkafka,
+    read_with_our_consumer,
+    value_of,
+    wait_until_healthy,
+)
+from _producer_helpers import unique_topic
+
+from aiokafkawire import Admin, Consumer, Producer, errors
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.net.connection import ConnectionConfig
+from aiokafkawire.protocol.messages import MetadataRequest
+from aiokafkawire.structs import TopicPartition
+from aiokafkawire.testing import KafkaCluster
+from aiokafkawire.testing._errors import BrokerUnavailableError
+from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+DELIVERY_TIMEOUT_MS = 60_000
+REQUEST_TIMEOUT_MS = 3_000
+# Slack on delivery_timeout_ms for a handle's resolution: the expiry is checked by the sender's
+# passes, and the machine is shared.
+RESOLUTION_SLACK = 3.0
+
+
+@pytest.fixture(scope="module")
+def fault_cluster() -> Iterator[KafkaCluster]:
+    """Three Kafka nodes (brokers and KRaft voters) shared by this module's tests."""
+    cluster = KafkaCluster(brokers=3, config=FAULT_CLUSTER_CONFIG)
+    try:
+        cluster.start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable("Apache Kafka (3 brokers)", exc)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def producer_options() -> dict[str, object]:
+    return {
+        "acks": "all",
+        "enable_idempotence": True,
+        "linger_ms": 5,
+        "batch_size": 16_384,
+        "request_timeout_ms": REQUEST_TIMEOUT_MS,
+        "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
+        "retry_backoff_ms": 50,
+        "metadata_max_age_ms": 5_000,
+        "reconnect_backoff_ms": 50,
+        "reconnect_backoff_max_ms": 500,
+    }
+
+
+async def produce_stream(
+    bootstrap: str,
+    topic: str,
+    stream: int,
+    count: int,
+    log: DeliveryLog,
+    progress: list[int],
+    *,
+    keys: int = 9,
+    window: int = 2_000,
+    rate: float | None = None,
+) -> None:
+    """Send ``count`` records of one stream; at most about ``window`` undecided at a time.
+
+    The window makes sending follow the cluster's pace, and ``rate`` (records per second)
+    spreads the sending over time, so that faults, and recoveries, happen while records are
+    being sent rather than after everything was queued.
+    """
+    async with Producer(bootstrap_servers=bootstrap, **producer_options()) as producer:
+        assert producer.idempotent
+        handles = []
+        started = time.monotonic()
+        for seq in range(count):
+            if rate is not None and seq % 500 == 0:
+                ahead = started + seq / rate - time.monotonic()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+            # Keys spread records unevenly over the partitions: one is the busiest.
+            handle = await producer.send(topic, value_of(stream, seq), key=b"k%d" % (seq % keys))
+            log.track(handle, stream, seq)
+            handles.append(handle)
+            progress[0] += 1
+            if seq >= window and seq % 500 == 0:
+                with contextlib.suppress(errors.KafkaError):
+                    await handles[seq - window]  # its error, if any, is checked at the end
+        await producer.flush(timeout=DELIVERY_TIMEOUT_MS / 1000 + 30)
+
+
+async def wait_progress(progress: list[int], target: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while progress[0] < target:
+        assert time.monotonic() < deadline, f"sending stuck at {progress[0]} < {target}"
+        await asyncio.sleep(0.01)
+
+
+async def check_delivery_and_logs(
+    cluster: KafkaCluster, topic: str, log: DeliveryLog, expected: int, label: str
+) -> None:
+    """Everything resolved in time and delivered; both readers find it exactly once, in order."""
+    assert len(log.sent) == expected
+    assert not log.pending(), f"{len(log.pending())} handles never resolved"
+    failures = log.failures()
+    assert not failures, f"{len(failures)} records failed: {list(failures.items())[:3]}"
+    assert log.slowest_batch <= DELIVERY_TIMEOUT_MS / 1000 + RESOLUTION_SLACK, log.slowest_batch
+    acknowledged = log.acknowledged()
+    ours = check_log(await read_with_our_consumer(cluster.bootstrap_servers, topic), acknowledged)
+    theirs = check_log(
+        await read_with_librdkafka(cluster.bootstrap_servers, topic, expected), acknowledged
+    )
+    print(
+        f"\n[{label}] records sent {expected}, acknowledged {len(acknowledged)}, "
+        f"lost {len(ours.lost)}, duplicated {len(ours.duplicated)}, "
+        f"longest stall {log.longest_stall():.2f}s, slowest batch {log.slowest_batch:.2f}s, "
+        f"most attempts {log.attempts()}"
+    )
+    assert ours.clean, "our consumer: " + ours.summary()
+    assert theirs.clean, "confluent-kafka: " + theirs.summary()
+    assert ours.records == theirs.records == expected
+
+
+# ----------------------------------------------------------------------------- kill the leader
+
+
+KILL_RECORDS = 200_000
+STREAMS = 3
+# About 24 s of sending: the kill at a quarter, the restart ~4 s later, the node back (~10 s to
+# start) while records are still being sent.
+KILL_RATE_PER_STREAM = KILL_RECORDS / STREAMS / 24
+
+
+async def test_killing_the_busiest_leader_mid_run_loses_and_duplicates_nothing(
+    fault_cluster: KafkaCluster,
+) -> None:
+    cluster = fault_cluster
+    bootstrap = cluster.bootstrap_servers
+    topic = unique_topic("kill-leader")
+    await create_replicated_topic(bootstrap, topic, partitions=6)
+    await wait_until_healthy(cluster, [topic])
+    log = DeliveryLog()
+    progress = [0]
+    per_stream = KILL_RECORDS // STREAMS
+    total = per_stream * STREAMS
+    senders = [
+        asyncio.create_task(
+            produce_stream(
+                bootstrap, topic, s, per_stream, log, progress, rate=KILL_RATE_PER_STREAM
+            )
+        )
+        for s in range(STREAMS)
+    ]
+    try:
+        await wait_progress(progress, total // 4)
+        sent_to: dict[int, int] = {}
+        for handle in list(log.sent.values()):
+            sent_to[handle.partition] = sent_to.get(handle.partition, 0) + 1
+        busiest = max(sent_to, key=lambda p: sent_to[p])
+        victim = (await leaders(bootstrap, topic))[busiest]
+        cluster.kill_broker(victim)
+        killed_at = time.monotonic()
+        acked_before_kill = len(log.completions)
+        # Long enough down for the controller to fence it and move its leaderships.
+        await asyncio.sleep(4)
+        assert progress[0] < total, "all sent before the restart: lower KILL_RATE_PER_STREAM"
+        await asyncio.to_thread(cluster.start_broker, victim)  # while the senders go on
+        restarted_at = time.monotonic()
+        back_while_sending = progress[0] < total
+        await asyncio.gather(*senders)
+    finally:
+        for task in senders:
+            task.cancel()
+        await asyncio.gather(*senders, return_exceptions=True)
+    assert len(log.completions) > acked_before_kill, "nothing acknowledged after the kill"
+    assert log.attempts() >= 2, "no batch needed a retry: the kill hit nothing"
+    print(
+        f"\n[kill leader] node {victim} (leader of the busiest partition) killed at "
+        f"{killed_at - log.started:.1f}s, back at {restarted_at - log.started:.1f}s "
+        f"{'while records were still being sent' if back_while_sending else 'after sending'}"
+    )
+    await check_delivery_and_logs(cluster, topic, log, total, "kill leader")
+    await wait_until_healthy(cluster, [topic])
+
+
+# ----------------------------------------------------------------------------- pause a broker
+
+
+PAUSE_RECORDS = 60_000
+PAUSE_SECONDS = REQUEST_TIMEOUT_MS / 1000 + 5
+
+
+async def test_a_paused_broker_times_out_typed_the_client_follows_new_leaders_no_duplicates(
+    fault_cluster: KafkaCluster,
+) -> None:
+    cluster = fault_cluster
+    bootstrap = cluster.bootstrap_servers
+    topic = unique_topic("pause")
+    await create_replicated_topic(bootstrap, topic, partitions=6)
+    await wait_until_healthy(cluster, [topic])
+    log = DeliveryLog()
+    progress = [0]
+    per_stream = PAUSE_RECORDS // STREAMS
+    total = per_stream * STREAMS
+    before = await leaders(bootstrap, topic)
+    victim = before[0]
+    led_by_victim = {p for p, leader in before.items() if leader == victim}
+    probe = Cluster(bootstrap, ConnectionConfig(request_timeout_ms=REQUEST_TIMEOUT_MS))
+    await probe.start()
+    probe_connection = await probe.connection(victim)
+    senders = [
+        asyncio.create_task(produce_stream(bootstrap, topic, s, per_stream, log, progress))
+        for s in range(STREAMS)
+    ]
+    try:
+        await wait_progress(progress, total // 4)
+        cluster.pause_broker(victim)
+        paused_at = time.monotonic()
+        try:
+            # A request to the frozen broker: a typed timeout, after request_timeout_ms.
+            started = time.monotonic()
+            with pytest.raises(errors.KafkaTimeoutError):
+                await asyncio.wait_for(
+                    probe_connection.send(MetadataRequest(topics=[])),
+                    REQUEST_TIMEOUT_MS / 1000 + 10,
+                )
+            waited = time.monotonic() - started
+            assert REQUEST_TIMEOUT_MS / 1000 * 0.9 <= waited <= REQUEST_TIMEOUT_MS / 1000 + 2
+            await asyncio.sleep(max(0.0, paused_at + PAUSE_SECONDS - time.monotonic()))
+            # While it was frozen, the partitions it led got new leaders and records there.
+            during = await leaders(bootstrap, topic)
+            acked_during_pause = {
+                handle.partition
+                for handle in list(log.sent.values())
+                if handle.done()
+                and handle.exception() is None
+                and handle._batch.created > paused_at
+            }
+        finally:
+            cluster.resume_broker(victim)
+        await asyncio.gather(*senders)
+    finally:
+        for task in senders:
+            task.cancel()
+        await asyncio.gather(*senders, return_exceptions=True)
+        await probe.close()
+    assert all(during[p] != victim for p in led_by_victim), (victim, during)
+    assert led_by_victim & acked_during_pause, "no record reached the new leaders in the pause"
+    await check_delivery_and_logs(cluster, topic, log, total, "pause broker")
+    await wait_until_healthy(cluster, [topic])
+
+
+# ----------------------------------------------------------------------------- the coordinator
+
+
+SESSION_TIMEOUT_MS = 10_000
+
+
+async def test_a_group_survives_the_death_of_its_coordinator(fault_cluster: KafkaCluster) -> None:
+    cluster = fault_cluster
+    bootstrap = cluster.bootstrap_servers
+    topic = unique_topic("coordinator")
+    group = unique_topic("group")
+    await create_replicated_topic(bootstrap, topic, partitions=6)
+    await wait_until_healthy(cluster, [topic])
+    received: dict[int, list[tuple[float, bytes | None]]] = {0: [], 1: [], 2: []}
+    stop = asyncio.Event()
+
+    async def member(index: int, consumer: Consumer) -> None:
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=200)
+            now = time.monotonic()
+            for records in batch.values():
+                received[index].extend((now, r.value) for r in records)
+
+    async def feed(producer: Producer) -> None:
+        seq = 0
+        while not stop.is_set():
+            await producer.send(topic, value_of(9, seq), key=b"k%d" % seq)
+            seq += 1
+            await asyncio.sleep(0.002)
+
+    consumers = [
+        Consumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=1_000,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            auto_commit_interval_ms=500,
+            partition_assignment_strategy=("range",),
+        )
+        for _ in range(3)
+    ]
+    tasks: list[asyncio.Task[None]] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for consumer in consumers:
+            await stack.enter_async_context(consumer)
+        producer = await stack.enter_async_context(
+            Producer(bootstrap_servers=bootstrap, **producer_options())
+        )
+        tasks = [asyncio.create_task(member(i, c)) for i, c in enumerate(consumers)]
+        tasks.append(asyncio.create_task(feed(producer)))
+        try:
+            before = await stable_assignment(consumers, 6)
+            async with Admin(bootstrap_servers=bootstrap) as admin:
+                coordinator = (await admin.describe_groups([group]))[group].coordinator
+            assert coordinator in cluster.broker_ids
+            await asyncio.sleep(1.0)  # commits and heartbeats flowing
+            cluster.kill_broker(coordinator)
+            killed_at = time.monotonic()
+            # Every member gets records produced after the kill, within the session timeout.
+            deadline = killed_at + SESSION_TIMEOUT_MS / 1000 + 20
+            resumed: dict[int, float] = {}
+            while len(resumed) < 3 and time.monotonic() < deadline:
+                for index, got in received.items():
+                    if index not in resumed and any(t > killed_at + 0.5 for t, _ in got):
+                        resumed[index] = next(t for t, _ in got if t > killed_at + 0.5) - killed_at
+                await asyncio.sleep(0.1)
+            async with Admin(bootstrap_servers=bootstrap) as admin:
+                moved_to = (await admin.describe_groups([group]))[group].coordinator
+            after = [c.assignment() for c in consumers]
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    slowest = max(resumed.values(), default=float("inf"))
+    print(
+        f"\n[coordinator] killed node {coordinator}, new coordinator {moved_to}, members resumed "
+        f"after {sorted(round(v, 2) for v in resumed.values())} s"
+    )
+    assert len(resumed) == 3, f"members that resumed: {resumed}"
+    assert slowest < SESSION_TIMEOUT_MS / 1000, f"resumed after {slowest:.1f}s"
+    assert moved_to != coordinator
+    assert after == before, "the assignment changed although no member left"
+    await wait_until_healthy(cluster, [topic])
+
+
+async def stable_assignment(
+    consumers: list[Consumer], partitions: int, timeout: float = 60
+) -> list[set[TopicPartition]]:
+    """Wait until the members' assignments cover all ``partitions`` once each; return them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assignments = [c.assignment() for c in consumers]
+        flat = [tp for a in assignments for tp in a]
+        if len(flat) == partitions and len(set(flat)) == partitions and all(assignments):
+            return assignments
+        assert time.monotonic() < deadline, f"no stable assignment: {assignments}"
+        await asyncio.sleep(0.2)
