@@ -236,9 +236,12 @@ class LogCheck:
 
 def check_log(
     log: dict[int, list[tuple[int, bytes | None]]],
-    acknowledged: dict[RecordId, tuple[int, int]],
+    acknowledged: dict[RecordId, tuple[int, int] | None],
 ) -> LogCheck:
-    """Every acknowledged record exactly once, where acknowledged, each stream in send order."""
+    """Every acknowledged record exactly once, where acknowledged, each stream in send order.
+
+    An acknowledgement without a position (None) only asks for the record to be somewhere.
+    """
     copies: dict[RecordId, int] = defaultdict(int)
     out_of_order: list[str] = []
     misplaced: list[str] = []

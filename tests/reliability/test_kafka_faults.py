@@ -32,6 +32,7 @@ from _faults_helpers import (
 from _producer_helpers import unique_topic
 
 from aiokafkawire import Admin, Consumer, Producer, errors
+from aiokafkawire.admin import OffsetSpec
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.protocol.messages import MetadataRequest
@@ -376,3 +377,225 @@ async def stable_assignment(
             return assignments
         assert time.monotonic() < deadline, f"no stable assignment: {assignments}"
         await asyncio.sleep(0.2)
+
+
+# ----------------------------------------------------------------------------- rolling restart
+
+
+ROLL_INPUT = 30_000
+ROLL_INPUT_SECONDS = 40  # about as long as the rolling restart of three nodes takes here
+SERVICE_INSTANCES = 3
+
+
+class OffsetWatch:
+    """Polls a group's committed offsets; records any that moved backwards."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.bootstrap = bootstrap
+        self.group = group
+        self.last: dict[TopicPartition, int] = {}
+        self.backwards: list[str] = []
+        self.polls = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        async with Admin(bootstrap_servers=self.bootstrap, request_timeout_ms=2_000) as admin:
+            while not stop.is_set():
+                with contextlib.suppress(errors.KafkaError, asyncio.TimeoutError):
+                    offsets = await asyncio.wait_for(admin.list_group_offsets(self.group), 5)
+                    self.polls += 1
+                    for tp, committed in offsets.items():
+                        offset = committed.offset
+                        if offset < 0:
+                            continue
+                        previous = self.last.get(tp)
+                        if previous is not None and offset < previous:
+                            self.backwards.append(f"{tp}: {previous} -> {offset}")
+                        self.last[tp] = max(offset, previous or 0)
+                await asyncio.sleep(0.3)
+
+
+async def transform_service(
+    bootstrap: str,
+    in_topic: str,
+    out_topic: str,
+    group: str,
+    instance: int,
+    stop: asyncio.Event,
+    stats: dict[str, int],
+    last_errors: dict[int, str],
+    assignments: dict[int, Consumer],
+) -> None:
+    """Consume-transform-produce, exactly once: records and offsets in one transaction.
+
+    On any error the transaction is aborted and the positions go back to the committed offsets
+    (the standard loop); a fenced producer is replaced.
+    """
+    consumer = Consumer(
+        in_topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=1_000,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        max_poll_records=500,
+    )
+
+    def new_producer() -> Producer:
+        return Producer(
+            bootstrap_servers=bootstrap,
+            transactional_id=f"{group}-{instance}",
+            **{k: v for k, v in producer_options().items() if k != "enable_idempotence"},
+        )
+
+    assignments[instance] = consumer
+    async with consumer:
+        producer = new_producer()
+        await producer.start()
+        try:
+            while not stop.is_set():
+                batch = await consumer.getmany(timeout_ms=200)
+                if not batch:
+                    continue
+                try:
+                    await producer.begin_transaction()
+                    for records in batch.values():
+                        for record in records:
+                            await producer.send(out_topic, record.value, key=record.key)
+                    await producer.send_offsets_to_transaction(
+                        {tp: records[-1].offset + 1 for tp, records in batch.items()},
+                        group_metadata=consumer.group_metadata(),
+                    )
+                    await producer.commit_transaction()
+                    stats["committed"] += 1
+                    stats[f"committed-{instance}"] = stats.get(f"committed-{instance}", 0) + 1
+                except errors.KafkaError as exc:
+                    stats["aborted"] += 1
+                    last_errors[instance] = repr(exc)
+                    if isinstance(exc, errors.ProducerFencedClientError):
+                        await producer.close(flush=False)
+                        producer = new_producer()
+                        await producer.start()
+                    else:
+                        with contextlib.suppress(errors.KafkaError):
+                            await producer.abort_transaction()
+                    await rewind(consumer)
+        finally:
+            await producer.close(flush=False)
+
+
+async def rewind(consumer: Consumer) -> None:
+    """Back to the committed offsets (the beginning where none is committed), retrying."""
+    for _ in range(50):
+        try:
+            committed = await consumer.seek_to_committed()
+            fresh = [tp for tp, offset in committed.items() if offset is None]
+            if fresh:
+                await consumer.seek_to_beginning(*fresh)
+            return
+        except errors.KafkaError:
+            await asyncio.sleep(0.2)
+    raise AssertionError("could not rewind to the committed offsets")
+
+
+async def test_a_rolling_restart_under_a_group_and_a_transactional_service_is_exactly_once(
+    fault_cluster: KafkaCluster,
+) -> None:
+    cluster = fault_cluster
+    bootstrap = cluster.bootstrap_servers
+    in_topic, out_topic = unique_topic("roll-in"), unique_topic("roll-out")
+    group = unique_topic("roll-group")
+    for topic in (in_topic, out_topic):
+        await create_replicated_topic(bootstrap, topic, partitions=6)
+    await wait_until_healthy(cluster, [in_topic, out_topic])
+    log = DeliveryLog()
+    progress = [0]
+    stop = asyncio.Event()
+    stats = {"committed": 0, "aborted": 0}
+    last_errors: dict[int, str] = {}
+    members: dict[int, Consumer] = {}
+    watch = OffsetWatch(bootstrap, group)
+    feeder = asyncio.create_task(
+        produce_stream(
+            bootstrap, in_topic, 0, ROLL_INPUT, log, progress, rate=ROLL_INPUT / ROLL_INPUT_SECONDS
+        )
+    )
+    services = [
+        asyncio.create_task(
+            transform_service(
+                bootstrap, in_topic, out_topic, group, i, stop, stats, last_errors, members
+            )
+        )
+        for i in range(SERVICE_INSTANCES)
+    ]
+    watcher = asyncio.create_task(watch.run(stop))
+    roll_started = time.monotonic()
+    try:
+        await wait_progress(progress, ROLL_INPUT // 10)
+        for node_id in cluster.broker_ids:
+            await asyncio.to_thread(cluster.stop_broker, node_id)
+            await asyncio.to_thread(cluster.start_broker, node_id)
+            await wait_until_healthy(cluster, [in_topic, out_topic, "__transaction_state"])
+        roll_seconds = time.monotonic() - roll_started
+        await feeder
+        # The service catches up: its committed offsets reach the input's end offsets.
+        async with Admin(bootstrap_servers=bootstrap) as admin:
+            info = (await admin.describe_topics([in_topic]))[in_topic]
+            tps = [TopicPartition(in_topic, p) for p in info.partition_ids]
+            ends = await admin.list_offsets({tp: OffsetSpec.latest() for tp in tps})
+            deadline = time.monotonic() + 90
+            while True:
+                committed = await admin.list_group_offsets(group)
+                lag = {
+                    tp: ends[tp].offset - (committed[tp].offset if tp in committed else 0)
+                    for tp in tps
+                }
+                if all(v <= 0 for v in lag.values()):
+                    break
+                for task in services:
+                    if task.done():
+                        task.result()  # a service that died: its error
+                if time.monotonic() > deadline:
+                    state = {
+                        i: (sorted(tp.partition for tp in c.assignment()), c.state)
+                        for i, c in members.items()
+                    }
+                    raise AssertionError(
+                        f"the service did not catch up: lag {lag}; {stats}; members {state}; "
+                        f"last errors {last_errors}"
+                    )
+                await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        feeder.cancel()
+        await asyncio.gather(feeder, return_exceptions=True)
+        outcomes = await asyncio.gather(*services, watcher, return_exceptions=True)
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failures, failures
+    await check_delivery_and_logs(cluster, in_topic, log, ROLL_INPUT, "rolling restart, input")
+    expected: dict[tuple[int, int], tuple[int, int] | None] = {
+        record: None for record in log.acknowledged()
+    }
+    ours = check_log(
+        await read_with_our_consumer(bootstrap, out_topic, isolation_level="read_committed"),
+        expected,
+    )
+    theirs = check_log(
+        await read_with_librdkafka(
+            bootstrap, out_topic, ROLL_INPUT, isolation_level="read_committed"
+        ),
+        expected,
+    )
+    print(
+        f"\n[rolling restart] {roll_seconds:.1f}s for 3 nodes; {stats['committed']} transactions "
+        f"committed, {stats['aborted']} aborted; output (read_committed) {ours.records} records "
+        f"for {ROLL_INPUT} input, lost {len(ours.lost)}, duplicated {len(ours.duplicated)}; "
+        f"committed offsets polled {watch.polls} times, backwards {len(watch.backwards)}"
+    )
+    assert ours.clean, "our consumer: " + ours.summary()
+    assert theirs.clean, "confluent-kafka: " + theirs.summary()
+    assert ours.records == theirs.records == ROLL_INPUT
+    assert watch.polls >= 10
+    assert not watch.backwards, watch.backwards
