@@ -528,7 +528,9 @@ class Fetcher:
         """After a leader change, check the log was not truncated below our position (KIP-320)."""
         subs = self._subs
         pending = [
-            tp for tp, st in subs.assignment.items() if st.awaiting_validation and st.position
+            tp
+            for tp, st in subs.assignment.items()
+            if st.awaiting_validation and st.position is not None
         ]
         for st in subs.assignment.values():
             if st.awaiting_validation and st.position is None:
@@ -902,6 +904,7 @@ class Fetcher:
             return self._partition_error(tp, state, code)
         if data.high_watermark >= 0:
             state.highwater = data.high_watermark
+            state.last_poll_ms = int(time.time() * 1000)
         lso = getattr(data, "last_stable_offset", -1)
         if lso >= 0:
             state.last_stable_offset = lso
