@@ -112,9 +112,16 @@ async def read_all(
     return records
 
 
-async def eventually(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    """Wait (bounded) for ``predicate``; fails the test on timeout."""
+async def eventually(
+    predicate: Callable[[], bool],
+    timeout: float = 30.0,
+    what: str = "",
+    state: Callable[[], object] | None = None,
+) -> None:
+    """Wait (bounded) for ``predicate``; fails the test on timeout, showing ``state()``."""
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
+        if time.monotonic() >= deadline:
+            shown = f"; state: {state()!r}" if state is not None else ""
+            raise AssertionError(f"timed out waiting for {what or predicate}{shown}")
         await asyncio.sleep(0.05)
