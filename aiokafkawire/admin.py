@@ -210,6 +210,9 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: Group configs (KIP-848/KIP-932: ``share.record.lock.duration.ms``,
+    #: ``share.auto.offset.reset``, ``share.delivery.count.limit``, ...); Kafka 4.0+.
+    GROUP = 32
 
 
 class AlterOp(enum.IntEnum):
@@ -227,6 +230,13 @@ class ConfigResource:
 
     type: ResourceType
     name: str
+
+
+def _config_target(resource: ConfigResource) -> int | None:
+    """The broker a config request about ``resource`` must go to (None: any broker)."""
+    if resource.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        return int(resource.name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -502,7 +512,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in resources:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -549,7 +559,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in changes:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
