@@ -19,6 +19,12 @@ from aiokafkawire import errors
 from aiokafkawire.client_config import split_common_options
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.consumer.share import admin as _share_admin
+from aiokafkawire.consumer.share.admin import (
+    ShareGroupDescription,
+    ShareGroupListing,
+    ShareGroupOffset,
+)
 from aiokafkawire.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -695,6 +701,47 @@ class Admin:
                     _error(group.error_code),
                 )
         return results
+
+    # ---------------------------------------------------------------- share groups (KIP-932)
+
+    async def list_share_groups(self) -> list[ShareGroupListing]:
+        """Every share group of the cluster (ListGroups filtered to the "share" type)."""
+        self._check()
+        return await _share_admin.list_share_groups(self._cluster)
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs, assignor and members (with their assignments) of share groups."""
+        self._check()
+        return await _share_admin.describe_share_groups(self._coordinator_call, group_ids)
+
+    async def list_share_group_offsets(
+        self, group_id: str, topics: Iterable[str] | None = None
+    ) -> dict[TopicPartition, ShareGroupOffset]:
+        """A share group's start offsets per partition (of ``topics``, or all it has)."""
+        self._check()
+        return await _share_admin.list_share_group_offsets(
+            self._coordinator_call, self._cluster, group_id, topics
+        )
+
+    async def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, errors.KafkaError | None]:
+        """Set a share group's start offsets (the group must have no members)."""
+        self._check()
+        return await _share_admin.alter_share_group_offsets(
+            self._coordinator_call, group_id, offsets
+        )
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str]
+    ) -> dict[str, errors.KafkaError | None]:
+        """Forget a share group's state for whole topics (the group must have no members)."""
+        self._check()
+        return await _share_admin.delete_share_group_offsets(
+            self._coordinator_call, group_id, topics
+        )
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, GroupResult]:
         """Delete empty groups; a non-empty group reports NonEmptyGroupError."""

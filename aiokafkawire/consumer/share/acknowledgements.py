@@ -114,9 +114,14 @@ class Acknowledgements:
         pending = self._pending.get(tp)
         for offset in range(first_offset, last_offset + 1):
             acquired[offset] = entry
-            if pending is not None:
-                # Acquired again: an acknowledgement of an older delivery no longer applies.
-                pending.pop(offset, None)
+            if pending:
+                # Acquired again before the acknowledgement of the older delivery went out: its
+                # lock had expired, so that acknowledgement no longer applies.
+                stale = pending.pop(offset, None)
+                if stale is not None and stale is not AcknowledgeType.GAP:
+                    self._expired.setdefault(tp, {})[offset] = stale
+        if pending is not None and not pending:
+            del self._pending[tp]
 
     def delivery_count(self, tp: TopicPartition, offset: int) -> int | None:
         """The delivery count of an acquired, unacknowledged offset (``None`` if not held)."""
@@ -144,10 +149,12 @@ class Acknowledgements:
     ) -> None:
         """Acknowledge one acquired offset (queued until the next request to its leader).
 
-        ``delivery_count`` names the delivery being acknowledged; an acknowledgement of an older
-        delivery of a record acquired again since is refused.  Raises
-        :class:`~aiokafkawire.errors.IllegalStateError` for an offset this consumer does not hold
-        (never delivered, already acknowledged, or delivered again since).
+        ``delivery_count`` names the delivery being acknowledged: acknowledging an older delivery
+        of a record acquired again since (its lock expired meanwhile) is reported as an
+        :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError` outcome, like any
+        acknowledgement made after the lock's deadline.  Raises
+        :class:`~aiokafkawire.errors.IllegalStateError` for an offset this consumer does not
+        hold (never delivered to it, or already acknowledged).
         """
         acquired = self._acquired.get(tp)
         entry = None if acquired is None else acquired.get(offset)
@@ -157,10 +164,8 @@ class Acknowledgements:
                 "(never delivered to it, or already acknowledged)"
             )
         if delivery_count is not None and delivery_count != entry.delivery_count:
-            raise errors.IllegalStateError(
-                f"{tp.topic}-{tp.partition} offset {offset}: delivery {delivery_count} is stale, "
-                f"the record was delivered again (delivery {entry.delivery_count})"
-            )
+            self._expired.setdefault(tp, {})[offset] = ack_type
+            return
         assert acquired is not None
         del acquired[offset]
         if not acquired:
