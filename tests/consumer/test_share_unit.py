@@ -108,6 +108,33 @@ def test_acquire_acknowledge_take() -> None:
     assert not acks.has_pending()
 
 
+def _share_records(offsets: list[int], delivery_count: int = 1) -> list[ShareRecord]:
+    return [
+        ShareRecord(TP.topic, TP.partition, o, 0, 0, None, b"", (), None, delivery_count)
+        for o in offsets
+    ]
+
+
+def test_accept_delivered_skips_records_already_acknowledged_or_delivered_again() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 30_000)
+    acks.acknowledge(TP, 1, R)
+    acks.acquire(TP, 2, 2, 2, 30_000)  # offset 2 came back: the handed-out delivery is stale
+    delivered = _share_records([0, 1, 2, 3])
+    assert acks.unacknowledged(TP, delivered) == [0, 3]
+    acks.accept_delivered(TP, delivered)
+    assert acks.unacknowledged(TP, delivered) == []
+    assert acks.take_pending() == {TP: {0: A, 1: R, 3: A}}
+    assert acks.held_offsets(TP) == [2]
+    acks.acquire(TP, 4, 4, 1, 1_000)
+    clock.now += 2
+    acks.accept_delivered(TP, _share_records([4]))
+    assert not acks.has_pending()
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {4: A}
+
+
 def test_acknowledge_twice_or_unknown_is_refused() -> None:
     acks = Acknowledgements(FakeClock())
     acks.acquire(TP, 0, 0, 1, 30_000)
@@ -303,12 +330,14 @@ async def test_drain_hands_out_in_order_and_wakes_the_loop_when_a_chunk_is_done(
     )
     wake = asyncio.Event()
     fetcher._wakes[1] = wake
-    fetcher._buffer.append(_Chunk(1, records))
+    fetcher._buffer.append(_Chunk(1, TP, records))
     fetcher._waiting_chunks[1] = 1
     fetcher._data_event.set()
-    assert [r.offset for r in fetcher.drain(3)] == [0, 1, 2]
+    [(tp, run)] = fetcher.drain(3)
+    assert tp == TP and [r.offset for r in run] == [0, 1, 2]
     assert not wake.is_set()
-    assert [r.offset for r in fetcher.drain(3)] == [3, 4]
+    [(tp, run)] = fetcher.drain(3)
+    assert [r.offset for r in run] == [3, 4]
     assert wake.is_set() and not fetcher.has_data()
 
 

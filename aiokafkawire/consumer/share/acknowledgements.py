@@ -17,13 +17,17 @@ pending acknowledgements out) and by the consumer (the application's acknowledge
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiokafkawire import errors
 from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafkawire.consumer.share.records import ShareRecord
 
 __all__ = ["AckBatch", "Acknowledgements", "build_batches"]
 
@@ -41,21 +45,30 @@ class AckBatch(NamedTuple):
 
 def build_batches(acks: Mapping[int, int]) -> list[AckBatch]:
     """Batches for ``{offset: type}``: ascending, non-overlapping, one per contiguous run."""
+    if not acks:
+        return []
+    offsets = list(acks)
+    # Acknowledgements are made in delivery order, so the offsets are nearly always ascending
+    # already; sort only when they are not.
+    if any(later < earlier for earlier, later in itertools.pairwise(offsets)):
+        offsets.sort()
     batches: list[AckBatch] = []
-    offsets = sorted(acks)
-    i = 0
-    n = len(offsets)
-    while i < n:
-        first = offsets[i]
-        j = i
-        while j + 1 < n and offsets[j + 1] == offsets[j] + 1:
-            j += 1
-        types = [int(acks[offsets[k]]) for k in range(i, j + 1)]
-        if all(t == types[0] for t in types):
-            batches.append(AckBatch(first, offsets[j], (types[0],)))
+    first = previous = offsets[0]
+    types = [int(acks[first])]
+    uniform = True
+    for offset in offsets[1:]:
+        ack_type = int(acks[offset])
+        if offset == previous + 1:
+            if uniform and ack_type != types[0]:
+                uniform = False
+            types.append(ack_type)
         else:
-            batches.append(AckBatch(first, offsets[j], tuple(types)))
-        i = j + 1
+            batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
+            first = offset
+            types = [ack_type]
+            uniform = True
+        previous = offset
+    batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
     return batches
 
 
@@ -174,6 +187,49 @@ class Acknowledgements:
             self._expired.setdefault(tp, {})[offset] = ack_type
         else:
             self._pending.setdefault(tp, {})[offset] = ack_type
+
+    def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
+        """ACCEPT every record of one partition still held in the delivery handed out
+        (implicit mode: the previous poll's records); records acknowledged already are skipped.
+
+        The bulk form of :meth:`acknowledge`, for the per-poll hot path.
+        """
+        acquired = self._acquired.get(tp)
+        if not acquired:
+            return
+        now = self._clock()
+        accept = AcknowledgeType.ACCEPT
+        pending = self._pending.setdefault(tp, {})
+        expired: dict[int, AcknowledgeType] | None = None
+        get = acquired.get
+        for record in records:
+            offset = record[2]
+            entry = get(offset)
+            if entry is None or entry[0] != record[9]:
+                continue
+            del acquired[offset]
+            if now >= entry[1]:
+                if expired is None:
+                    expired = self._expired.setdefault(tp, {})
+                expired[offset] = accept
+            else:
+                pending[offset] = accept
+        if not acquired:
+            del self._acquired[tp]
+        if not pending:
+            del self._pending[tp]
+
+    def unacknowledged(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> list[int]:
+        """The offsets of ``records`` (one partition) whose delivery is still held."""
+        acquired = self._acquired.get(tp)
+        if not acquired:
+            return []
+        out = []
+        for record in records:
+            entry = acquired.get(record[2])
+            if entry is not None and entry[0] == record[9]:
+                out.append(record[2])
+        return out
 
     def acknowledge_gaps(self, tp: TopicPartition, offsets: Iterable[int]) -> None:
         """GAP-acknowledge offsets of acquired ranges that held no record for the application."""

@@ -133,7 +133,8 @@ class ShareConsumer:
         self._membership: ShareMembership | None = None
         self._fetcher: ShareFetcher | None = None
         self._tasks = TaskSupervisor("share-consumer", self._callback_failed)
-        self._delivered: list[ShareRecord] = []
+        #: The records handed out by the last poll, as runs of one partition each.
+        self._delivered: list[tuple[TopicPartition, list[ShareRecord]]] = []
         self._iter_records: deque[ShareRecord] = deque()
         self._fatal: errors.KafkaError | None = None
         self._started = False
@@ -279,17 +280,14 @@ class ShareConsumer:
     def _begin_poll(self) -> None:
         """The start of a poll: settle the records handed out by the previous one."""
         if self._explicit:
-            left = [
-                r
-                for r in self._delivered
-                if self._acks.delivery_count(r.topic_partition, r.offset) == r.delivery_count
-            ]
-            if left:
-                raise errors.IllegalStateError(
-                    f"explicit acknowledgement mode: {len(left)} record(s) of the previous poll "
-                    f"are not acknowledged (first: {left[0].topic}-{left[0].partition}@"
-                    f"{left[0].offset}); acknowledge every record before polling again"
-                )
+            for tp, records in self._delivered:
+                left = self._acks.unacknowledged(tp, records)
+                if left:
+                    raise errors.IllegalStateError(
+                        f"explicit acknowledgement mode: record(s) of the previous poll are not "
+                        f"acknowledged (first: {tp.topic}-{tp.partition}@{left[0]}); acknowledge "
+                        "every record before polling again"
+                    )
             self._delivered = []
         else:
             self._accept_delivered()
@@ -301,11 +299,9 @@ class ShareConsumer:
             self._fetcher.wake_all()
 
     def _accept_delivered(self) -> None:
-        acks = self._acks
-        for record in self._delivered:
-            tp = record.topic_partition
-            if acks.delivery_count(tp, record.offset) == record.delivery_count:
-                acks.acknowledge(tp, record.offset, AcknowledgeType.ACCEPT, record.delivery_count)
+        accept = self._acks.accept_delivered
+        for tp, records in self._delivered:
+            accept(tp, records)
         self._delivered = []
 
     async def getmany(
@@ -325,12 +321,15 @@ class ShareConsumer:
         limit = max_records or self._max_poll_records
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            records = fetcher.drain(limit)
-            if records:
-                self._delivered = records
+            runs = fetcher.drain(limit)
+            if runs:
+                self._delivered = runs
                 out: dict[TopicPartition, list[ShareRecord]] = {}
-                for record in records:
-                    out.setdefault(record.topic_partition, []).append(record)
+                for tp, records in runs:
+                    if tp in out:
+                        out[tp] = out[tp] + records
+                    else:
+                        out[tp] = records
                 return out
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._closed:
@@ -352,13 +351,14 @@ class ShareConsumer:
         while not pending:
             if self._closed:
                 raise StopAsyncIteration
-            pending.extend(fetcher.drain(self._max_poll_records))
+            for _, records in fetcher.drain(self._max_poll_records):
+                pending.extend(records)
             if not pending:
                 await fetcher.wait_for_data(1.0)
                 if self._fatal is not None:
                     raise self._fatal
         record = pending.popleft()
-        self._delivered = [record]
+        self._delivered = [(record.topic_partition, [record])]
         return record
 
     # ----------------------------------------------------------------- acknowledging

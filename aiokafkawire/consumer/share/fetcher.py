@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -124,10 +125,11 @@ class ShareFetchConfig:
 class _Chunk:
     """The records of one partition from one ShareFetch answer, handed out progressively."""
 
-    __slots__ = ("index", "node_id", "records")
+    __slots__ = ("index", "node_id", "records", "tp")
 
-    def __init__(self, node_id: int, records: list[ShareRecord]) -> None:
+    def __init__(self, node_id: int, tp: TopicPartition, records: list[ShareRecord]) -> None:
         self.node_id = node_id
+        self.tp = tp
         self.records = records
         self.index = 0
 
@@ -220,15 +222,21 @@ class ShareFetcher:
         """Wait (bounded) until records are buffered."""
         return await wait_event(self._data_event, timeout)
 
-    def drain(self, max_records: int) -> list[ShareRecord]:
-        """Hand out up to ``max_records`` buffered records (oldest answers first)."""
-        out: list[ShareRecord] = []
-        while self._buffer and len(out) < max_records:
+    def drain(self, max_records: int) -> list[tuple[TopicPartition, list[ShareRecord]]]:
+        """Hand out up to ``max_records`` buffered records (oldest answers first), as runs of
+        one partition each: ``[(partition, records), ...]``."""
+        out: list[tuple[TopicPartition, list[ShareRecord]]] = []
+        taken = 0
+        while self._buffer and taken < max_records:
             chunk = self._buffer[0]
-            want = max_records - len(out)
-            part = chunk.records[chunk.index : chunk.index + want]
+            want = max_records - taken
+            if chunk.index == 0 and len(chunk.records) <= want:
+                part = chunk.records
+            else:
+                part = chunk.records[chunk.index : chunk.index + want]
             chunk.index += len(part)
-            out.extend(part)
+            taken += len(part)
+            out.append((chunk.tp, part))
             if chunk.index >= len(chunk.records):
                 self._buffer.popleft()
                 self._chunk_done(chunk.node_id)
@@ -256,7 +264,7 @@ class ShareFetcher:
                 kept.append(chunk)
                 continue
             for record in chunk.records[chunk.index :]:
-                self._acks.forget_offset(record.topic_partition, record.offset)
+                self._acks.forget_offset(chunk.tp, record.offset)
         self._buffer = kept
         self._waiting_chunks[node_id] = 0
         if not kept:
@@ -512,7 +520,7 @@ class ShareFetcher:
                 if part.acquired_records:
                     records = self._delivered(tp, part.records, part.acquired_records, lock_ms)
                     if records:
-                        chunks.append(_Chunk(node, records))
+                        chunks.append(_Chunk(node, tp, records))
         for tp, sent in acks.items():
             if tp not in answered:
                 outcomes.append(AcknowledgementOutcome(tp, dict(sent), None))
@@ -584,26 +592,31 @@ class ShareFetcher:
         config = self._config
         out: list[ShareRecord] = []
         if raw:
-            first_wanted = ranges[0][0]
-            index = 0
-            first, last, count = ranges[0]
+            lowest, highest = ranges[0][0], ranges[-1][1]
+            decoded: list[Any] = []
             for batch in iter_batches(raw, check_crcs=config.check_crcs):
-                if batch.last_offset < first_wanted or batch.magic != 2:
+                if batch.last_offset < lowest or batch.magic != 2:
                     continue
-                for record in batch.consumer_records(
-                    ConsumerRecord,
-                    topic,
-                    partition,
-                    first_wanted,
-                    config.key_deserializer,
-                    config.value_deserializer,
-                ):
-                    offset = record[2]
-                    while offset > last and index + 1 < len(ranges):
-                        index += 1
-                        first, last, count = ranges[index]
-                    if first <= offset <= last:
-                        out.append(_new(ShareRecord, (*record, count)))
+                decoded.extend(
+                    batch.consumer_records(
+                        ConsumerRecord,
+                        topic,
+                        partition,
+                        lowest,
+                        config.key_deserializer,
+                        config.value_deserializer,
+                    )
+                )
+            # Each record becomes a ShareRecord: its nine fields and its range's delivery count.
+            if len(ranges) == 1:
+                tail = (ranges[0][2],)
+                out = [_new(ShareRecord, r + tail) for r in decoded if r[2] <= highest]
+            else:
+                offsets = [r[2] for r in decoded]
+                for first, last, count in ranges:
+                    tail = (count,)
+                    run = decoded[bisect_left(offsets, first) : bisect_right(offsets, last)]
+                    out.extend([_new(ShareRecord, r + tail) for r in run])
         if len(out) < sum(last - first + 1 for first, last, _ in ranges):
             delivered = {record.offset for record in out}
             acks.acknowledge_gaps(
