@@ -10,6 +10,7 @@ client's ``ResourceType.GROUP`` configs, as an application would.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import signal
 import sys
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _consumer_helpers import produce_values
+from _consumer_helpers import produce_values, wait_until
 
 from aiokafkawire import Admin, NewTopic, errors
 from aiokafkawire.admin import ConfigResource, ResourceType
@@ -354,6 +355,38 @@ async def test_records_of_a_killed_consumer_are_redelivered_after_the_lock_timeo
     assert sorted(_values(redelivered)) == sorted(str(i).encode() for i in range(10))
     assert {r.delivery_count for r in redelivered} == {2}
     assert time.monotonic() - killed_at < 30
+
+
+# ------------------------------------------------------------------ the example service
+
+
+async def test_work_queue_example_retries_by_release_and_rejects(
+    share_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REPO_ROOT / "examples" / "work_queue.py"
+    spec = importlib.util.spec_from_file_location("work_queue", path)
+    assert spec is not None and spec.loader is not None
+    work_queue = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "work_queue", work_queue)  # its dataclass looks itself up
+    spec.loader.exec_module(work_queue)
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = _name("jobs"), _name("workers")
+    await work_queue.prepare(bootstrap, topic, group, from_beginning=True)
+    await work_queue.enqueue(bootstrap, topic, 50)
+    stop = asyncio.Event()
+    tally = work_queue.Tally()
+    service = asyncio.create_task(
+        work_queue.run_service(bootstrap, topic, group, workers=3, stop=stop, tally=tally)
+    )
+    try:
+        await wait_until(lambda: len(tally.done) + len(tally.rejected) >= 50, timeout=60)
+    finally:
+        stop.set()
+        await service
+    assert sorted(job for job, _ in tally.done) == sorted(str(i) for i in range(50) if i % 25 != 24)
+    assert sorted(tally.rejected) == [("24", 1), ("49", 1)]
+    assert sorted(tally.retried) == [("19", 1), ("29", 1), ("39", 1), ("9", 1)]
+    assert {count for job, count in tally.done if job in {"9", "19", "29", "39"}} == {2}
 
 
 # ------------------------------------------------------------------ with other clients
