@@ -119,7 +119,7 @@ def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) 
         try:
             consumer.subscribe([topic])
             while not done.is_set():
-                messages = consumer.poll(0.1) or []
+                messages: list[Any] = consumer.poll(0.1) or []
                 good = 0
                 for message in messages:
                     if message.error() is not None:
@@ -173,7 +173,9 @@ def _result(
 def worker(args: argparse.Namespace) -> None:
     """One measured run (child process): prints one JSON line."""
     if args.worker == "aiokafkawire":
-        result = asyncio.run(_ours(args.bootstrap, args.topic, args.group, args.records, args.ack_mode))
+        result = asyncio.run(
+            _ours(args.bootstrap, args.topic, args.group, args.records, args.ack_mode)
+        )
     else:
         result = _confluent(args.bootstrap, args.topic, args.group, args.records, args.ack_mode)
     print(json.dumps(result), flush=True)

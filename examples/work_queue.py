@@ -177,8 +177,9 @@ async def prepare(bootstrap: str, topic: str, group: str, from_beginning: bool) 
         if from_beginning:
             resource = ConfigResource(ResourceType.GROUP, group)
             altered = await admin.alter_configs({resource: {"share.auto.offset.reset": "earliest"}})
-            if altered[resource].error is not None:
-                raise altered[resource].error
+            error = altered[resource].error
+            if error is not None:
+                raise error
 
 
 async def main() -> None:
