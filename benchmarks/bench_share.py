@@ -119,7 +119,7 @@ def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) 
         try:
             consumer.subscribe([topic])
             while not done.is_set():
-                messages: list[Any] = consumer.poll(0.1) or []
+                messages = list(consumer.poll(0.1) or [])
                 good = 0
                 for message in messages:
                     if message.error() is not None:
