@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import signal
 import sys
@@ -389,6 +390,45 @@ async def test_work_queue_example_retries_by_release_and_rejects(
     assert {count for job, count in tally.done if job in {"9", "19", "29", "39"}} == {2}
 
 
+# ------------------------------------------------------------------ the command line
+
+
+async def test_cli_consumes_from_a_share_group(share_cluster: KafkaCluster) -> None:
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = _name("cli-share"), _name("cli-share-g")
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 2, 1)])
+    await asyncio.to_thread(produce_values, bootstrap, topic, 2, 20)
+    command = [sys.executable, "-m", "aiokafkawire", "consume", topic, "-b", bootstrap]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+    async def run(*args: str) -> tuple[int, str, str]:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    # Released records come back: the second run (accepting) gets all 20, those 5 included.
+    code, out, err = await run(
+        "--share-group", group, "--from", "beginning", "-n", "5", "--ack", "release"
+    )
+    assert code == 0, err
+    assert len(out.split()) == 5
+    code, out, err = await run("--share-group", group, "-n", "20", "-o", "json")
+    assert code == 0, err
+    printed = [json.loads(line) for line in out.splitlines()]
+    assert sorted(r["value"] for r in printed) == sorted(str(i) for i in range(20))
+    assert "acknowledged: accept" in err
+    code, _, err = await run("--share-group", group, "--group", "g", "-n", "1")
+    assert code != 0 and "not both" in err
+
+
 # ------------------------------------------------------------------ with other clients
 
 
@@ -515,8 +555,12 @@ async def test_admin_lists_describes_and_moves_share_group_offsets(
             assert all(0 <= o.start_offset <= 5 and o.error is None for o in offsets.values())
             assert [o.lag for o in offsets.values()] == [0, 0]
             # Offsets can only move while the group is empty.
-            busy = await admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 0})
+            busy = await admin.alter_share_group_offsets(
+                group, {TopicPartition(topic, 0): 0}, raise_on_error=False
+            )
             assert isinstance(busy[TopicPartition(topic, 0)], errors.KafkaError)
+            with pytest.raises(errors.AdminOperationError):
+                await admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 0})
         moved = await admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 2})
         assert moved == {TopicPartition(topic, 0): None}
         offsets = await admin.list_share_group_offsets(group, [topic])
@@ -536,7 +580,7 @@ async def test_admin_lists_describes_and_moves_share_group_offsets(
 
 async def test_unknown_share_group_is_described_with_an_error(share_cluster: KafkaCluster) -> None:
     async with Admin(bootstrap_servers=share_cluster.bootstrap_servers) as admin:
-        described = (await admin.describe_share_groups(["no-such-share-group"]))[
-            "no-such-share-group"
-        ]
-    assert isinstance(described.error, errors.GroupIdNotFoundError)
+        described = await admin.describe_share_groups(["no-such-share-group"], raise_on_error=False)
+        assert isinstance(described["no-such-share-group"].error, errors.GroupIdNotFoundError)
+        with pytest.raises(errors.AdminOperationError):
+            await admin.describe_share_groups(["no-such-share-group"])
