@@ -23,6 +23,12 @@ from aiokafkawire import errors
 from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.consumer.share import admin as _share_admin
+from aiokafkawire.consumer.share.admin import (
+    ShareGroupDescription,
+    ShareGroupListing,
+    ShareGroupOffset,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.protocol.messages import (
     AlterClientQuotasRequest,
@@ -89,6 +95,11 @@ def _item_results(
         if failures:
             raise errors.AdminOperationError(operation, results, failures)
     return results
+
+
+def _itself(error: errors.KafkaError | None) -> errors.KafkaError | None:
+    """For results that are the item's error (or None) themselves."""
+    return error
 
 
 def _error(code: int, message: str | None = None) -> errors.BrokerResponseError | None:
@@ -251,6 +262,9 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: Group configs (KIP-848/KIP-932: ``share.record.lock.duration.ms``,
+    #: ``share.auto.offset.reset``, ``share.delivery.count.limit``, ...); Kafka 4.0+.
+    GROUP = 32
 
 
 class AlterOp(enum.IntEnum):
@@ -268,6 +282,13 @@ class ConfigResource:
 
     type: ResourceType
     name: str
+
+
+def _config_target(resource: ConfigResource) -> int | None:
+    """The broker a config request about ``resource`` must go to (None: any broker)."""
+    if resource.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        return int(resource.name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -579,7 +600,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in resources:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -627,7 +648,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in changes:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -762,6 +783,59 @@ class Admin:
                     _error(group.error_code),
                 )
         return _item_results("describe_groups", results, raise_on_error)
+
+    # ---------------------------------------------------------------- share groups (KIP-932)
+
+    async def list_share_groups(self) -> list[ShareGroupListing]:
+        """Every share group of the cluster (ListGroups filtered to the "share" type)."""
+        self._check()
+        return await _share_admin.list_share_groups(self._cluster)
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs, assignor and members (with their assignments) of share groups."""
+        self._check()
+        results = await _share_admin.describe_share_groups(self._coordinator_call, group_ids)
+        return _item_results("describe_share_groups", results, raise_on_error)
+
+    async def list_share_group_offsets(
+        self,
+        group_id: str,
+        topics: Iterable[str] | None = None,
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, ShareGroupOffset]:
+        """A share group's start offsets per partition (of ``topics``, or all it has)."""
+        self._check()
+        results = await _share_admin.list_share_group_offsets(
+            self._coordinator_call, self._cluster, group_id, topics
+        )
+        return _item_results("list_share_group_offsets", results, raise_on_error)
+
+    async def alter_share_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, errors.KafkaError | None]:
+        """Set a share group's start offsets (the group must have no members)."""
+        self._check()
+        results = await _share_admin.alter_share_group_offsets(
+            self._coordinator_call, group_id, offsets
+        )
+        return _item_results("alter_share_group_offsets", results, raise_on_error, _itself)
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, errors.KafkaError | None]:
+        """Forget a share group's state for whole topics (the group must have no members)."""
+        self._check()
+        results = await _share_admin.delete_share_group_offsets(
+            self._coordinator_call, group_id, topics
+        )
+        return _item_results("delete_share_group_offsets", results, raise_on_error, _itself)
 
     async def delete_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True
