@@ -16,16 +16,13 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SPEC_ROOT = REPO_ROOT.parent / "shared" / "kafka-protocol"
+SPEC_ROOT = REPO_ROOT / "specs" / "kafka-4.4.0"
 
 
 @pytest.fixture(scope="session")
 def spec_root() -> Path:
-    """The official Kafka protocol reference (message specs, error table), beside the repo."""
-    if not SPEC_ROOT.exists():
-        pytest.skip("../shared/kafka-protocol is not beside the repository")
+    """The official Kafka message specs and error table, vendored in the repository."""
     return SPEC_ROOT
-
 
 
 if os.environ.get("AIOKAFKAWIRE_TEST_LOOP", "") == "uvloop":

@@ -901,6 +901,15 @@ class SnapshotNotFoundError(BrokerResponseError):
     invalid_metadata = False
 
 
+class PositionOutOfRangeError(BrokerResponseError):
+    """Broker error 99: POSITION_OUT_OF_RANGE."""
+
+    code = 99
+    name = "POSITION_OUT_OF_RANGE"
+    retriable = False
+    invalid_metadata = False
+
+
 class UnknownTopicIdError(BrokerResponseError):
     """Broker error 100: UNKNOWN_TOPIC_ID."""
 
@@ -1162,6 +1171,78 @@ class InvalidRegularExpressionError(BrokerResponseError):
     invalid_metadata = False
 
 
+class RebootstrapRequiredError(BrokerResponseError):
+    """Broker error 129: REBOOTSTRAP_REQUIRED."""
+
+    code = 129
+    name = "REBOOTSTRAP_REQUIRED"
+    retriable = False
+    invalid_metadata = False
+
+
+class StreamsInvalidTopologyError(BrokerResponseError):
+    """Broker error 130: STREAMS_INVALID_TOPOLOGY."""
+
+    code = 130
+    name = "STREAMS_INVALID_TOPOLOGY"
+    retriable = False
+    invalid_metadata = False
+
+
+class StreamsInvalidTopologyEpochError(BrokerResponseError):
+    """Broker error 131: STREAMS_INVALID_TOPOLOGY_EPOCH."""
+
+    code = 131
+    name = "STREAMS_INVALID_TOPOLOGY_EPOCH"
+    retriable = False
+    invalid_metadata = False
+
+
+class StreamsTopologyFencedError(BrokerResponseError):
+    """Broker error 132: STREAMS_TOPOLOGY_FENCED."""
+
+    code = 132
+    name = "STREAMS_TOPOLOGY_FENCED"
+    retriable = False
+    invalid_metadata = False
+
+
+class ShareSessionLimitReachedError(BrokerResponseError):
+    """Broker error 133: SHARE_SESSION_LIMIT_REACHED."""
+
+    code = 133
+    name = "SHARE_SESSION_LIMIT_REACHED"
+    retriable = True
+    invalid_metadata = False
+
+
+class GroupDeletionFailedError(BrokerResponseError):
+    """Broker error 134: GROUP_DELETION_FAILED."""
+
+    code = 134
+    name = "GROUP_DELETION_FAILED"
+    retriable = False
+    invalid_metadata = False
+
+
+class StreamsTopologyDescriptionUpdateFailedError(BrokerResponseError):
+    """Broker error 135: STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED."""
+
+    code = 135
+    name = "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
+    retriable = False
+    invalid_metadata = False
+
+
+class ControllerIdNotRegisteredError(BrokerResponseError):
+    """Broker error 136: CONTROLLER_ID_NOT_REGISTERED."""
+
+    code = 136
+    name = "CONTROLLER_ID_NOT_REGISTERED"
+    retriable = False
+    invalid_metadata = False
+
+
 ERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {
     -1: UnknownServerErrorError,
     1: OffsetOutOfRangeError,
@@ -1262,6 +1343,7 @@ ERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {
     96: FeatureUpdateFailedError,
     97: PrincipalDeserializationFailureError,
     98: SnapshotNotFoundError,
+    99: PositionOutOfRangeError,
     100: UnknownTopicIdError,
     101: DuplicateBrokerRegistrationError,
     102: BrokerIdNotRegisteredError,
@@ -1291,6 +1373,14 @@ ERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {
     126: DuplicateVoterError,
     127: VoterNotFoundError,
     128: InvalidRegularExpressionError,
+    129: RebootstrapRequiredError,
+    130: StreamsInvalidTopologyError,
+    131: StreamsInvalidTopologyEpochError,
+    132: StreamsTopologyFencedError,
+    133: ShareSessionLimitReachedError,
+    134: GroupDeletionFailedError,
+    135: StreamsTopologyDescriptionUpdateFailedError,
+    136: ControllerIdNotRegisteredError,
 }
 
 __all__ = [
@@ -1299,6 +1389,7 @@ __all__ = [
     "BrokerNotAvailableError",
     "ClusterAuthorizationFailedError",
     "ConcurrentTransactionsError",
+    "ControllerIdNotRegisteredError",
     "CoordinatorLoadInProgressError",
     "CoordinatorNotAvailableError",
     "CorruptMessageError",
@@ -1322,6 +1413,7 @@ __all__ = [
     "FetchSessionIdNotFoundError",
     "FetchSessionTopicIdErrorError",
     "GroupAuthorizationFailedError",
+    "GroupDeletionFailedError",
     "GroupIdNotFoundError",
     "GroupMaxSizeReachedError",
     "GroupSubscribedToTopicError",
@@ -1380,22 +1472,29 @@ __all__ = [
     "OperationNotAttemptedError",
     "OutOfOrderSequenceNumberError",
     "PolicyViolationError",
+    "PositionOutOfRangeError",
     "PreferredLeaderNotAvailableError",
     "PrincipalDeserializationFailureError",
     "ProducerFencedError",
     "ReassignmentInProgressError",
     "RebalanceInProgressError",
+    "RebootstrapRequiredError",
     "RecordListTooLargeError",
     "ReplicaNotAvailableError",
     "RequestTimedOutError",
     "ResourceNotFoundError",
     "SaslAuthenticationFailedError",
     "SecurityDisabledError",
+    "ShareSessionLimitReachedError",
     "ShareSessionNotFoundError",
     "SnapshotNotFoundError",
     "StaleBrokerEpochError",
     "StaleControllerEpochError",
     "StaleMemberEpochError",
+    "StreamsInvalidTopologyEpochError",
+    "StreamsInvalidTopologyError",
+    "StreamsTopologyDescriptionUpdateFailedError",
+    "StreamsTopologyFencedError",
     "TelemetryTooLargeError",
     "ThrottlingQuotaExceededError",
     "TopicAlreadyExistsError",

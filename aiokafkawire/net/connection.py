@@ -23,10 +23,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire.metrics import (
+    LATENCY_MASK,
+    BrokerStats,
+    ClientMetrics,
+    ConnectionEvent,
+    RequestEvent,
+    api_name,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
 from aiokafkawire.net.tls import create_ssl_context
-from aiokafkawire.net.versions import API_VERSIONS_KEY, ApiVersionCap, VersionPolicy
+from aiokafkawire.net.versions import (
+    API_VERSIONS_KEY,
+    ApiVersionCap,
+    VersionPolicy,
+    client_api_versions,
+)
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
 from aiokafkawire.protocol.framing import KafkaFraming
 from aiokafkawire.protocol.messages import (
@@ -45,6 +58,16 @@ _INT32 = struct.Struct(">i")
 _DIRECT_READ_SIZE = 256 * 1024
 # At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
 _DIRECT_READS_MAX = 8
+
+# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
+# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
+# to it until then.  Before them the broker delayed the answer itself.  APIs added after
+# KIP-219 (Kafka 2.0) work the new way from their first version.
+_CLIENT_THROTTLES_SINCE: dict[int, int] = {
+    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
+    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
+}  # fmt: skip
 
 ResponseCallback = Callable[[Any, "BaseException | None"], None]
 """``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
@@ -70,6 +93,8 @@ class ConnectionConfig:
     api_version: ApiVersionCap = None
     client_software_name: str = "aiokafkawire"
     client_software_version: str = "0.1.0"
+    # The client's counters and hooks (None: counted per connection, reported nowhere).
+    metrics: ClientMetrics | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.security_protocol = self.security_protocol.upper()
@@ -139,17 +164,20 @@ class ReconnectBackoff:
 class _Waiter:
     """A request awaiting its response: a future to resolve, or a callback to call."""
 
-    __slots__ = ("abandoned", "api_key", "callback", "future", "timer")
+    __slots__ = ("abandoned", "api_key", "callback", "correlation_id", "future", "sent_at", "timer")
 
     def __init__(
         self,
         future: asyncio.Future[Any] | None,
         api_key: int,
         callback: ResponseCallback | None = None,
+        correlation_id: int = -1,
     ) -> None:
         self.future = future
         self.api_key = api_key
         self.callback = callback
+        self.correlation_id = correlation_id
+        self.sent_at = time.monotonic()
         self.timer: asyncio.TimerHandle | None = None  # callback waiters' request timeout
         self.abandoned = False
 
@@ -213,7 +241,9 @@ class BrokerConnection:
         self.node_id = node_id
         self.purpose = purpose
         self.config = config or ConnectionConfig()
-        self.versions = VersionPolicy(SUPPORTED_VERSIONS, self.config.api_version)
+        self.versions = VersionPolicy(
+            client_api_versions(SUPPORTED_VERSIONS), self.config.api_version
+        )
         self._framing = KafkaFraming(
             self.config.client_id, max_frame_size=self.config.max_frame_size
         )
@@ -236,6 +266,18 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
+        self.throttled_until = 0.0
+        self.throttle_time_ms_total = 0
+        self.throttle_count = 0
+        metrics = self.config.metrics
+        self._metrics = metrics
+        self._hooks = bool(metrics is not None and metrics.hooks)
+        self._stats: BrokerStats = (
+            metrics.broker(host, port, node_id)
+            if metrics is not None
+            else BrokerStats(host, port, node_id)
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -303,6 +345,12 @@ class BrokerConnection:
         await self._negotiate_versions()
         if self.config.uses_sasl:
             await self._authenticate()
+        stats = self._stats
+        stats.connections_opened += 1
+        stats.connections.add(self)
+        log.debug("%r ready", self)
+        if self._hooks:
+            self._emit_connection("on_connect", None)
 
     @property
     def closed(self) -> bool:
@@ -350,6 +398,7 @@ class BrokerConnection:
             version = self.versions.version_for(request.API_KEY)
         timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._error is not None:
             self._slots.release()
@@ -361,10 +410,12 @@ class BrokerConnection:
             raise
         if not expects_response:
             self._slots.release()
+            self._stats.requests += 1
             await self._write(frame)
             return None
         assert self._loop is not None
-        waiter = _Waiter(self._loop.create_future(), request.API_KEY)
+        self._stats.requests += 1
+        waiter = _Waiter(self._loop.create_future(), request.API_KEY, None, correlation_id)
         self._by_correlation[correlation_id] = waiter
         await self._write(frame)
         return await self._response(waiter, deadline, timeout, request, version)
@@ -394,6 +445,7 @@ class BrokerConnection:
             self._transport is None
             or self._slots.locked()
             or (self._writable is not None and not self._writable.is_set())
+            or self.throttled
         ):
             return False
         _acquire_now(self._slots)
@@ -418,6 +470,7 @@ class BrokerConnection:
         if self._error is not None:
             raise self._error
         timeout = self._timeout_seconds(timeout_ms)
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._writable is not None and not self._writable.is_set():
             try:
@@ -431,6 +484,32 @@ class BrokerConnection:
         self._register(request, version, callback, timeout)
         self._flush()
 
+    @property
+    def throttled(self) -> bool:
+        """Whether the broker throttled this connection (KIP-219) and the time is not over."""
+        return self.throttled_until > 0.0 and time.monotonic() < self.throttled_until
+
+    async def _wait_throttle(self) -> None:
+        """Sleep until the broker's throttle time is over (no request may go out before)."""
+        while True:
+            remaining = self.throttled_until - time.monotonic()
+            if remaining <= 0:
+                return
+            await asyncio.sleep(remaining)
+
+    def _note_throttle(self, api_key: int, version: int, response: Any) -> None:
+        throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
+        if throttle_ms <= 0:
+            return
+        self.throttle_count += 1
+        self.throttle_time_ms_total += throttle_ms
+        self._stats.throttled(throttle_ms)
+        if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+            until = time.monotonic() + throttle_ms / 1000
+            if until > self.throttled_until:
+                self.throttled_until = until
+        log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
+
     def _timeout_seconds(self, timeout_ms: float | None) -> float:
         """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
         return (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
@@ -438,6 +517,14 @@ class BrokerConnection:
     def _no_response_error(
         self, request: Any, version: int, timeout: float
     ) -> errors.KafkaTimeoutError:
+        self._stats.request_errors += 1
+        log.debug(
+            "%r: %s v%d got no response within %.1fs",
+            self,
+            api_name(request.API_KEY),
+            version,
+            timeout,
+        )
         return errors.KafkaTimeoutError(
             f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
             f"response within {timeout:.1f}s"
@@ -455,11 +542,12 @@ class BrokerConnection:
         self._write_buffer.append(frame)
         loop = self._loop
         assert loop is not None
+        self._stats.requests += 1
         if not expects_response:
             self._slots.release()
             loop.call_soon(callback, None, None)
             return
-        waiter = _Waiter(None, request.API_KEY, callback)
+        waiter = _Waiter(None, request.API_KEY, callback, correlation_id)
         waiter.timer = loop.call_later(
             timeout, self._callback_timed_out, waiter, request, version, timeout
         )
@@ -473,7 +561,25 @@ class BrokerConnection:
         self._abandon(waiter)
         callback = waiter.take_callback()
         assert callback is not None
+        self._close_if_mid_frame()
         callback(None, self._no_response_error(request, version, timeout))
+
+    def _close_if_mid_frame(self) -> None:
+        """After a request timeout: if the broker stopped in the middle of a frame, close.
+
+        A late answer is normally worth its slot (see :meth:`_abandon`), but a broker that
+        sent part of a frame and then nothing for a whole request timeout is broken or not a
+        Kafka broker: whatever follows cannot be trusted, and keeping the connection would make
+        every later request on it time out as well.
+        """
+        pending = self._framing.buffered
+        if pending and self._error is None and not self._raw_mode:
+            self._fail(
+                errors.KafkaTimeoutError(
+                    f"{self.host}:{self.port} stopped in the middle of a response "
+                    f"({pending} bytes of it received); closing the connection"
+                )
+            )
 
     def receive_now(self) -> bool:
         """Read and handle the answers the broker has already sent, without waiting for the loop.
@@ -559,6 +665,8 @@ class BrokerConnection:
                 return await asyncio.shield(future)
         except (TimeoutError, asyncio.TimeoutError):
             self._abandon(waiter)
+            if not future.done():
+                self._close_if_mid_frame()
             if future.done() and not future.cancelled():
                 exc = future.exception()
                 if exc is not None:
@@ -604,6 +712,7 @@ class BrokerConnection:
             self._write_buffer[0] if len(self._write_buffer) == 1 else b"".join(self._write_buffer)
         )
         self._write_buffer.clear()
+        self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
     # ---------------------------------------------------------------- receive path
@@ -612,13 +721,20 @@ class BrokerConnection:
         if self._raw_mode:
             self._raw_data_received(data)
             return
+        stats = self._stats
+        stats.bytes_received += len(data)
         try:
             events = self._framing.receive_data(data)
         except errors.KafkaError as exc:
             self._fail(exc)
             return
+        if not events:
+            return
         by_correlation = self._by_correlation
         self._receiving = True
+        # One clock reading per chunk: the answers in it arrived together.
+        now = time.monotonic()
+        latencies = stats.latencies
         try:
             for event in events:
                 waiter = by_correlation.pop(event.correlation_id, None)
@@ -630,6 +746,13 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
+                self._note_throttle(event.api_key, event.api_version, event.response)
+                stats.responses += 1
+                ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
+                ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
+                ring.count += 1
+                if self._hooks:
+                    self._emit_request(waiter, now, None)
                 if waiter.abandoned:
                     self._abandoned -= 1
                 elif waiter.future is not None:
@@ -672,6 +795,18 @@ class BrokerConnection:
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
         self._close_direct_socket()
+        stats = self._stats
+        if self in stats.connections:
+            stats.connections.discard(self)
+            stats.connections_closed += 1
+            if self._hooks:
+                self._emit_connection("on_disconnect", error)
+        if waiters:
+            stats.request_errors += len(waiters)
+            if self._hooks:
+                now = time.monotonic()
+                for waiter in waiters:
+                    self._emit_request(waiter, now, error)
         for waiter in waiters:
             self._slots.release()
             if waiter.future is not None:
@@ -695,6 +830,28 @@ class BrokerConnection:
             self._closed_future.set_result(None)
         log.debug("%r closed: %s", self, error)
 
+    def _emit_connection(self, method: str, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            method, ConnectionEvent(self.node_id, self.host, self.port, self.purpose, error)
+        )
+
+    def _emit_request(self, waiter: _Waiter, now: float, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            "on_request",
+            RequestEvent(
+                self.node_id,
+                self.host,
+                self.port,
+                waiter.api_key,
+                api_name(waiter.api_key),
+                waiter.correlation_id,
+                now - waiter.sent_at,
+                error,
+            ),
+        )
+
     # ---------------------------------------------------------------- handshake
 
     async def _negotiate_versions(self) -> None:
@@ -702,7 +859,7 @@ class BrokerConnection:
         if not policy.sends_api_versions:
             policy.set_broker_versions(policy.pinned_broker_versions())
             return
-        client_max = SUPPORTED_VERSIONS[API_VERSIONS_KEY][1]
+        client_max = policy.client_versions[API_VERSIONS_KEY][1]
         if policy.release is not None and policy.release < (2, 4, 0):
             client_max = min(client_max, 2)
         response = await self._api_versions(client_max)
@@ -715,6 +872,9 @@ class BrokerConnection:
         policy.set_broker_versions(
             {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         )
+        policy.finalized_features = {
+            f.name: f.max_version_level for f in response.finalized_features or ()
+        }
 
     async def _api_versions(self, version: int) -> Any:
         request = ApiVersionsRequest(

@@ -153,6 +153,29 @@ RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = {
 
 API_VERSIONS_KEY = 18
 
+#: Versions the generated codecs can encode but whose semantics this client does not use (yet):
+#: api key -> (highest version the client sends, why).  Lift an entry once the new version's
+#: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
+#: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
+CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
+    15: (
+        5,
+        "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
+        "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
+    ),
+}
+
+
+def client_api_versions(
+    supported: Mapping[int, VersionRange], caps: Mapping[int, tuple[int, str]] = CLIENT_VERSION_CAPS
+) -> dict[int, VersionRange]:
+    """The versions this client sends: what the codecs support, capped by ``caps``."""
+    versions = {}
+    for key, (low, high) in supported.items():
+        cap = caps.get(key)
+        versions[key] = (low, high if cap is None else max(low, min(high, cap[0])))
+    return versions
+
 
 def parse_release(text: str) -> tuple[int, ...]:
     """``"0.10"`` -> ``(0, 10, 0)``; raises :class:`ConfigError` on anything else."""
@@ -173,7 +196,14 @@ class VersionPolicy:
     release table when the pin predates ApiVersions.
     """
 
-    __slots__ = ("_cap_map", "_chosen", "broker_versions", "client_versions", "release")
+    __slots__ = (
+        "_cap_map",
+        "_chosen",
+        "broker_versions",
+        "client_versions",
+        "finalized_features",
+        "release",
+    )
 
     def __init__(self, client_versions: Mapping[int, VersionRange], cap: ApiVersionCap = None):
         self.client_versions = dict(client_versions)
@@ -191,6 +221,8 @@ class VersionPolicy:
         elif isinstance(cap, Mapping):
             self._cap_map = {int(key): int(value) for key, value in cap.items()}
         self.broker_versions: dict[int, VersionRange] = {}
+        #: Feature name -> finalized (cluster-wide) level, from ApiVersions v3+ (empty before).
+        self.finalized_features: dict[str, int] = {}
         self._chosen: dict[int, int] = {}
 
     @property

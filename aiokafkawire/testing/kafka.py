@@ -76,6 +76,15 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
 # before a group's first rebalance, fewer internal-topic partitions to create on first use.
 _TEST_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
+    # Tests use short session timeouts (Tansu's first join waits half of it); Kafka's floor is 6 s.
+    "group.min.session.timeout.ms": "1000",
+    # KIP-848 groups: heartbeats every 0.5 s instead of 5 s, so assignments settle quickly.
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    # Client quotas measure over (num - 1) windows: 1 s instead of 10 s, so a test's quota
+    # throttles after a second's worth of bytes, for seconds rather than tens of seconds.
+    "quota.window.size.seconds": "1",
+    "quota.window.num": "2",
     "offsets.topic.num.partitions": "10",
     "transaction.state.log.num.partitions": "10",
     "share.coordinator.state.topic.num.partitions": "3",

@@ -3,7 +3,9 @@
 kafka-python 3.x generates its message classes at runtime from its own copy of the Kafka JSON
 specs; it is an implementation independent of ours.  This module
 
-* reads the official specs (``../shared/kafka-protocol/message``) into a small field model,
+* reads the official specs (vendored in ``specs/``, exactly as ``tools/gen_messages.py`` prepares
+  them: stable versions of Kafka 4.4.0 plus the old versions from Kafka 3.9.2) into a small field
+  model,
 * generates a deterministic, non-trivial *logical value* for a message in a given version (plain
   dicts, lists and scalars keyed by snake_case field names; every field present in that version
   gets a non-default value, nested arrays are non-empty, tagged fields are set),
@@ -18,8 +20,8 @@ kafka-python is imported lazily, so the spec and value helpers work without it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import io
-import json
 import random
 import re
 import sys
@@ -31,7 +33,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-SPEC_DIR = Path(__file__).resolve().parents[3] / "shared" / "kafka-protocol" / "message"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
@@ -186,9 +188,32 @@ def _parse_fields(raw_fields: list[dict[str, Any]], common: dict[str, Any]) -> l
     return result
 
 
+@cache
+def _generator() -> Any:
+    """``tools/gen_messages.py`` as a module (it prepares the specs the codecs come from)."""
+    path = REPO_ROOT / "tools" / "gen_messages.py"
+    spec = importlib.util.spec_from_file_location("gen_messages_for_bridge", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_raw_spec(name: str) -> dict[str, Any]:
-    """The JSON of ``<name>.json`` with its // comments removed."""
-    return json.loads(_COMMENT.sub("", (SPEC_DIR / f"{name}.json").read_text()))
+    """The JSON of spec ``name`` as the generator uses it (stable and legacy versions)."""
+    generator = _generator()
+    if name.endswith("Response"):
+        request = generator.load_spec_json(
+            name[: -len("Response")] + "Request", generator.CURRENT_SPECS, generator.LEGACY_SPECS
+        )
+        bounds = generator.version_bounds(request["validVersions"])
+        return dict(
+            generator.load_spec_json(
+                name, generator.CURRENT_SPECS, generator.LEGACY_SPECS, follow=bounds
+            )
+        )
+    return dict(generator.load_spec_json(name, generator.CURRENT_SPECS, generator.LEGACY_SPECS))
 
 
 @cache
@@ -211,22 +236,12 @@ def load_spec(name: str) -> MessageSpec:
 
 @cache
 def api_specs() -> dict[int, tuple[MessageSpec, MessageSpec]]:
-    """``{api_key: (request spec, response spec)}`` for every API in the official specs."""
-    if not SPEC_DIR.is_dir():
-        import pytest
-
-        pytest.skip(f"the official specs are not at {SPEC_DIR}", allow_module_level=True)
-    requests: dict[int, MessageSpec] = {}
-    responses: dict[int, MessageSpec] = {}
-    for path in sorted(SPEC_DIR.glob("*.json")):
-        spec = load_spec(path.stem)
-        if spec.type == "request":
-            assert spec.api_key is not None
-            requests[spec.api_key] = spec
-        elif spec.type == "response":
-            assert spec.api_key is not None
-            responses[spec.api_key] = spec
-    return {key: (requests[key], responses[key]) for key in sorted(requests)}
+    """``{api_key: (request spec, response spec)}`` for every API the generator covers."""
+    generator = _generator()
+    return {
+        api_key: (load_spec(f"{base}Request"), load_spec(f"{base}Response"))
+        for api_key, base in generator.client_apis(generator.CURRENT_SPECS)
+    }
 
 
 # ------------------------------------------------------------------------------ value generation
@@ -426,6 +441,12 @@ def kafka_python_engine_class(spec_name: str) -> Any:
         return raw
 
     carrier = "ApiVersionsRequest" if raw["type"] == "request" else "ApiVersionsResponse"
+    base: type = ApiMessage
+    if spec_name == "ApiVersionsResponse":
+        # kafka-python's own class carries the rule that this response's header is never flexible.
+        from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+
+        base = ApiVersionsResponse
     # Creating a response class registers it in kafka-python's global api-key -> class table;
     # restore the table so kafka-python clients in the same process keep their own classes.
     registry = ResponseClassRegistry._response_class_registry
@@ -433,7 +454,7 @@ def kafka_python_engine_class(spec_name: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            cls = type(ApiMessage)(carrier, (ApiMessage,), {"json_patch": classmethod(json_patch)})
+            cls = type(ApiMessage)(carrier, (base,), {"json_patch": classmethod(json_patch)})
     finally:
         registry.clear()
         registry.update(saved)
@@ -488,15 +509,20 @@ def _kp_is_bitfield(kp_field: Any) -> bool:
 _KP_RENAMED = {
     "ClusterAuthorizedOperations": "authorized_operations",
     "TopicAuthorizedOperations": "authorized_operations",
+    # Kafka 4 renamed TxnOffsetCommit's GenerationId (KIP-1251); kafka-python keeps the old name.
+    "GenerationIdOrMemberEpoch": "GenerationId",
 }
-_FIELD_PAIRS: dict[tuple[int, int], list[tuple[SpecField, Any]]] = {}
+_FIELD_PAIRS: dict[tuple[int, int], list[tuple[SpecField, Any | None]]] = {}
 
 
-def field_pairs(kp_struct: Any, spec_fields: list[SpecField]) -> list[tuple[SpecField, Any]]:
+def field_pairs(
+    kp_struct: Any, spec_fields: list[SpecField]
+) -> list[tuple[SpecField, Any | None]]:
     """Pair each official spec field with kafka-python's field of the same name.
 
-    kafka-python's spec copy can be newer (extra fields for newer versions), so fields are matched
-    by spec name, not by position.
+    kafka-python's spec copy can be newer (extra fields for newer versions) or older (lacking
+    fields of versions it does not declare: paired with None, and never used in those versions),
+    so fields are matched by spec name, not by position.
     """
     key = (id(kp_struct), id(spec_fields))
     pairs = _FIELD_PAIRS.get(key)
@@ -507,7 +533,6 @@ def field_pairs(kp_struct: Any, spec_fields: list[SpecField]) -> list[tuple[Spec
             kp_field = by_name.get(spec_field.name) or by_name.get(
                 _KP_RENAMED.get(spec_field.name, "")
             )
-            assert kp_field is not None, f"kafka-python lacks field {spec_field.name}"
             pairs.append((spec_field, kp_field))
         _FIELD_PAIRS[key] = pairs
     return pairs
@@ -521,6 +546,7 @@ def to_kafka_python(
     for spec_field, kp_field in field_pairs(kp_struct, spec_fields):
         if spec_field.attr not in value:
             continue
+        assert kp_field is not None, f"kafka-python lacks field {spec_field.name}"
         kwargs[kp_field.name] = _to_kp_value(kp_field, spec_field, value[spec_field.attr], version)
     return kwargs
 
@@ -582,6 +608,7 @@ def from_kafka_python(
     for spec_field, kp_field in field_pairs(kp_struct, spec_fields):
         if not spec_field.present(version):
             continue
+        assert kp_field is not None, f"kafka-python lacks field {spec_field.name}"
         value[spec_field.attr] = _from_kp_value(
             kp_field, spec_field, getattr(obj, kp_field.name), version
         )

@@ -94,7 +94,7 @@ def test_request_header_v1_and_v2_choice_examples() -> None:
 def test_version_outside_range_raises_encode_error_without_consuming_an_id() -> None:
     framing = KafkaFraming()
     with pytest.raises(EncodeError):
-        framing.send_request(messages.MetadataRequest(), 13)
+        framing.send_request(messages.MetadataRequest(), messages.MetadataRequest.MAX_VERSION + 1)
     with pytest.raises(EncodeError):
         framing.send_request(messages.MetadataRequest(), -1)
     assert framing.in_flight == 0

@@ -169,9 +169,7 @@ def test_round_trip(cls: Any, version: int) -> None:
 
 
 def test_api_versions_request_v3_layout() -> None:
-    request = ApiVersionsRequest(
-        client_software_name="aiokafkawire", client_software_version="0.1"
-    )
+    request = ApiVersionsRequest(client_software_name="aiokafkawire", client_software_version="0.1")
     data = request.encode(3)
     # compact string: unsigned varint (length + 1), then UTF-8; then an empty tagged-field section
     assert data == b"\x0daiokafkawire" + b"\x040.1" + b"\x00"
@@ -243,14 +241,14 @@ def test_header_versions() -> None:
     assert MetadataRequest.header_version(9) == 2
     assert ApiVersionsResponse.header_version(4) == 0
     with pytest.raises(EncodeError):
-        MetadataRequest.header_version(13)
+        MetadataRequest.header_version(MetadataRequest.MAX_VERSION + 1)
     assert MetadataRequest.RESPONSE_TYPE is MetadataResponse
     assert MetadataResponse.REQUEST_TYPE is MetadataRequest
     for api_key, request_cls in REQUEST_TYPES.items():
         response_cls = RESPONSE_TYPES[api_key]
         assert request_cls.API_KEY == response_cls.API_KEY == api_key
         first_flexible = request_cls.FLEXIBLE_VERSION
-        for version in range(request_cls.MAX_VERSION + 1):
+        for version in range(request_cls.MIN_VERSION, request_cls.MAX_VERSION + 1):
             flexible = first_flexible is not None and version >= first_flexible
             assert request_cls.HEADER_VERSIONS[version] == (2 if flexible else 1)
 
@@ -328,7 +326,7 @@ def test_encode_errors_for_bad_values() -> None:
     with pytest.raises(EncodeError):
         metadata_module.MetadataRequestTopic(name=None).encode(9)  # name nullable from v10
     with pytest.raises(EncodeError):
-        MetadataRequest().encode(13)  # no such version
+        MetadataRequest().encode(MetadataRequest.MAX_VERSION + 1)  # no such version
 
 
 def test_tagged_fields_known_and_unknown() -> None:
@@ -370,9 +368,13 @@ def test_tagged_struct_field() -> None:
     with pytest.raises(ProtocolError, match="tagged field size"):
         FetchResponse.decode(bad, 12)
     # Without a value set, the default leader is not written at all.
-    plain = FetchResponse(responses=[fetch_module.FetchableTopicResponse(
-        partitions=[fetch_module.PartitionData(partition_index=1)]
-    )])
+    plain = FetchResponse(
+        responses=[
+            fetch_module.FetchableTopicResponse(
+                partitions=[fetch_module.PartitionData(partition_index=1)]
+            )
+        ]
+    )
     assert len(plain.encode(12)) == len(data) - len(tagged) + 1
 
 
@@ -534,26 +536,73 @@ def test_consumer_protocol_versioned_helpers() -> None:
 # --------------------------------------------------------------------------------- registries
 
 
-def test_registries_cover_the_specs(spec_root: Path) -> None:
+def _spec_json(path: Path) -> dict[str, Any]:
     import json
     import re
 
-    expected = {
-        0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-        28, 32, 33, 36, 37, 42, 44, 47, 60, 61, 65, 66, 68, 69,
-    }
-    assert set(SUPPORTED_VERSIONS) == set(REQUEST_TYPES) == set(RESPONSE_TYPES) == expected
-    assert {int(k) for k in ApiKey} == expected
+    return dict(json.loads(re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)))
+
+
+def _bounds(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
+def test_registries_cover_the_specs(spec_root: Path) -> None:
+    """Every API a client reaches on a broker, from the lowest legacy to the newest stable one."""
+    legacy_root = spec_root.parent / "kafka-3.9.2" / "message"
+    expected: dict[int, tuple[int, int]] = {}
+    names: dict[int, str] = {}
+    for path in sorted((spec_root / "message").glob("*Request.json")):
+        spec = _spec_json(path)
+        if "broker" not in spec.get("listeners", []) or spec["validVersions"] == "none":
+            continue
+        low, high = _bounds(spec["validVersions"])
+        if spec.get("latestVersionUnstable"):
+            high -= 1  # unstable versions are left out
+        legacy_path = legacy_root / path.name
+        if legacy_path.exists():
+            legacy = _spec_json(legacy_path)
+            legacy_low, legacy_high = _bounds(legacy["validVersions"])
+            if legacy.get("latestVersionUnstable"):
+                legacy_high -= 1
+            if legacy_high >= legacy_low:
+                low = min(low, legacy_low)  # versions Kafka 4 dropped stay for old brokers
+        expected[spec["apiKey"]] = (low, high)
+        names[spec["apiKey"]] = spec["name"]
+    assert len(expected) > 70
+    assert {0, 1, 29, 30, 31, 48, 49, 50, 51, 75, 76, 77, 78, 79, 90, 91, 92} <= set(expected)
+    assert dict(SUPPORTED_VERSIONS) == expected
+    assert set(REQUEST_TYPES) == set(RESPONSE_TYPES) == set(expected)
+    assert {int(k) for k in ApiKey} == set(expected)
     assert ApiKey.METADATA == 3 and ApiKey.CONSUMER_GROUP_DESCRIBE == 69
+    assert ApiKey.SHARE_FETCH == 78 and ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS == 50
     for api_key, request_cls in REQUEST_TYPES.items():
-        name = request_cls.__name__
-        text = (spec_root / "message" / f"{name}.json").read_text()
-        spec = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
-        lo, hi = (int(x) for x in spec["validVersions"].split("-")) if "-" in spec[
-            "validVersions"
-        ] else (int(spec["validVersions"]),) * 2
-        assert SUPPORTED_VERSIONS[api_key] == (lo, hi)
-        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == (lo, hi)
+        assert request_cls.__name__ == names[api_key]
+        assert (request_cls.MIN_VERSION, request_cls.MAX_VERSION) == expected[api_key]
+        response_cls = RESPONSE_TYPES[api_key]
+        assert (response_cls.MIN_VERSION, response_cls.MAX_VERSION) == expected[api_key]
+
+
+def test_unstable_versions_are_left_out() -> None:
+    from aiokafkawire.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+
+    # InitProducerId v6 (KIP-939 two-phase commit) is marked latestVersionUnstable in Kafka 4.4.
+    assert InitProducerIdRequest.MAX_VERSION == InitProducerIdResponse.MAX_VERSION == 5
+    assert "enable2_pc" not in InitProducerIdRequest._FIELDS
+    assert "ongoing_txn_producer_id" not in InitProducerIdResponse._FIELDS
+
+
+def test_legacy_versions_keep_their_fields() -> None:
+    from aiokafkawire.protocol.messages import ListOffsetsRequest, OffsetCommitRequest
+    from aiokafkawire.protocol.messages.list_offsets import ListOffsetsPartition
+    from aiokafkawire.protocol.messages.offset_commit import OffsetCommitRequestPartition
+
+    # Kafka 4 dropped ListOffsets v0 (with MaxNumOffsets) and OffsetCommit v1 (with
+    # CommitTimestamp) from its specs; the 3.9.2 specs supply them.
+    assert ListOffsetsRequest.MIN_VERSION == 0 and OffsetCommitRequest.MIN_VERSION == 0
+    assert "max_num_offsets" in ListOffsetsPartition._FIELDS
+    assert "commit_timestamp" in OffsetCommitRequestPartition._FIELDS
 
 
 # ------------------------------------------------------------------------------------ generator
@@ -572,14 +621,13 @@ def load_generator() -> Any:
     return module
 
 
-def test_generated_files_are_up_to_date_and_deterministic(
-    spec_root: Path, tmp_path: Path
-) -> None:
+def test_generated_files_are_up_to_date_and_deterministic(spec_root: Path, tmp_path: Path) -> None:
     generator = load_generator()
     first = tmp_path / "a"
     second = tmp_path / "b"
-    assert generator.main([str(spec_root / "message"), "--out", str(first)]) == 0
-    assert generator.main([str(spec_root), "--out", str(second)]) == 0
+    assert generator.main(["--out", str(first)]) == 0  # the vendored specs by default
+    legacy = spec_root.parent / "kafka-3.9.2"
+    assert generator.main([str(spec_root), "--legacy", str(legacy), "--out", str(second)]) == 0
     generated = sorted(p.name for p in first.glob("*.py"))
     assert "metadata.py" in generated and "__init__.py" in generated
     for name in generated:
@@ -589,8 +637,63 @@ def test_generated_files_are_up_to_date_and_deterministic(
             "# generated by tools/gen_messages.py from the Apache Kafka message specs"
         )
         assert text == (MESSAGES_DIR / name).read_text(encoding="utf-8"), (
-            f"{name} is stale: run python tools/gen_messages.py ../shared/kafka-protocol/message"
+            f"{name} is stale: run python tools/gen_messages.py"
         )
+
+
+def test_legacy_merge_takes_over_only_removed_versions() -> None:
+    generator = load_generator()
+
+    def spec(valid: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"name": "XRequest", "type": "request", "validVersions": valid, "fields": fields}
+
+    current = spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}])
+    legacy = spec(
+        "0-2",
+        [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "Old", "type": "int64", "versions": "0-1"},
+        ],
+    )
+    assert generator.merge_legacy(current, legacy) == 2
+    assert current["validVersions"] == "0-3"
+    assert [f["name"] for f in current["fields"]] == ["A", "Old"]
+    generator.check_legacy_layouts(current, legacy, 2)
+
+    # A legacy-only field in a version the current spec still defines is a real difference.
+    clash = spec(
+        "0-2",
+        [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "Gone", "type": "int64", "versions": "0-2"},
+        ],
+    )
+    with pytest.raises(SystemExit, match="Gone"):
+        generator.merge_legacy(
+            spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}]), clash
+        )
+    # A changed layout of a taken-over version is caught by the check.
+    retyped = spec("0-1", [{"name": "A", "type": "int64", "versions": "0+"}])
+    merged = spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}])
+    assert generator.merge_legacy(merged, retyped) == 2
+    with pytest.raises(SystemExit, match="v0 differs"):
+        generator.check_legacy_layouts(merged, retyped, 2)
+
+
+def test_unstable_latest_version_is_cut_with_its_fields() -> None:
+    generator = load_generator()
+    raw = {
+        "name": "XRequest",
+        "validVersions": "0-2",
+        "latestVersionUnstable": True,
+        "fields": [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "New", "type": "int32", "versions": "2+"},
+        ],
+    }
+    generator.cap_versions(raw, generator.stable_top(raw))
+    assert raw["validVersions"] == "0-1"
+    assert [f["name"] for f in raw["fields"]] == ["A"]
 
 
 def test_snake_case_names() -> None:

@@ -30,7 +30,28 @@ from aiokafkawire.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
+from aiokafkawire.protocol.messages.add_raft_voter import AddRaftVoterRequest, AddRaftVoterResponse
+from aiokafkawire.protocol.messages.alter_client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from aiokafkawire.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from aiokafkawire.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+from aiokafkawire.protocol.messages.alter_replica_log_dirs import (
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+)
+from aiokafkawire.protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
+from aiokafkawire.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from aiokafkawire.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from aiokafkawire.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -44,17 +65,36 @@ from aiokafkawire.protocol.messages.consumer_protocol_assignment import Consumer
 from aiokafkawire.protocol.messages.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
+from aiokafkawire.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from aiokafkawire.protocol.messages.create_delegation_token import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
+)
 from aiokafkawire.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
 )
 from aiokafkawire.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from aiokafkawire.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from aiokafkawire.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from aiokafkawire.protocol.messages.delete_records import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
 )
+from aiokafkawire.protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
+from aiokafkawire.protocol.messages.delete_share_group_state import (
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse,
+)
 from aiokafkawire.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from aiokafkawire.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from aiokafkawire.protocol.messages.describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from aiokafkawire.protocol.messages.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -63,23 +103,56 @@ from aiokafkawire.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
+from aiokafkawire.protocol.messages.describe_delegation_token import (
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
+)
 from aiokafkawire.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+)
+from aiokafkawire.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
 )
 from aiokafkawire.protocol.messages.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
+from aiokafkawire.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
+from aiokafkawire.protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
+from aiokafkawire.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from aiokafkawire.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
+from aiokafkawire.protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
+from aiokafkawire.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from aiokafkawire.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from aiokafkawire.protocol.messages.expire_delegation_token import (
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
+)
 from aiokafkawire.protocol.messages.fetch import FetchRequest, FetchResponse
 from aiokafkawire.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+)
+from aiokafkawire.protocol.messages.get_telemetry_subscriptions import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
 )
 from aiokafkawire.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from aiokafkawire.protocol.messages.incremental_alter_configs import (
@@ -90,10 +163,22 @@ from aiokafkawire.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from aiokafkawire.protocol.messages.initialize_share_group_state import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
 from aiokafkawire.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from aiokafkawire.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from aiokafkawire.protocol.messages.list_config_resources import (
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+)
 from aiokafkawire.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from aiokafkawire.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from aiokafkawire.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from aiokafkawire.protocol.messages.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
@@ -107,6 +192,26 @@ from aiokafkawire.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from aiokafkawire.protocol.messages.produce import ProduceRequest, ProduceResponse
+from aiokafkawire.protocol.messages.push_telemetry import (
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+)
+from aiokafkawire.protocol.messages.read_share_group_state import (
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+)
+from aiokafkawire.protocol.messages.read_share_group_state_summary import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
+from aiokafkawire.protocol.messages.remove_raft_voter import (
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+)
+from aiokafkawire.protocol.messages.renew_delegation_token import (
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
+)
 from aiokafkawire.protocol.messages.request_header import RequestHeader
 from aiokafkawire.protocol.messages.response_header import ResponseHeader
 from aiokafkawire.protocol.messages.sasl_authenticate import (
@@ -117,10 +222,55 @@ from aiokafkawire.protocol.messages.sasl_handshake import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from aiokafkawire.protocol.messages.share_acknowledge import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+)
+from aiokafkawire.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from aiokafkawire.protocol.messages.share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+)
+from aiokafkawire.protocol.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from aiokafkawire.protocol.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from aiokafkawire.protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+from aiokafkawire.protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
+)
 from aiokafkawire.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from aiokafkawire.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
+)
+from aiokafkawire.protocol.messages.unregister_broker import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from aiokafkawire.protocol.messages.unregister_controller import (
+    UnregisterControllerRequest,
+    UnregisterControllerResponse,
+)
+from aiokafkawire.protocol.messages.update_features import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+)
+from aiokafkawire.protocol.messages.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
+from aiokafkawire.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 
 
@@ -150,20 +300,62 @@ class ApiKey(IntEnum):
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
+    WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    UNREGISTER_BROKER = 64
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 REQUEST_TYPES: dict[int, type[RequestMessage]] = {
@@ -190,20 +382,62 @@ REQUEST_TYPES: dict[int, type[RequestMessage]] = {
     24: AddPartitionsToTxnRequest,
     25: AddOffsetsToTxnRequest,
     26: EndTxnRequest,
+    27: WriteTxnMarkersRequest,
     28: TxnOffsetCommitRequest,
+    29: DescribeAclsRequest,
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    34: AlterReplicaLogDirsRequest,
+    35: DescribeLogDirsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
+    38: CreateDelegationTokenRequest,
+    39: RenewDelegationTokenRequest,
+    40: ExpireDelegationTokenRequest,
+    41: DescribeDelegationTokenRequest,
     42: DeleteGroupsRequest,
+    43: ElectLeadersRequest,
     44: IncrementalAlterConfigsRequest,
+    45: AlterPartitionReassignmentsRequest,
+    46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
+    48: DescribeClientQuotasRequest,
+    49: AlterClientQuotasRequest,
+    50: DescribeUserScramCredentialsRequest,
+    51: AlterUserScramCredentialsRequest,
+    55: DescribeQuorumRequest,
+    57: UpdateFeaturesRequest,
     60: DescribeClusterRequest,
     61: DescribeProducersRequest,
+    64: UnregisterBrokerRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
     68: ConsumerGroupHeartbeatRequest,
     69: ConsumerGroupDescribeRequest,
+    71: GetTelemetrySubscriptionsRequest,
+    72: PushTelemetryRequest,
+    74: ListConfigResourcesRequest,
+    75: DescribeTopicPartitionsRequest,
+    76: ShareGroupHeartbeatRequest,
+    77: ShareGroupDescribeRequest,
+    78: ShareFetchRequest,
+    79: ShareAcknowledgeRequest,
+    80: AddRaftVoterRequest,
+    81: RemoveRaftVoterRequest,
+    83: InitializeShareGroupStateRequest,
+    84: ReadShareGroupStateRequest,
+    85: WriteShareGroupStateRequest,
+    86: DeleteShareGroupStateRequest,
+    87: ReadShareGroupStateSummaryRequest,
+    88: StreamsGroupHeartbeatRequest,
+    89: StreamsGroupDescribeRequest,
+    90: DescribeShareGroupOffsetsRequest,
+    91: AlterShareGroupOffsetsRequest,
+    92: DeleteShareGroupOffsetsRequest,
+    93: StreamsGroupTopologyDescriptionUpdateRequest,
+    94: UnregisterControllerRequest,
 }
 RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {
     0: ProduceResponse,
@@ -229,38 +463,80 @@ RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {
     24: AddPartitionsToTxnResponse,
     25: AddOffsetsToTxnResponse,
     26: EndTxnResponse,
+    27: WriteTxnMarkersResponse,
     28: TxnOffsetCommitResponse,
+    29: DescribeAclsResponse,
+    30: CreateAclsResponse,
+    31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    34: AlterReplicaLogDirsResponse,
+    35: DescribeLogDirsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
+    38: CreateDelegationTokenResponse,
+    39: RenewDelegationTokenResponse,
+    40: ExpireDelegationTokenResponse,
+    41: DescribeDelegationTokenResponse,
     42: DeleteGroupsResponse,
+    43: ElectLeadersResponse,
     44: IncrementalAlterConfigsResponse,
+    45: AlterPartitionReassignmentsResponse,
+    46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
+    48: DescribeClientQuotasResponse,
+    49: AlterClientQuotasResponse,
+    50: DescribeUserScramCredentialsResponse,
+    51: AlterUserScramCredentialsResponse,
+    55: DescribeQuorumResponse,
+    57: UpdateFeaturesResponse,
     60: DescribeClusterResponse,
     61: DescribeProducersResponse,
+    64: UnregisterBrokerResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
     68: ConsumerGroupHeartbeatResponse,
     69: ConsumerGroupDescribeResponse,
+    71: GetTelemetrySubscriptionsResponse,
+    72: PushTelemetryResponse,
+    74: ListConfigResourcesResponse,
+    75: DescribeTopicPartitionsResponse,
+    76: ShareGroupHeartbeatResponse,
+    77: ShareGroupDescribeResponse,
+    78: ShareFetchResponse,
+    79: ShareAcknowledgeResponse,
+    80: AddRaftVoterResponse,
+    81: RemoveRaftVoterResponse,
+    83: InitializeShareGroupStateResponse,
+    84: ReadShareGroupStateResponse,
+    85: WriteShareGroupStateResponse,
+    86: DeleteShareGroupStateResponse,
+    87: ReadShareGroupStateSummaryResponse,
+    88: StreamsGroupHeartbeatResponse,
+    89: StreamsGroupDescribeResponse,
+    90: DescribeShareGroupOffsetsResponse,
+    91: AlterShareGroupOffsetsResponse,
+    92: DeleteShareGroupOffsetsResponse,
+    93: StreamsGroupTopologyDescriptionUpdateResponse,
+    94: UnregisterControllerResponse,
 }
 #: api key -> (lowest, highest) version in the specs, for version negotiation.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (0, 11),
-    1: (0, 17),
-    2: (0, 10),
-    3: (0, 12),
-    8: (0, 9),
-    9: (0, 9),
+    0: (0, 13),
+    1: (0, 18),
+    2: (0, 11),
+    3: (0, 13),
+    8: (0, 10),
+    9: (0, 10),
     10: (0, 6),
     11: (0, 9),
     12: (0, 4),
     13: (0, 5),
     14: (0, 5),
-    15: (0, 5),
+    15: (0, 6),
     16: (0, 5),
     17: (0, 1),
-    18: (0, 4),
+    18: (0, 5),
     19: (0, 7),
     20: (0, 6),
     21: (0, 2),
@@ -269,20 +545,62 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     24: (0, 5),
     25: (0, 4),
     26: (0, 5),
-    28: (0, 4),
+    27: (0, 2),
+    28: (0, 6),
+    29: (0, 3),
+    30: (0, 3),
+    31: (0, 3),
     32: (0, 4),
     33: (0, 2),
+    34: (0, 2),
+    35: (0, 5),
     36: (0, 2),
     37: (0, 3),
-    42: (0, 2),
+    38: (0, 3),
+    39: (0, 2),
+    40: (0, 2),
+    41: (0, 3),
+    42: (0, 3),
+    43: (0, 2),
     44: (0, 1),
+    45: (0, 1),
+    46: (0, 0),
     47: (0, 0),
-    60: (0, 1),
+    48: (0, 1),
+    49: (0, 1),
+    50: (0, 0),
+    51: (0, 0),
+    55: (0, 2),
+    57: (0, 2),
+    60: (0, 2),
     61: (0, 0),
+    64: (0, 0),
     65: (0, 0),
-    66: (0, 1),
+    66: (0, 2),
     68: (0, 1),
-    69: (0, 0),
+    69: (0, 1),
+    71: (0, 0),
+    72: (0, 0),
+    74: (0, 1),
+    75: (0, 0),
+    76: (1, 1),
+    77: (1, 1),
+    78: (1, 2),
+    79: (1, 2),
+    80: (0, 1),
+    81: (0, 0),
+    83: (0, 0),
+    84: (0, 0),
+    85: (0, 1),
+    86: (0, 0),
+    87: (0, 1),
+    88: (0, 1),
+    89: (0, 1),
+    90: (0, 1),
+    91: (0, 0),
+    92: (0, 0),
+    93: (0, 0),
+    94: (0, 0),
 }
 
 __all__ = [
@@ -293,8 +611,20 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
+    "AlterClientQuotasRequest",
+    "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
+    "AlterReplicaLogDirsRequest",
+    "AlterReplicaLogDirsResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "ApiKey",
     "ApiMessage",
     "ApiVersionsRequest",
@@ -305,46 +635,84 @@ __all__ = [
     "ConsumerGroupHeartbeatResponse",
     "ConsumerProtocolAssignment",
     "ConsumerProtocolSubscription",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
+    "CreateDelegationTokenRequest",
+    "CreateDelegationTokenResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
+    "DeleteShareGroupStateRequest",
+    "DeleteShareGroupStateResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponse",
+    "DescribeClientQuotasRequest",
+    "DescribeClientQuotasResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
+    "DescribeDelegationTokenRequest",
+    "DescribeDelegationTokenResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
+    "DescribeTopicPartitionsRequest",
+    "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
     "EndTxnRequest",
     "EndTxnResponse",
+    "ExpireDelegationTokenRequest",
+    "ExpireDelegationTokenResponse",
     "FetchRequest",
     "FetchResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
+    "GetTelemetrySubscriptionsRequest",
+    "GetTelemetrySubscriptionsResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "InitializeShareGroupStateRequest",
+    "InitializeShareGroupStateResponse",
     "JoinGroupRequest",
     "JoinGroupResponse",
     "LeaveGroupRequest",
     "LeaveGroupResponse",
+    "ListConfigResourcesRequest",
+    "ListConfigResourcesResponse",
     "ListGroupsRequest",
     "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
     "ListTransactionsRequest",
     "ListTransactionsResponse",
     "Message",
@@ -360,6 +728,16 @@ __all__ = [
     "OffsetForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "PushTelemetryRequest",
+    "PushTelemetryResponse",
+    "ReadShareGroupStateRequest",
+    "ReadShareGroupStateResponse",
+    "ReadShareGroupStateSummaryRequest",
+    "ReadShareGroupStateSummaryResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
+    "RenewDelegationTokenRequest",
+    "RenewDelegationTokenResponse",
     "RequestHeader",
     "RequestMessage",
     "ResponseHeader",
@@ -368,9 +746,33 @@ __all__ = [
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeResponse",
+    "ShareFetchRequest",
+    "ShareFetchResponse",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
+    "StreamsGroupDescribeRequest",
+    "StreamsGroupDescribeResponse",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
+    "StreamsGroupTopologyDescriptionUpdateRequest",
+    "StreamsGroupTopologyDescriptionUpdateResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "UnregisterBrokerRequest",
+    "UnregisterBrokerResponse",
+    "UnregisterControllerRequest",
+    "UnregisterControllerResponse",
+    "UpdateFeaturesRequest",
+    "UpdateFeaturesResponse",
     "VersionedData",
+    "WriteShareGroupStateRequest",
+    "WriteShareGroupStateResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]

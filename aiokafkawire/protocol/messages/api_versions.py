@@ -14,12 +14,14 @@ from aiokafkawire.protocol.messages._support import (
     check_tagged_end,
     read_array_length,
     read_compact_array_length,
+    read_compact_nullable_string,
     read_compact_string,
     read_tag_header,
     read_unknown_tagged_fields,
     read_unsigned_varint,
     write_array_length,
     write_compact_array_length,
+    write_compact_nullable_string,
     write_compact_string,
     write_tagged_fields,
 )
@@ -44,24 +46,30 @@ class ApiVersionsRequest(RequestMessage):
     __slots__ = (
         "client_software_name",
         "client_software_version",
+        "cluster_id",
+        "node_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "client_software_name",
         "client_software_version",
+        "cluster_id",
+        "node_id",
         "unknown_tagged_fields",
     )
 
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[ApiVersionsResponse]]
 
     client_software_name: str
     client_software_version: str
+    cluster_id: str | None
+    node_id: int
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -69,10 +77,14 @@ class ApiVersionsRequest(RequestMessage):
         *,
         client_software_name: str = "",
         client_software_version: str = "",
+        cluster_id: str | None = None,
+        node_id: int = -1,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -81,6 +93,8 @@ class ApiVersionsRequest(RequestMessage):
         return (
             self.client_software_name == other.client_software_name
             and self.client_software_version == other.client_software_version
+            and self.cluster_id == other.cluster_id
+            and self.node_id == other.node_id
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -111,10 +125,10 @@ class ApiVersionsResponse(ResponseMessage):
 
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0)
     REQUEST_TYPE: ClassVar[type[ApiVersionsRequest]]
 
     error_code: int
@@ -305,6 +319,8 @@ def _dec_ApiVersionsRequest_v0(buf, pos):
     obj = _new(ApiVersionsRequest)
     obj.client_software_name = ""
     obj.client_software_version = ""
+    obj.cluster_id = None
+    obj.node_id = -1
     obj.unknown_tagged_fields = None
     return obj, pos
 
@@ -320,8 +336,36 @@ def _enc_ApiVersionsRequest_v3(out, obj):
 
 def _dec_ApiVersionsRequest_v3(buf, pos):
     obj = _new(ApiVersionsRequest)
+    obj.cluster_id = None
+    obj.node_id = -1
     obj.client_software_name, pos = read_compact_string(buf, pos)
     obj.client_software_version, pos = read_compact_string(buf, pos)
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_ApiVersionsRequest_v5(out, obj):
+    write_compact_string(out, obj.client_software_name)
+    write_compact_string(out, obj.client_software_version)
+    write_compact_nullable_string(out, obj.cluster_id)
+    out += _S__i.pack(obj.node_id)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_ApiVersionsRequest_v5(buf, pos):
+    obj = _new(ApiVersionsRequest)
+    obj.client_software_name, pos = read_compact_string(buf, pos)
+    obj.client_software_version, pos = read_compact_string(buf, pos)
+    obj.cluster_id, pos = read_compact_nullable_string(buf, pos)
+    (obj.node_id,) = _S__i.unpack_from(buf, pos)
+    pos += 4
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -561,6 +605,7 @@ ApiVersionsRequest._ENCODERS = (
     _enc_ApiVersionsRequest_v0,
     _enc_ApiVersionsRequest_v3,
     _enc_ApiVersionsRequest_v3,
+    _enc_ApiVersionsRequest_v5,
 )
 ApiVersionsRequest._DECODERS = (
     _dec_ApiVersionsRequest_v0,
@@ -568,10 +613,13 @@ ApiVersionsRequest._DECODERS = (
     _dec_ApiVersionsRequest_v0,
     _dec_ApiVersionsRequest_v3,
     _dec_ApiVersionsRequest_v3,
+    _dec_ApiVersionsRequest_v5,
 )
 ApiVersionsRequest._SCHEMA = (
     ("client_software_name", "string", (3, None), None, None, None, True, None),
     ("client_software_version", "string", (3, None), None, None, None, True, None),
+    ("cluster_id", "string", (5, None), (5, None), None, None, True, None),
+    ("node_id", "int32", (5, None), None, None, None, True, None),
 )
 
 ApiVersionsResponse._ENCODERS = (
@@ -580,11 +628,13 @@ ApiVersionsResponse._ENCODERS = (
     _enc_ApiVersionsResponse_v1,
     _enc_ApiVersionsResponse_v3,
     _enc_ApiVersionsResponse_v3,
+    _enc_ApiVersionsResponse_v3,
 )
 ApiVersionsResponse._DECODERS = (
     _dec_ApiVersionsResponse_v0,
     _dec_ApiVersionsResponse_v1,
     _dec_ApiVersionsResponse_v1,
+    _dec_ApiVersionsResponse_v3,
     _dec_ApiVersionsResponse_v3,
     _dec_ApiVersionsResponse_v3,
 )
@@ -604,11 +654,13 @@ FinalizedFeatureKey._ENCODERS = (
     None,
     _enc_FinalizedFeatureKey_v3,
     _enc_FinalizedFeatureKey_v3,
+    _enc_FinalizedFeatureKey_v3,
 )
 FinalizedFeatureKey._DECODERS = (
     None,
     None,
     None,
+    _dec_FinalizedFeatureKey_v3,
     _dec_FinalizedFeatureKey_v3,
     _dec_FinalizedFeatureKey_v3,
 )
@@ -624,11 +676,13 @@ SupportedFeatureKey._ENCODERS = (
     None,
     _enc_SupportedFeatureKey_v3,
     _enc_SupportedFeatureKey_v3,
+    _enc_SupportedFeatureKey_v3,
 )
 SupportedFeatureKey._DECODERS = (
     None,
     None,
     None,
+    _dec_SupportedFeatureKey_v3,
     _dec_SupportedFeatureKey_v3,
     _dec_SupportedFeatureKey_v3,
 )
@@ -644,11 +698,13 @@ ApiVersion._ENCODERS = (
     _enc_ApiVersion_v0,
     _enc_ApiVersion_v3,
     _enc_ApiVersion_v3,
+    _enc_ApiVersion_v3,
 )
 ApiVersion._DECODERS = (
     _dec_ApiVersion_v0,
     _dec_ApiVersion_v0,
     _dec_ApiVersion_v0,
+    _dec_ApiVersion_v3,
     _dec_ApiVersion_v3,
     _dec_ApiVersion_v3,
 )

@@ -34,6 +34,7 @@ __all__ = [
 
 _new = object.__new__
 _S__16s = Struct(">16s")
+_S__b = Struct(">b")
 _S__h = Struct(">h")
 _S__i = Struct(">i")
 _S__ii = Struct(">ii")
@@ -57,10 +58,10 @@ class ConsumerGroupDescribeRequest(RequestMessage):
 
     API_KEY = 69
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (2,)
+    HEADER_VERSIONS = (2, 2)
     RESPONSE_TYPE: ClassVar[type[ConsumerGroupDescribeResponse]]
 
     group_ids: list[str]
@@ -104,10 +105,10 @@ class ConsumerGroupDescribeResponse(ResponseMessage):
 
     API_KEY = 69
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1,)
+    HEADER_VERSIONS = (1, 1)
     REQUEST_TYPE: ClassVar[type[ConsumerGroupDescribeRequest]]
 
     throttle_time_ms: int
@@ -226,6 +227,7 @@ class Member(Message):
         "instance_id",
         "member_epoch",
         "member_id",
+        "member_type",
         "rack_id",
         "subscribed_topic_names",
         "subscribed_topic_regex",
@@ -243,6 +245,7 @@ class Member(Message):
         "subscribed_topic_regex",
         "assignment",
         "target_assignment",
+        "member_type",
         "unknown_tagged_fields",
     )
 
@@ -256,6 +259,7 @@ class Member(Message):
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    member_type: int
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -271,6 +275,7 @@ class Member(Message):
         subscribed_topic_regex: str | None = None,
         assignment: Assignment = MISSING,
         target_assignment: Assignment = MISSING,
+        member_type: int = -1,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.member_id = member_id
@@ -285,6 +290,7 @@ class Member(Message):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.assignment = Assignment() if assignment is MISSING else assignment
         self.target_assignment = Assignment() if target_assignment is MISSING else target_assignment
+        self.member_type = member_type
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -301,6 +307,7 @@ class Member(Message):
             and self.subscribed_topic_regex == other.subscribed_topic_regex
             and self.assignment == other.assignment
             and self.target_assignment == other.target_assignment
+            and self.member_type == other.member_type
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -497,6 +504,7 @@ def _enc_Member_v0(out, obj):
 
 def _dec_Member_v0(buf, pos):
     obj = _new(Member)
+    obj.member_type = -1
     obj.member_id, pos = read_compact_string(buf, pos)
     obj.instance_id, pos = read_compact_nullable_string(buf, pos)
     obj.rack_id, pos = read_compact_nullable_string(buf, pos)
@@ -513,6 +521,55 @@ def _dec_Member_v0(buf, pos):
     obj.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     obj.assignment, pos = _dec_Assignment_v0(buf, pos)
     obj.target_assignment, pos = _dec_Assignment_v0(buf, pos)
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_Member_v1(out, obj):
+    write_compact_string(out, obj.member_id)
+    write_compact_nullable_string(out, obj.instance_id)
+    write_compact_nullable_string(out, obj.rack_id)
+    out += _S__i.pack(obj.member_epoch)
+    write_compact_string(out, obj.client_id)
+    write_compact_string(out, obj.client_host)
+    v = obj.subscribed_topic_names
+    write_compact_array_length(out, v)
+    for e in v:
+        write_compact_string(out, e)
+    write_compact_nullable_string(out, obj.subscribed_topic_regex)
+    _enc_Assignment_v0(out, obj.assignment)
+    _enc_Assignment_v0(out, obj.target_assignment)
+    out += _S__b.pack(obj.member_type)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_Member_v1(buf, pos):
+    obj = _new(Member)
+    obj.member_id, pos = read_compact_string(buf, pos)
+    obj.instance_id, pos = read_compact_nullable_string(buf, pos)
+    obj.rack_id, pos = read_compact_nullable_string(buf, pos)
+    (obj.member_epoch,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    obj.client_id, pos = read_compact_string(buf, pos)
+    obj.client_host, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    subscribed_topic_names_items = []
+    for _ in range(n):
+        e, pos = read_compact_string(buf, pos)
+        subscribed_topic_names_items.append(e)
+    obj.subscribed_topic_names = subscribed_topic_names_items
+    obj.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
+    obj.assignment, pos = _dec_Assignment_v0(buf, pos)
+    obj.target_assignment, pos = _dec_Assignment_v0(buf, pos)
+    (obj.member_type,) = _S__b.unpack_from(buf, pos)
+    pos += 1
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -565,6 +622,50 @@ def _dec_DescribedGroup_v0(buf, pos):
     return obj, pos
 
 
+def _enc_DescribedGroup_v1(out, obj):
+    out += _S__h.pack(obj.error_code)
+    write_compact_nullable_string(out, obj.error_message)
+    write_compact_string(out, obj.group_id)
+    write_compact_string(out, obj.group_state)
+    out += _S__ii.pack(obj.group_epoch, obj.assignment_epoch)
+    write_compact_string(out, obj.assignor_name)
+    v = obj.members
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_Member_v1(out, e)
+    out += _S__i.pack(obj.authorized_operations)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribedGroup_v1(buf, pos):
+    obj = _new(DescribedGroup)
+    (obj.error_code,) = _S__h.unpack_from(buf, pos)
+    pos += 2
+    obj.error_message, pos = read_compact_nullable_string(buf, pos)
+    obj.group_id, pos = read_compact_string(buf, pos)
+    obj.group_state, pos = read_compact_string(buf, pos)
+    obj.group_epoch, obj.assignment_epoch = _S__ii.unpack_from(buf, pos)
+    pos += 8
+    obj.assignor_name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    members_items = []
+    for _ in range(n):
+        e, pos = _dec_Member_v1(buf, pos)
+        members_items.append(e)
+    obj.members = members_items
+    (obj.authorized_operations,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 def _enc_ConsumerGroupDescribeResponse_v0(out, obj):
     out += _S__i.pack(obj.throttle_time_ms)
     v = obj.groups
@@ -595,10 +696,42 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf, pos):
     return obj, pos
 
 
+def _enc_ConsumerGroupDescribeResponse_v1(out, obj):
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.groups
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_DescribedGroup_v1(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_ConsumerGroupDescribeResponse_v1(buf, pos):
+    obj = _new(ConsumerGroupDescribeResponse)
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    groups_items = []
+    for _ in range(n):
+        e, pos = _dec_DescribedGroup_v1(buf, pos)
+        groups_items.append(e)
+    obj.groups = groups_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 ConsumerGroupDescribeRequest._ENCODERS = (
+    _enc_ConsumerGroupDescribeRequest_v0,
     _enc_ConsumerGroupDescribeRequest_v0,
 )
 ConsumerGroupDescribeRequest._DECODERS = (
+    _dec_ConsumerGroupDescribeRequest_v0,
     _dec_ConsumerGroupDescribeRequest_v0,
 )
 ConsumerGroupDescribeRequest._SCHEMA = (
@@ -608,9 +741,11 @@ ConsumerGroupDescribeRequest._SCHEMA = (
 
 ConsumerGroupDescribeResponse._ENCODERS = (
     _enc_ConsumerGroupDescribeResponse_v0,
+    _enc_ConsumerGroupDescribeResponse_v1,
 )
 ConsumerGroupDescribeResponse._DECODERS = (
     _dec_ConsumerGroupDescribeResponse_v0,
+    _dec_ConsumerGroupDescribeResponse_v1,
 )
 ConsumerGroupDescribeResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
@@ -619,9 +754,11 @@ ConsumerGroupDescribeResponse._SCHEMA = (
 
 DescribedGroup._ENCODERS = (
     _enc_DescribedGroup_v0,
+    _enc_DescribedGroup_v1,
 )
 DescribedGroup._DECODERS = (
     _dec_DescribedGroup_v0,
+    _dec_DescribedGroup_v1,
 )
 DescribedGroup._SCHEMA = (
     ("error_code", "int16", (0, None), None, None, None, False, None),
@@ -637,9 +774,11 @@ DescribedGroup._SCHEMA = (
 
 Member._ENCODERS = (
     _enc_Member_v0,
+    _enc_Member_v1,
 )
 Member._DECODERS = (
     _dec_Member_v0,
+    _dec_Member_v1,
 )
 Member._LAZY_DEFAULTS = {
     "assignment": Assignment,
@@ -656,12 +795,15 @@ Member._SCHEMA = (
     ("subscribed_topic_regex", "string", (0, None), (0, None), None, None, False, None),
     ("assignment", "Assignment", (0, None), None, None, None, False, None),
     ("target_assignment", "Assignment", (0, None), None, None, None, False, None),
+    ("member_type", "int8", (1, None), None, None, None, True, None),
 )
 
 Assignment._ENCODERS = (
     _enc_Assignment_v0,
+    _enc_Assignment_v0,
 )
 Assignment._DECODERS = (
+    _dec_Assignment_v0,
     _dec_Assignment_v0,
 )
 Assignment._SCHEMA = (
@@ -670,8 +812,10 @@ Assignment._SCHEMA = (
 
 TopicPartitions._ENCODERS = (
     _enc_TopicPartitions_v0,
+    _enc_TopicPartitions_v0,
 )
 TopicPartitions._DECODERS = (
+    _dec_TopicPartitions_v0,
     _dec_TopicPartitions_v0,
 )
 TopicPartitions._SCHEMA = (

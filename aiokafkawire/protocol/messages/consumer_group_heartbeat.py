@@ -76,7 +76,7 @@ class ConsumerGroupHeartbeatRequest(RequestMessage):
     MIN_VERSION = 0
     MAX_VERSION = 1
     FLEXIBLE_VERSION = 0
-    LATEST_VERSION_UNSTABLE = True
+    LATEST_VERSION_UNSTABLE = False
     HEADER_VERSIONS = (2, 2)
     RESPONSE_TYPE: ClassVar[type[ConsumerGroupHeartbeatResponse]]
 

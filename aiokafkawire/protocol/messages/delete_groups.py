@@ -13,11 +13,13 @@ from aiokafkawire.protocol.messages._support import (
     ResponseMessage,
     read_array_length,
     read_compact_array_length,
+    read_compact_nullable_string,
     read_compact_string,
     read_string,
     read_unknown_tagged_fields,
     write_array_length,
     write_compact_array_length,
+    write_compact_nullable_string,
     write_compact_string,
     write_string,
     write_tagged_fields,
@@ -47,10 +49,10 @@ class DeleteGroupsRequest(RequestMessage):
 
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_VERSION = 2
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 2)
+    HEADER_VERSIONS = (1, 1, 2, 2)
     RESPONSE_TYPE: ClassVar[type[DeleteGroupsResponse]]
 
     groups_names: list[str]
@@ -90,10 +92,10 @@ class DeleteGroupsResponse(ResponseMessage):
 
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_VERSION = 2
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 1)
+    HEADER_VERSIONS = (0, 0, 1, 1)
     REQUEST_TYPE: ClassVar[type[DeleteGroupsRequest]]
 
     throttle_time_ms: int
@@ -126,17 +128,20 @@ class DeletableGroupResult(Message):
 
     __slots__ = (
         "error_code",
+        "error_message",
         "group_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "group_id",
         "error_code",
+        "error_message",
         "unknown_tagged_fields",
     )
 
     group_id: str
     error_code: int
+    error_message: str | None
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -144,10 +149,12 @@ class DeletableGroupResult(Message):
         *,
         group_id: str = "",
         error_code: int = 0,
+        error_message: str | None = None,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.group_id = group_id
         self.error_code = error_code
+        self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -156,6 +163,7 @@ class DeletableGroupResult(Message):
         return (
             self.group_id == other.group_id
             and self.error_code == other.error_code
+            and self.error_message == other.error_message
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -213,6 +221,7 @@ def _enc_DeletableGroupResult_v0(out, obj):
 
 def _dec_DeletableGroupResult_v0(buf, pos):
     obj = _new(DeletableGroupResult)
+    obj.error_message = None
     obj.group_id, pos = read_string(buf, pos)
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
@@ -231,9 +240,34 @@ def _enc_DeletableGroupResult_v2(out, obj):
 
 def _dec_DeletableGroupResult_v2(buf, pos):
     obj = _new(DeletableGroupResult)
+    obj.error_message = None
     obj.group_id, pos = read_compact_string(buf, pos)
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_DeletableGroupResult_v3(out, obj):
+    write_compact_string(out, obj.group_id)
+    out += _S__h.pack(obj.error_code)
+    write_compact_nullable_string(out, obj.error_message)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DeletableGroupResult_v3(buf, pos):
+    obj = _new(DeletableGroupResult)
+    obj.group_id, pos = read_compact_string(buf, pos)
+    (obj.error_code,) = _S__h.unpack_from(buf, pos)
+    pos += 2
+    obj.error_message, pos = read_compact_nullable_string(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -294,14 +328,46 @@ def _dec_DeleteGroupsResponse_v2(buf, pos):
     return obj, pos
 
 
+def _enc_DeleteGroupsResponse_v3(out, obj):
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.results
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_DeletableGroupResult_v3(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DeleteGroupsResponse_v3(buf, pos):
+    obj = _new(DeleteGroupsResponse)
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    results_items = []
+    for _ in range(n):
+        e, pos = _dec_DeletableGroupResult_v3(buf, pos)
+        results_items.append(e)
+    obj.results = results_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 DeleteGroupsRequest._ENCODERS = (
     _enc_DeleteGroupsRequest_v0,
     _enc_DeleteGroupsRequest_v0,
+    _enc_DeleteGroupsRequest_v2,
     _enc_DeleteGroupsRequest_v2,
 )
 DeleteGroupsRequest._DECODERS = (
     _dec_DeleteGroupsRequest_v0,
     _dec_DeleteGroupsRequest_v0,
+    _dec_DeleteGroupsRequest_v2,
     _dec_DeleteGroupsRequest_v2,
 )
 DeleteGroupsRequest._SCHEMA = (
@@ -312,11 +378,13 @@ DeleteGroupsResponse._ENCODERS = (
     _enc_DeleteGroupsResponse_v0,
     _enc_DeleteGroupsResponse_v0,
     _enc_DeleteGroupsResponse_v2,
+    _enc_DeleteGroupsResponse_v3,
 )
 DeleteGroupsResponse._DECODERS = (
     _dec_DeleteGroupsResponse_v0,
     _dec_DeleteGroupsResponse_v0,
     _dec_DeleteGroupsResponse_v2,
+    _dec_DeleteGroupsResponse_v3,
 )
 DeleteGroupsResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
@@ -327,15 +395,18 @@ DeletableGroupResult._ENCODERS = (
     _enc_DeletableGroupResult_v0,
     _enc_DeletableGroupResult_v0,
     _enc_DeletableGroupResult_v2,
+    _enc_DeletableGroupResult_v3,
 )
 DeletableGroupResult._DECODERS = (
     _dec_DeletableGroupResult_v0,
     _dec_DeletableGroupResult_v0,
     _dec_DeletableGroupResult_v2,
+    _dec_DeletableGroupResult_v3,
 )
 DeletableGroupResult._SCHEMA = (
     ("group_id", "string", (0, None), None, None, None, False, None),
     ("error_code", "int16", (0, None), None, None, None, False, None),
+    ("error_message", "string", (3, None), (3, None), None, None, True, None),
 )
 
 DeleteGroupsRequest.RESPONSE_TYPE = DeleteGroupsResponse

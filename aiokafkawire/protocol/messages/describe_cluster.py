@@ -33,6 +33,7 @@ _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__o = Struct(">?")
 _S__ob = Struct(">?b")
+_S__obo = Struct(">?b?")
 
 
 class DescribeClusterRequest(RequestMessage):
@@ -41,24 +42,27 @@ class DescribeClusterRequest(RequestMessage):
     __slots__ = (
         "endpoint_type",
         "include_cluster_authorized_operations",
+        "include_fenced_brokers",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "include_cluster_authorized_operations",
         "endpoint_type",
+        "include_fenced_brokers",
         "unknown_tagged_fields",
     )
 
     API_KEY = 60
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (2, 2)
+    HEADER_VERSIONS = (2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[DescribeClusterResponse]]
 
     include_cluster_authorized_operations: bool
     endpoint_type: int
+    include_fenced_brokers: bool
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -66,10 +70,12 @@ class DescribeClusterRequest(RequestMessage):
         *,
         include_cluster_authorized_operations: bool = False,
         endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -81,6 +87,7 @@ class DescribeClusterRequest(RequestMessage):
                 == other.include_cluster_authorized_operations
             )
             and self.endpoint_type == other.endpoint_type
+            and self.include_fenced_brokers == other.include_fenced_brokers
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -113,10 +120,10 @@ class DescribeClusterResponse(ResponseMessage):
 
     API_KEY = 60
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1)
+    HEADER_VERSIONS = (1, 1, 1)
     REQUEST_TYPE: ClassVar[type[DescribeClusterRequest]]
 
     throttle_time_ms: int
@@ -174,6 +181,7 @@ class DescribeClusterBroker(Message):
     __slots__ = (
         "broker_id",
         "host",
+        "is_fenced",
         "port",
         "rack",
         "unknown_tagged_fields",
@@ -183,6 +191,7 @@ class DescribeClusterBroker(Message):
         "host",
         "port",
         "rack",
+        "is_fenced",
         "unknown_tagged_fields",
     )
 
@@ -190,6 +199,7 @@ class DescribeClusterBroker(Message):
     host: str
     port: int
     rack: str | None
+    is_fenced: bool
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -199,12 +209,14 @@ class DescribeClusterBroker(Message):
         host: str = "",
         port: int = 0,
         rack: str | None = None,
+        is_fenced: bool = False,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self.rack = rack
+        self.is_fenced = is_fenced
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -215,6 +227,7 @@ class DescribeClusterBroker(Message):
             and self.host == other.host
             and self.port == other.port
             and self.rack == other.rack
+            and self.is_fenced == other.is_fenced
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -222,6 +235,8 @@ class DescribeClusterBroker(Message):
 def _enc_DescribeClusterRequest_v0(out, obj):
     if obj.endpoint_type != 1:
         raise AbsentFieldError("DescribeClusterRequest", "endpoint_type")
+    if obj.include_fenced_brokers:
+        raise AbsentFieldError("DescribeClusterRequest", "include_fenced_brokers")
     out += _S__o.pack(obj.include_cluster_authorized_operations)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
@@ -232,6 +247,7 @@ def _enc_DescribeClusterRequest_v0(out, obj):
 def _dec_DescribeClusterRequest_v0(buf, pos):
     obj = _new(DescribeClusterRequest)
     obj.endpoint_type = 1
+    obj.include_fenced_brokers = False
     (obj.include_cluster_authorized_operations,) = _S__o.unpack_from(buf, pos)
     pos += 1
     if buf[pos]:
@@ -243,6 +259,8 @@ def _dec_DescribeClusterRequest_v0(buf, pos):
 
 
 def _enc_DescribeClusterRequest_v1(out, obj):
+    if obj.include_fenced_brokers:
+        raise AbsentFieldError("DescribeClusterRequest", "include_fenced_brokers")
     out += _S__ob.pack(obj.include_cluster_authorized_operations, obj.endpoint_type)
     if obj.unknown_tagged_fields:
         write_tagged_fields(out, [], obj.unknown_tagged_fields)
@@ -252,6 +270,7 @@ def _enc_DescribeClusterRequest_v1(out, obj):
 
 def _dec_DescribeClusterRequest_v1(buf, pos):
     obj = _new(DescribeClusterRequest)
+    obj.include_fenced_brokers = False
     obj.include_cluster_authorized_operations, obj.endpoint_type = _S__ob.unpack_from(buf, pos)
     pos += 2
     if buf[pos]:
@@ -262,7 +281,37 @@ def _dec_DescribeClusterRequest_v1(buf, pos):
     return obj, pos
 
 
+def _enc_DescribeClusterRequest_v2(out, obj):
+    out += _S__obo.pack(
+        obj.include_cluster_authorized_operations,
+        obj.endpoint_type,
+        obj.include_fenced_brokers,
+    )
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribeClusterRequest_v2(buf, pos):
+    obj = _new(DescribeClusterRequest)
+    (
+        obj.include_cluster_authorized_operations,
+        obj.endpoint_type,
+        obj.include_fenced_brokers,
+    ) = _S__obo.unpack_from(buf, pos)
+    pos += 3
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 def _enc_DescribeClusterBroker_v0(out, obj):
+    if obj.is_fenced:
+        raise AbsentFieldError("DescribeClusterBroker", "is_fenced")
     out += _S__i.pack(obj.broker_id)
     write_compact_string(out, obj.host)
     out += _S__i.pack(obj.port)
@@ -275,12 +324,43 @@ def _enc_DescribeClusterBroker_v0(out, obj):
 
 def _dec_DescribeClusterBroker_v0(buf, pos):
     obj = _new(DescribeClusterBroker)
+    obj.is_fenced = False
     (obj.broker_id,) = _S__i.unpack_from(buf, pos)
     pos += 4
     obj.host, pos = read_compact_string(buf, pos)
     (obj.port,) = _S__i.unpack_from(buf, pos)
     pos += 4
     obj.rack, pos = read_compact_nullable_string(buf, pos)
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_DescribeClusterBroker_v2(out, obj):
+    out += _S__i.pack(obj.broker_id)
+    write_compact_string(out, obj.host)
+    out += _S__i.pack(obj.port)
+    write_compact_nullable_string(out, obj.rack)
+    out += _S__o.pack(obj.is_fenced)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribeClusterBroker_v2(buf, pos):
+    obj = _new(DescribeClusterBroker)
+    (obj.broker_id,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    obj.host, pos = read_compact_string(buf, pos)
+    (obj.port,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    obj.rack, pos = read_compact_nullable_string(buf, pos)
+    (obj.is_fenced,) = _S__o.unpack_from(buf, pos)
+    pos += 1
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -375,26 +455,74 @@ def _dec_DescribeClusterResponse_v1(buf, pos):
     return obj, pos
 
 
+def _enc_DescribeClusterResponse_v2(out, obj):
+    out += _S__ih.pack(obj.throttle_time_ms, obj.error_code)
+    write_compact_nullable_string(out, obj.error_message)
+    out += _S__b.pack(obj.endpoint_type)
+    write_compact_string(out, obj.cluster_id)
+    out += _S__i.pack(obj.controller_id)
+    v = obj.brokers
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_DescribeClusterBroker_v2(out, e)
+    out += _S__i.pack(obj.cluster_authorized_operations)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribeClusterResponse_v2(buf, pos):
+    obj = _new(DescribeClusterResponse)
+    obj.throttle_time_ms, obj.error_code = _S__ih.unpack_from(buf, pos)
+    pos += 6
+    obj.error_message, pos = read_compact_nullable_string(buf, pos)
+    (obj.endpoint_type,) = _S__b.unpack_from(buf, pos)
+    pos += 1
+    obj.cluster_id, pos = read_compact_string(buf, pos)
+    (obj.controller_id,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    brokers_items = []
+    for _ in range(n):
+        e, pos = _dec_DescribeClusterBroker_v2(buf, pos)
+        brokers_items.append(e)
+    obj.brokers = brokers_items
+    (obj.cluster_authorized_operations,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 DescribeClusterRequest._ENCODERS = (
     _enc_DescribeClusterRequest_v0,
     _enc_DescribeClusterRequest_v1,
+    _enc_DescribeClusterRequest_v2,
 )
 DescribeClusterRequest._DECODERS = (
     _dec_DescribeClusterRequest_v0,
     _dec_DescribeClusterRequest_v1,
+    _dec_DescribeClusterRequest_v2,
 )
 DescribeClusterRequest._SCHEMA = (
     ("include_cluster_authorized_operations", "bool", (0, None), None, None, None, False, None),
     ("endpoint_type", "int8", (1, None), None, None, None, False, None),
+    ("include_fenced_brokers", "bool", (2, None), None, None, None, False, None),
 )
 
 DescribeClusterResponse._ENCODERS = (
     _enc_DescribeClusterResponse_v0,
     _enc_DescribeClusterResponse_v1,
+    _enc_DescribeClusterResponse_v2,
 )
 DescribeClusterResponse._DECODERS = (
     _dec_DescribeClusterResponse_v0,
     _dec_DescribeClusterResponse_v1,
+    _dec_DescribeClusterResponse_v2,
 )
 DescribeClusterResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
@@ -410,16 +538,19 @@ DescribeClusterResponse._SCHEMA = (
 DescribeClusterBroker._ENCODERS = (
     _enc_DescribeClusterBroker_v0,
     _enc_DescribeClusterBroker_v0,
+    _enc_DescribeClusterBroker_v2,
 )
 DescribeClusterBroker._DECODERS = (
     _dec_DescribeClusterBroker_v0,
     _dec_DescribeClusterBroker_v0,
+    _dec_DescribeClusterBroker_v2,
 )
 DescribeClusterBroker._SCHEMA = (
     ("broker_id", "int32", (0, None), None, None, None, False, None),
     ("host", "string", (0, None), None, None, None, False, None),
     ("port", "int32", (0, None), None, None, None, False, None),
     ("rack", "string", (0, None), (0, None), None, None, False, None),
+    ("is_fenced", "bool", (2, None), None, None, None, False, None),
 )
 
 DescribeClusterRequest.RESPONSE_TYPE = DescribeClusterResponse

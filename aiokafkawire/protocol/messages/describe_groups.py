@@ -59,10 +59,10 @@ class DescribeGroupsRequest(RequestMessage):
 
     API_KEY = 15
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_VERSION = 5
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 2, 2)
     RESPONSE_TYPE: ClassVar[type[DescribeGroupsResponse]]
 
     groups: list[str]
@@ -106,10 +106,10 @@ class DescribeGroupsResponse(ResponseMessage):
 
     API_KEY = 15
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_VERSION = 5
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 1, 1)
     REQUEST_TYPE: ClassVar[type[DescribeGroupsRequest]]
 
     throttle_time_ms: int
@@ -143,6 +143,7 @@ class DescribedGroup(Message):
     __slots__ = (
         "authorized_operations",
         "error_code",
+        "error_message",
         "group_id",
         "group_state",
         "members",
@@ -152,6 +153,7 @@ class DescribedGroup(Message):
     )
     _FIELDS = (
         "error_code",
+        "error_message",
         "group_id",
         "group_state",
         "protocol_type",
@@ -162,6 +164,7 @@ class DescribedGroup(Message):
     )
 
     error_code: int
+    error_message: str | None
     group_id: str
     group_state: str
     protocol_type: str
@@ -174,6 +177,7 @@ class DescribedGroup(Message):
         self,
         *,
         error_code: int = 0,
+        error_message: str | None = None,
         group_id: str = "",
         group_state: str = "",
         protocol_type: str = "",
@@ -183,6 +187,7 @@ class DescribedGroup(Message):
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.error_code = error_code
+        self.error_message = error_message
         self.group_id = group_id
         self.group_state = group_state
         self.protocol_type = protocol_type
@@ -196,6 +201,7 @@ class DescribedGroup(Message):
             return NotImplemented
         return (
             self.error_code == other.error_code
+            and self.error_message == other.error_message
             and self.group_id == other.group_id
             and self.group_state == other.group_state
             and self.protocol_type == other.protocol_type
@@ -414,6 +420,8 @@ def _dec_DescribedGroupMember_v5(buf, pos):
 
 
 def _enc_DescribedGroup_v0(out, obj):
+    if obj.error_message is not None:
+        raise AbsentFieldError("DescribedGroup", "error_message")
     if obj.authorized_operations != -2147483648:
         raise AbsentFieldError("DescribedGroup", "authorized_operations")
     out += _S__h.pack(obj.error_code)
@@ -429,6 +437,7 @@ def _enc_DescribedGroup_v0(out, obj):
 
 def _dec_DescribedGroup_v0(buf, pos):
     obj = _new(DescribedGroup)
+    obj.error_message = None
     obj.authorized_operations = -2147483648
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
@@ -447,6 +456,8 @@ def _dec_DescribedGroup_v0(buf, pos):
 
 
 def _enc_DescribedGroup_v3(out, obj):
+    if obj.error_message is not None:
+        raise AbsentFieldError("DescribedGroup", "error_message")
     out += _S__h.pack(obj.error_code)
     write_string(out, obj.group_id)
     write_string(out, obj.group_state)
@@ -461,6 +472,7 @@ def _enc_DescribedGroup_v3(out, obj):
 
 def _dec_DescribedGroup_v3(buf, pos):
     obj = _new(DescribedGroup)
+    obj.error_message = None
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
     obj.group_id, pos = read_string(buf, pos)
@@ -480,6 +492,8 @@ def _dec_DescribedGroup_v3(buf, pos):
 
 
 def _enc_DescribedGroup_v4(out, obj):
+    if obj.error_message is not None:
+        raise AbsentFieldError("DescribedGroup", "error_message")
     out += _S__h.pack(obj.error_code)
     write_string(out, obj.group_id)
     write_string(out, obj.group_state)
@@ -494,6 +508,7 @@ def _enc_DescribedGroup_v4(out, obj):
 
 def _dec_DescribedGroup_v4(buf, pos):
     obj = _new(DescribedGroup)
+    obj.error_message = None
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
     obj.group_id, pos = read_string(buf, pos)
@@ -513,6 +528,8 @@ def _dec_DescribedGroup_v4(buf, pos):
 
 
 def _enc_DescribedGroup_v5(out, obj):
+    if obj.error_message is not None:
+        raise AbsentFieldError("DescribedGroup", "error_message")
     out += _S__h.pack(obj.error_code)
     write_compact_string(out, obj.group_id)
     write_compact_string(out, obj.group_state)
@@ -531,8 +548,52 @@ def _enc_DescribedGroup_v5(out, obj):
 
 def _dec_DescribedGroup_v5(buf, pos):
     obj = _new(DescribedGroup)
+    obj.error_message = None
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
     pos += 2
+    obj.group_id, pos = read_compact_string(buf, pos)
+    obj.group_state, pos = read_compact_string(buf, pos)
+    obj.protocol_type, pos = read_compact_string(buf, pos)
+    obj.protocol_data, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    members_items = []
+    for _ in range(n):
+        e, pos = _dec_DescribedGroupMember_v5(buf, pos)
+        members_items.append(e)
+    obj.members = members_items
+    (obj.authorized_operations,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_DescribedGroup_v6(out, obj):
+    out += _S__h.pack(obj.error_code)
+    write_compact_nullable_string(out, obj.error_message)
+    write_compact_string(out, obj.group_id)
+    write_compact_string(out, obj.group_state)
+    write_compact_string(out, obj.protocol_type)
+    write_compact_string(out, obj.protocol_data)
+    v = obj.members
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_DescribedGroupMember_v5(out, e)
+    out += _S__i.pack(obj.authorized_operations)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribedGroup_v6(buf, pos):
+    obj = _new(DescribedGroup)
+    (obj.error_code,) = _S__h.unpack_from(buf, pos)
+    pos += 2
+    obj.error_message, pos = read_compact_nullable_string(buf, pos)
     obj.group_id, pos = read_compact_string(buf, pos)
     obj.group_state, pos = read_compact_string(buf, pos)
     obj.protocol_type, pos = read_compact_string(buf, pos)
@@ -669,12 +730,43 @@ def _dec_DescribeGroupsResponse_v5(buf, pos):
     return obj, pos
 
 
+def _enc_DescribeGroupsResponse_v6(out, obj):
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.groups
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_DescribedGroup_v6(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_DescribeGroupsResponse_v6(buf, pos):
+    obj = _new(DescribeGroupsResponse)
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    groups_items = []
+    for _ in range(n):
+        e, pos = _dec_DescribedGroup_v6(buf, pos)
+        groups_items.append(e)
+    obj.groups = groups_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 DescribeGroupsRequest._ENCODERS = (
     _enc_DescribeGroupsRequest_v0,
     _enc_DescribeGroupsRequest_v0,
     _enc_DescribeGroupsRequest_v0,
     _enc_DescribeGroupsRequest_v3,
     _enc_DescribeGroupsRequest_v3,
+    _enc_DescribeGroupsRequest_v5,
     _enc_DescribeGroupsRequest_v5,
 )
 DescribeGroupsRequest._DECODERS = (
@@ -683,6 +775,7 @@ DescribeGroupsRequest._DECODERS = (
     _dec_DescribeGroupsRequest_v0,
     _dec_DescribeGroupsRequest_v3,
     _dec_DescribeGroupsRequest_v3,
+    _dec_DescribeGroupsRequest_v5,
     _dec_DescribeGroupsRequest_v5,
 )
 DescribeGroupsRequest._SCHEMA = (
@@ -697,6 +790,7 @@ DescribeGroupsResponse._ENCODERS = (
     _enc_DescribeGroupsResponse_v3,
     _enc_DescribeGroupsResponse_v4,
     _enc_DescribeGroupsResponse_v5,
+    _enc_DescribeGroupsResponse_v6,
 )
 DescribeGroupsResponse._DECODERS = (
     _dec_DescribeGroupsResponse_v0,
@@ -705,6 +799,7 @@ DescribeGroupsResponse._DECODERS = (
     _dec_DescribeGroupsResponse_v3,
     _dec_DescribeGroupsResponse_v4,
     _dec_DescribeGroupsResponse_v5,
+    _dec_DescribeGroupsResponse_v6,
 )
 DescribeGroupsResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (1, None), None, None, None, True, None),
@@ -718,6 +813,7 @@ DescribedGroup._ENCODERS = (
     _enc_DescribedGroup_v3,
     _enc_DescribedGroup_v4,
     _enc_DescribedGroup_v5,
+    _enc_DescribedGroup_v6,
 )
 DescribedGroup._DECODERS = (
     _dec_DescribedGroup_v0,
@@ -726,9 +822,11 @@ DescribedGroup._DECODERS = (
     _dec_DescribedGroup_v3,
     _dec_DescribedGroup_v4,
     _dec_DescribedGroup_v5,
+    _dec_DescribedGroup_v6,
 )
 DescribedGroup._SCHEMA = (
     ("error_code", "int16", (0, None), None, None, None, False, None),
+    ("error_message", "string", (6, None), (6, None), None, None, False, None),
     ("group_id", "string", (0, None), None, None, None, False, None),
     ("group_state", "string", (0, None), None, None, None, False, None),
     ("protocol_type", "string", (0, None), None, None, None, False, None),
@@ -744,6 +842,7 @@ DescribedGroupMember._ENCODERS = (
     _enc_DescribedGroupMember_v0,
     _enc_DescribedGroupMember_v4,
     _enc_DescribedGroupMember_v5,
+    _enc_DescribedGroupMember_v5,
 )
 DescribedGroupMember._DECODERS = (
     _dec_DescribedGroupMember_v0,
@@ -751,6 +850,7 @@ DescribedGroupMember._DECODERS = (
     _dec_DescribedGroupMember_v0,
     _dec_DescribedGroupMember_v0,
     _dec_DescribedGroupMember_v4,
+    _dec_DescribedGroupMember_v5,
     _dec_DescribedGroupMember_v5,
 )
 DescribedGroupMember._SCHEMA = (

@@ -50,7 +50,7 @@ class EndTxnRequest(RequestMessage):
     MIN_VERSION = 0
     MAX_VERSION = 5
     FLEXIBLE_VERSION = 3
-    LATEST_VERSION_UNSTABLE = True
+    LATEST_VERSION_UNSTABLE = False
     HEADER_VERSIONS = (1, 1, 1, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[EndTxnResponse]]
 

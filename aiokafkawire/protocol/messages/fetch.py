@@ -67,6 +67,7 @@ _S__iiqqi = Struct(">iiqqi")
 _S__iq = Struct(">iq")
 _S__iqi = Struct(">iqi")
 _S__iqqi = Struct(">iqqi")
+_S__q = Struct(">q")
 _S__qi = Struct(">qi")
 _S__qq = Struct(">qq")
 _A_int32 = NUMBER_ARRAY_STRUCTS["i"]
@@ -108,10 +109,10 @@ class FetchRequest(RequestMessage):
 
     API_KEY = 1
     MIN_VERSION = 0
-    MAX_VERSION = 17
+    MAX_VERSION = 18
     FLEXIBLE_VERSION = 12
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[FetchResponse]]
 
     cluster_id: str | None
@@ -277,6 +278,7 @@ class FetchPartition(Message):
     __slots__ = (
         "current_leader_epoch",
         "fetch_offset",
+        "high_watermark",
         "last_fetched_epoch",
         "log_start_offset",
         "partition",
@@ -292,6 +294,7 @@ class FetchPartition(Message):
         "log_start_offset",
         "partition_max_bytes",
         "replica_directory_id",
+        "high_watermark",
         "unknown_tagged_fields",
     )
 
@@ -302,6 +305,7 @@ class FetchPartition(Message):
     log_start_offset: int
     partition_max_bytes: int
     replica_directory_id: UUID
+    high_watermark: int
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -314,6 +318,7 @@ class FetchPartition(Message):
         log_start_offset: int = -1,
         partition_max_bytes: int = 0,
         replica_directory_id: UUID = ZERO_UUID,
+        high_watermark: int = 9223372036854775807,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.partition = partition
@@ -323,6 +328,7 @@ class FetchPartition(Message):
         self.log_start_offset = log_start_offset
         self.partition_max_bytes = partition_max_bytes
         self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -336,6 +342,7 @@ class FetchPartition(Message):
             and self.log_start_offset == other.log_start_offset
             and self.partition_max_bytes == other.partition_max_bytes
             and self.replica_directory_id == other.replica_directory_id
+            and self.high_watermark == other.high_watermark
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -401,10 +408,10 @@ class FetchResponse(ResponseMessage):
 
     API_KEY = 1
     MIN_VERSION = 0
-    MAX_VERSION = 17
+    MAX_VERSION = 18
     FLEXIBLE_VERSION = 12
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[FetchRequest]]
 
     throttle_time_ms: int
@@ -821,6 +828,7 @@ def _dec_FetchPartition_v0(buf, pos):
     obj.last_fetched_epoch = -1
     obj.log_start_offset = -1
     obj.replica_directory_id = ZERO_UUID
+    obj.high_watermark = 9223372036854775807
     obj.partition, obj.fetch_offset, obj.partition_max_bytes = _S__iqi.unpack_from(buf, pos)
     pos += 16
     obj.unknown_tagged_fields = None
@@ -843,6 +851,7 @@ def _dec_FetchPartition_v5(buf, pos):
     obj.current_leader_epoch = -1
     obj.last_fetched_epoch = -1
     obj.replica_directory_id = ZERO_UUID
+    obj.high_watermark = 9223372036854775807
     (
         obj.partition,
         obj.fetch_offset,
@@ -870,6 +879,7 @@ def _dec_FetchPartition_v9(buf, pos):
     obj = _new(FetchPartition)
     obj.last_fetched_epoch = -1
     obj.replica_directory_id = ZERO_UUID
+    obj.high_watermark = 9223372036854775807
     (
         obj.partition,
         obj.current_leader_epoch,
@@ -900,6 +910,7 @@ def _enc_FetchPartition_v12(out, obj):
 def _dec_FetchPartition_v12(buf, pos):
     obj = _new(FetchPartition)
     obj.replica_directory_id = ZERO_UUID
+    obj.high_watermark = 9223372036854775807
     (
         obj.partition,
         obj.current_leader_epoch,
@@ -939,6 +950,7 @@ def _enc_FetchPartition_v17(out, obj):
 
 def _dec_FetchPartition_v17(buf, pos):
     obj = _new(FetchPartition)
+    obj.high_watermark = 9223372036854775807
     (
         obj.partition,
         obj.current_leader_epoch,
@@ -959,6 +971,70 @@ def _dec_FetchPartition_v17(buf, pos):
                 if len(buf) < pos + 16:
                     raise ProtocolError("truncated UUID")
                 pos += 16
+                check_tagged_end(pos, end)
+            else:
+                if unknown is None:
+                    unknown = []
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        obj.unknown_tagged_fields = unknown
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_FetchPartition_v18(out, obj):
+    out += _S__iiqiqi.pack(
+        obj.partition,
+        obj.current_leader_epoch,
+        obj.fetch_offset,
+        obj.last_fetched_epoch,
+        obj.log_start_offset,
+        obj.partition_max_bytes,
+    )
+    tagged = []
+    if obj.replica_directory_id != ZERO_UUID:
+        t = bytearray()
+        t += _S__16s.pack(obj.replica_directory_id.bytes)
+        tagged.append((0, t))
+    if obj.high_watermark != 9223372036854775807:
+        t = bytearray()
+        t += _S__q.pack(obj.high_watermark)
+        tagged.append((1, t))
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_FetchPartition_v18(buf, pos):
+    obj = _new(FetchPartition)
+    (
+        obj.partition,
+        obj.current_leader_epoch,
+        obj.fetch_offset,
+        obj.last_fetched_epoch,
+        obj.log_start_offset,
+        obj.partition_max_bytes,
+    ) = _S__iiqiqi.unpack_from(buf, pos)
+    pos += 32
+    obj.replica_directory_id = ZERO_UUID
+    obj.high_watermark = 9223372036854775807
+    if buf[pos]:
+        count, pos = read_unsigned_varint(buf, pos)
+        unknown = None
+        for _ in range(count):
+            tag, pos, end = read_tag_header(buf, pos)
+            if tag == 0:
+                obj.replica_directory_id = uuid_from_bytes(buf[pos : pos + 16])
+                if len(buf) < pos + 16:
+                    raise ProtocolError("truncated UUID")
+                pos += 16
+                check_tagged_end(pos, end)
+            elif tag == 1:
+                (obj.high_watermark,) = _S__q.unpack_from(buf, pos)
+                pos += 8
                 check_tagged_end(pos, end)
             else:
                 if unknown is None:
@@ -1122,6 +1198,38 @@ def _dec_FetchTopic_v17(buf, pos):
     partitions_items = []
     for _ in range(n):
         e, pos = _dec_FetchPartition_v17(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_FetchTopic_v18(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_FetchPartition_v18(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_FetchTopic_v18(buf, pos):
+    obj = _new(FetchTopic)
+    obj.topic = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_FetchPartition_v18(buf, pos)
         partitions_items.append(e)
     obj.partitions = partitions_items
     if buf[pos]:
@@ -1821,6 +1929,90 @@ def _dec_FetchRequest_v17(buf, pos):
     topics_items = []
     for _ in range(n):
         e, pos = _dec_FetchTopic_v17(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    n, pos = read_compact_array_length(buf, pos)
+    forgotten_topics_data_items = []
+    for _ in range(n):
+        e, pos = _dec_ForgottenTopic_v13(buf, pos)
+        forgotten_topics_data_items.append(e)
+    obj.forgotten_topics_data = forgotten_topics_data_items
+    obj.rack_id, pos = read_compact_string(buf, pos)
+    obj.cluster_id = None
+    if buf[pos]:
+        count, pos = read_unsigned_varint(buf, pos)
+        unknown = None
+        for _ in range(count):
+            tag, pos, end = read_tag_header(buf, pos)
+            if tag == 0:
+                obj.cluster_id, pos = read_compact_nullable_string(buf, pos)
+                check_tagged_end(pos, end)
+            elif tag == 1:
+                obj.replica_state, pos = _dec_ReplicaState_v15(buf, pos)
+                check_tagged_end(pos, end)
+            else:
+                if unknown is None:
+                    unknown = []
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        obj.unknown_tagged_fields = unknown
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_FetchRequest_v18(out, obj):
+    if obj.replica_id != -1:
+        raise AbsentFieldError("FetchRequest", "replica_id")
+    out += _S__iiibii.pack(
+        obj.max_wait_ms,
+        obj.min_bytes,
+        obj.max_bytes,
+        obj.isolation_level,
+        obj.session_id,
+        obj.session_epoch,
+    )
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_FetchTopic_v18(out, e)
+    v = obj.forgotten_topics_data
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_ForgottenTopic_v13(out, e)
+    write_compact_string(out, obj.rack_id)
+    tagged = []
+    if obj.cluster_id is not None:
+        t = bytearray()
+        write_compact_nullable_string(t, obj.cluster_id)
+        tagged.append((0, t))
+    if obj.replica_state != _D_ReplicaState:
+        t = bytearray()
+        _enc_ReplicaState_v15(t, obj.replica_state)
+        tagged.append((1, t))
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_FetchRequest_v18(buf, pos):
+    obj = _new(FetchRequest)
+    obj.replica_id = -1
+    (
+        obj.max_wait_ms,
+        obj.min_bytes,
+        obj.max_bytes,
+        obj.isolation_level,
+        obj.session_id,
+        obj.session_epoch,
+    ) = _S__iiibii.unpack_from(buf, pos)
+    pos += 21
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_FetchTopic_v18(buf, pos)
         topics_items.append(e)
     obj.topics = topics_items
     n, pos = read_compact_array_length(buf, pos)
@@ -2690,6 +2882,7 @@ FetchRequest._ENCODERS = (
     _enc_FetchRequest_v15,
     _enc_FetchRequest_v15,
     _enc_FetchRequest_v17,
+    _enc_FetchRequest_v18,
 )
 FetchRequest._DECODERS = (
     _dec_FetchRequest_v0,
@@ -2710,6 +2903,7 @@ FetchRequest._DECODERS = (
     _dec_FetchRequest_v15,
     _dec_FetchRequest_v15,
     _dec_FetchRequest_v17,
+    _dec_FetchRequest_v18,
 )
 FetchRequest._LAZY_DEFAULTS = {
     "replica_state": ReplicaState,
@@ -2748,6 +2942,7 @@ ForgottenTopic._ENCODERS = (
     _enc_ForgottenTopic_v13,
     _enc_ForgottenTopic_v13,
     _enc_ForgottenTopic_v13,
+    _enc_ForgottenTopic_v13,
 )
 ForgottenTopic._DECODERS = (
     None,
@@ -2763,6 +2958,7 @@ ForgottenTopic._DECODERS = (
     _dec_ForgottenTopic_v7,
     _dec_ForgottenTopic_v7,
     _dec_ForgottenTopic_v12,
+    _dec_ForgottenTopic_v13,
     _dec_ForgottenTopic_v13,
     _dec_ForgottenTopic_v13,
     _dec_ForgottenTopic_v13,
@@ -2794,6 +2990,7 @@ FetchTopic._ENCODERS = (
     _enc_FetchTopic_v13,
     _enc_FetchTopic_v13,
     _enc_FetchTopic_v17,
+    _enc_FetchTopic_v18,
 )
 FetchTopic._DECODERS = (
     _dec_FetchTopic_v0,
@@ -2814,6 +3011,7 @@ FetchTopic._DECODERS = (
     _dec_FetchTopic_v13,
     _dec_FetchTopic_v13,
     _dec_FetchTopic_v17,
+    _dec_FetchTopic_v18,
 )
 FetchTopic._SCHEMA = (
     ("topic", "string", (0, 12), None, None, None, True, None),
@@ -2840,6 +3038,7 @@ FetchPartition._ENCODERS = (
     _enc_FetchPartition_v12,
     _enc_FetchPartition_v12,
     _enc_FetchPartition_v17,
+    _enc_FetchPartition_v18,
 )
 FetchPartition._DECODERS = (
     _dec_FetchPartition_v0,
@@ -2860,6 +3059,7 @@ FetchPartition._DECODERS = (
     _dec_FetchPartition_v12,
     _dec_FetchPartition_v12,
     _dec_FetchPartition_v17,
+    _dec_FetchPartition_v18,
 )
 FetchPartition._SCHEMA = (
     ("partition", "int32", (0, None), None, None, None, False, None),
@@ -2869,6 +3069,7 @@ FetchPartition._SCHEMA = (
     ("log_start_offset", "int64", (5, None), None, None, None, True, None),
     ("partition_max_bytes", "int32", (0, None), None, None, None, False, None),
     ("replica_directory_id", "uuid", (17, None), None, (17, None), 0, True, None),
+    ("high_watermark", "int64", (18, None), None, (18, None), 1, True, None),
 )
 
 ReplicaState._ENCODERS = (
@@ -2890,6 +3091,7 @@ ReplicaState._ENCODERS = (
     _enc_ReplicaState_v15,
     _enc_ReplicaState_v15,
     _enc_ReplicaState_v15,
+    _enc_ReplicaState_v15,
 )
 ReplicaState._DECODERS = (
     None,
@@ -2907,6 +3109,7 @@ ReplicaState._DECODERS = (
     None,
     None,
     None,
+    _dec_ReplicaState_v15,
     _dec_ReplicaState_v15,
     _dec_ReplicaState_v15,
     _dec_ReplicaState_v15,
@@ -2935,6 +3138,7 @@ FetchResponse._ENCODERS = (
     _enc_FetchResponse_v13,
     _enc_FetchResponse_v16,
     _enc_FetchResponse_v16,
+    _enc_FetchResponse_v16,
 )
 FetchResponse._DECODERS = (
     _dec_FetchResponse_v0,
@@ -2953,6 +3157,7 @@ FetchResponse._DECODERS = (
     _dec_FetchResponse_v13,
     _dec_FetchResponse_v13,
     _dec_FetchResponse_v13,
+    _dec_FetchResponse_v16,
     _dec_FetchResponse_v16,
     _dec_FetchResponse_v16,
 )
@@ -2983,6 +3188,7 @@ NodeEndpoint._ENCODERS = (
     None,
     _enc_NodeEndpoint_v16,
     _enc_NodeEndpoint_v16,
+    _enc_NodeEndpoint_v16,
 )
 NodeEndpoint._DECODERS = (
     None,
@@ -3001,6 +3207,7 @@ NodeEndpoint._DECODERS = (
     None,
     None,
     None,
+    _dec_NodeEndpoint_v16,
     _dec_NodeEndpoint_v16,
     _dec_NodeEndpoint_v16,
 )
@@ -3030,6 +3237,7 @@ FetchableTopicResponse._ENCODERS = (
     _enc_FetchableTopicResponse_v13,
     _enc_FetchableTopicResponse_v13,
     _enc_FetchableTopicResponse_v13,
+    _enc_FetchableTopicResponse_v13,
 )
 FetchableTopicResponse._DECODERS = (
     _dec_FetchableTopicResponse_v0,
@@ -3045,6 +3253,7 @@ FetchableTopicResponse._DECODERS = (
     _dec_FetchableTopicResponse_v5,
     _dec_FetchableTopicResponse_v11,
     _dec_FetchableTopicResponse_v12,
+    _dec_FetchableTopicResponse_v13,
     _dec_FetchableTopicResponse_v13,
     _dec_FetchableTopicResponse_v13,
     _dec_FetchableTopicResponse_v13,
@@ -3076,6 +3285,7 @@ PartitionData._ENCODERS = (
     _enc_PartitionData_v12,
     _enc_PartitionData_v12,
     _enc_PartitionData_v12,
+    _enc_PartitionData_v12,
 )
 PartitionData._DECODERS = (
     _dec_PartitionData_v0,
@@ -3090,6 +3300,7 @@ PartitionData._DECODERS = (
     _dec_PartitionData_v5,
     _dec_PartitionData_v5,
     _dec_PartitionData_v11,
+    _dec_PartitionData_v12,
     _dec_PartitionData_v12,
     _dec_PartitionData_v12,
     _dec_PartitionData_v12,
@@ -3135,6 +3346,7 @@ AbortedTransaction._ENCODERS = (
     _enc_AbortedTransaction_v12,
     _enc_AbortedTransaction_v12,
     _enc_AbortedTransaction_v12,
+    _enc_AbortedTransaction_v12,
 )
 AbortedTransaction._DECODERS = (
     None,
@@ -3149,6 +3361,7 @@ AbortedTransaction._DECODERS = (
     _dec_AbortedTransaction_v4,
     _dec_AbortedTransaction_v4,
     _dec_AbortedTransaction_v4,
+    _dec_AbortedTransaction_v12,
     _dec_AbortedTransaction_v12,
     _dec_AbortedTransaction_v12,
     _dec_AbortedTransaction_v12,
@@ -3180,6 +3393,7 @@ SnapshotId._ENCODERS = (
     _enc_SnapshotId_v12,
     _enc_SnapshotId_v12,
     _enc_SnapshotId_v12,
+    _enc_SnapshotId_v12,
 )
 SnapshotId._DECODERS = (
     None,
@@ -3194,6 +3408,7 @@ SnapshotId._DECODERS = (
     None,
     None,
     None,
+    _dec_SnapshotId_v12,
     _dec_SnapshotId_v12,
     _dec_SnapshotId_v12,
     _dec_SnapshotId_v12,
@@ -3225,6 +3440,7 @@ LeaderIdAndEpoch._ENCODERS = (
     _enc_LeaderIdAndEpoch_v12,
     _enc_LeaderIdAndEpoch_v12,
     _enc_LeaderIdAndEpoch_v12,
+    _enc_LeaderIdAndEpoch_v12,
 )
 LeaderIdAndEpoch._DECODERS = (
     None,
@@ -3239,6 +3455,7 @@ LeaderIdAndEpoch._DECODERS = (
     None,
     None,
     None,
+    _dec_LeaderIdAndEpoch_v12,
     _dec_LeaderIdAndEpoch_v12,
     _dec_LeaderIdAndEpoch_v12,
     _dec_LeaderIdAndEpoch_v12,
@@ -3270,6 +3487,7 @@ EpochEndOffset._ENCODERS = (
     _enc_EpochEndOffset_v12,
     _enc_EpochEndOffset_v12,
     _enc_EpochEndOffset_v12,
+    _enc_EpochEndOffset_v12,
 )
 EpochEndOffset._DECODERS = (
     None,
@@ -3284,6 +3502,7 @@ EpochEndOffset._DECODERS = (
     None,
     None,
     None,
+    _dec_EpochEndOffset_v12,
     _dec_EpochEndOffset_v12,
     _dec_EpochEndOffset_v12,
     _dec_EpochEndOffset_v12,

@@ -51,7 +51,7 @@ class InitProducerIdRequest(RequestMessage):
     MIN_VERSION = 0
     MAX_VERSION = 5
     FLEXIBLE_VERSION = 2
-    LATEST_VERSION_UNSTABLE = False
+    LATEST_VERSION_UNSTABLE = True
     HEADER_VERSIONS = (1, 1, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[InitProducerIdResponse]]
 

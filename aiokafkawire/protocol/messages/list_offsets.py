@@ -64,10 +64,10 @@ class ListOffsetsRequest(RequestMessage):
 
     API_KEY = 2
     MIN_VERSION = 0
-    MAX_VERSION = 10
+    MAX_VERSION = 11
     FLEXIBLE_VERSION = 6
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[ListOffsetsResponse]]
 
     replica_id: int
@@ -209,10 +209,10 @@ class ListOffsetsResponse(ResponseMessage):
 
     API_KEY = 2
     MIN_VERSION = 0
-    MAX_VERSION = 10
+    MAX_VERSION = 11
     FLEXIBLE_VERSION = 6
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[ListOffsetsRequest]]
 
     throttle_time_ms: int
@@ -994,6 +994,7 @@ ListOffsetsRequest._ENCODERS = (
     _enc_ListOffsetsRequest_v6,
     _enc_ListOffsetsRequest_v6,
     _enc_ListOffsetsRequest_v10,
+    _enc_ListOffsetsRequest_v10,
 )
 ListOffsetsRequest._DECODERS = (
     _dec_ListOffsetsRequest_v0,
@@ -1006,6 +1007,7 @@ ListOffsetsRequest._DECODERS = (
     _dec_ListOffsetsRequest_v6,
     _dec_ListOffsetsRequest_v6,
     _dec_ListOffsetsRequest_v6,
+    _dec_ListOffsetsRequest_v10,
     _dec_ListOffsetsRequest_v10,
 )
 ListOffsetsRequest._SCHEMA = (
@@ -1027,6 +1029,7 @@ ListOffsetsTopic._ENCODERS = (
     _enc_ListOffsetsTopic_v6,
     _enc_ListOffsetsTopic_v6,
     _enc_ListOffsetsTopic_v6,
+    _enc_ListOffsetsTopic_v6,
 )
 ListOffsetsTopic._DECODERS = (
     _dec_ListOffsetsTopic_v0,
@@ -1035,6 +1038,7 @@ ListOffsetsTopic._DECODERS = (
     _dec_ListOffsetsTopic_v1,
     _dec_ListOffsetsTopic_v4,
     _dec_ListOffsetsTopic_v4,
+    _dec_ListOffsetsTopic_v6,
     _dec_ListOffsetsTopic_v6,
     _dec_ListOffsetsTopic_v6,
     _dec_ListOffsetsTopic_v6,
@@ -1058,6 +1062,7 @@ ListOffsetsPartition._ENCODERS = (
     _enc_ListOffsetsPartition_v6,
     _enc_ListOffsetsPartition_v6,
     _enc_ListOffsetsPartition_v6,
+    _enc_ListOffsetsPartition_v6,
 )
 ListOffsetsPartition._DECODERS = (
     _dec_ListOffsetsPartition_v0,
@@ -1066,6 +1071,7 @@ ListOffsetsPartition._DECODERS = (
     _dec_ListOffsetsPartition_v1,
     _dec_ListOffsetsPartition_v4,
     _dec_ListOffsetsPartition_v4,
+    _dec_ListOffsetsPartition_v6,
     _dec_ListOffsetsPartition_v6,
     _dec_ListOffsetsPartition_v6,
     _dec_ListOffsetsPartition_v6,
@@ -1091,6 +1097,7 @@ ListOffsetsResponse._ENCODERS = (
     _enc_ListOffsetsResponse_v6,
     _enc_ListOffsetsResponse_v6,
     _enc_ListOffsetsResponse_v6,
+    _enc_ListOffsetsResponse_v6,
 )
 ListOffsetsResponse._DECODERS = (
     _dec_ListOffsetsResponse_v0,
@@ -1099,6 +1106,7 @@ ListOffsetsResponse._DECODERS = (
     _dec_ListOffsetsResponse_v2,
     _dec_ListOffsetsResponse_v4,
     _dec_ListOffsetsResponse_v4,
+    _dec_ListOffsetsResponse_v6,
     _dec_ListOffsetsResponse_v6,
     _dec_ListOffsetsResponse_v6,
     _dec_ListOffsetsResponse_v6,
@@ -1122,6 +1130,7 @@ ListOffsetsTopicResponse._ENCODERS = (
     _enc_ListOffsetsTopicResponse_v6,
     _enc_ListOffsetsTopicResponse_v6,
     _enc_ListOffsetsTopicResponse_v6,
+    _enc_ListOffsetsTopicResponse_v6,
 )
 ListOffsetsTopicResponse._DECODERS = (
     _dec_ListOffsetsTopicResponse_v0,
@@ -1130,6 +1139,7 @@ ListOffsetsTopicResponse._DECODERS = (
     _dec_ListOffsetsTopicResponse_v1,
     _dec_ListOffsetsTopicResponse_v4,
     _dec_ListOffsetsTopicResponse_v4,
+    _dec_ListOffsetsTopicResponse_v6,
     _dec_ListOffsetsTopicResponse_v6,
     _dec_ListOffsetsTopicResponse_v6,
     _dec_ListOffsetsTopicResponse_v6,
@@ -1153,6 +1163,7 @@ ListOffsetsPartitionResponse._ENCODERS = (
     _enc_ListOffsetsPartitionResponse_v6,
     _enc_ListOffsetsPartitionResponse_v6,
     _enc_ListOffsetsPartitionResponse_v6,
+    _enc_ListOffsetsPartitionResponse_v6,
 )
 ListOffsetsPartitionResponse._DECODERS = (
     _dec_ListOffsetsPartitionResponse_v0,
@@ -1161,6 +1172,7 @@ ListOffsetsPartitionResponse._DECODERS = (
     _dec_ListOffsetsPartitionResponse_v1,
     _dec_ListOffsetsPartitionResponse_v4,
     _dec_ListOffsetsPartitionResponse_v4,
+    _dec_ListOffsetsPartitionResponse_v6,
     _dec_ListOffsetsPartitionResponse_v6,
     _dec_ListOffsetsPartitionResponse_v6,
     _dec_ListOffsetsPartitionResponse_v6,

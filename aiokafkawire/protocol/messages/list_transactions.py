@@ -15,10 +15,12 @@ from aiokafkawire.protocol.messages._support import (
     ResponseMessage,
     read_compact_array_length,
     read_compact_int64_array,
+    read_compact_nullable_string,
     read_compact_string,
     read_unknown_tagged_fields,
     write_compact_array_length,
     write_compact_int64_array,
+    write_compact_nullable_string,
     write_compact_string,
     write_tagged_fields,
 )
@@ -41,26 +43,29 @@ class ListTransactionsRequest(RequestMessage):
         "duration_filter",
         "producer_id_filters",
         "state_filters",
+        "transactional_id_pattern",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "state_filters",
         "producer_id_filters",
         "duration_filter",
+        "transactional_id_pattern",
         "unknown_tagged_fields",
     )
 
     API_KEY = 66
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (2, 2)
+    HEADER_VERSIONS = (2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[ListTransactionsResponse]]
 
     state_filters: list[str]
     producer_id_filters: list[int]
     duration_filter: int
+    transactional_id_pattern: str | None
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -69,11 +74,13 @@ class ListTransactionsRequest(RequestMessage):
         state_filters: list[str] = MISSING,
         producer_id_filters: list[int] = MISSING,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.state_filters = [] if state_filters is MISSING else state_filters
         self.producer_id_filters = [] if producer_id_filters is MISSING else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -83,6 +90,7 @@ class ListTransactionsRequest(RequestMessage):
             self.state_filters == other.state_filters
             and self.producer_id_filters == other.producer_id_filters
             and self.duration_filter == other.duration_filter
+            and self.transactional_id_pattern == other.transactional_id_pattern
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -107,10 +115,10 @@ class ListTransactionsResponse(ResponseMessage):
 
     API_KEY = 66
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1)
+    HEADER_VERSIONS = (1, 1, 1)
     REQUEST_TYPE: ClassVar[type[ListTransactionsRequest]]
 
     throttle_time_ms: int
@@ -196,6 +204,8 @@ class TransactionState(Message):
 def _enc_ListTransactionsRequest_v0(out, obj):
     if obj.duration_filter != -1:
         raise AbsentFieldError("ListTransactionsRequest", "duration_filter")
+    if obj.transactional_id_pattern is not None:
+        raise AbsentFieldError("ListTransactionsRequest", "transactional_id_pattern")
     v = obj.state_filters
     write_compact_array_length(out, v)
     for e in v:
@@ -215,6 +225,7 @@ def _enc_ListTransactionsRequest_v0(out, obj):
 def _dec_ListTransactionsRequest_v0(buf, pos):
     obj = _new(ListTransactionsRequest)
     obj.duration_filter = -1
+    obj.transactional_id_pattern = None
     n, pos = read_compact_array_length(buf, pos)
     state_filters_items = []
     for _ in range(n):
@@ -236,6 +247,8 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
 
 
 def _enc_ListTransactionsRequest_v1(out, obj):
+    if obj.transactional_id_pattern is not None:
+        raise AbsentFieldError("ListTransactionsRequest", "transactional_id_pattern")
     v = obj.state_filters
     write_compact_array_length(out, v)
     for e in v:
@@ -255,6 +268,7 @@ def _enc_ListTransactionsRequest_v1(out, obj):
 
 def _dec_ListTransactionsRequest_v1(buf, pos):
     obj = _new(ListTransactionsRequest)
+    obj.transactional_id_pattern = None
     n, pos = read_compact_array_length(buf, pos)
     state_filters_items = []
     for _ in range(n):
@@ -269,6 +283,50 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
         obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
     (obj.duration_filter,) = _S__q.unpack_from(buf, pos)
     pos += 8
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_ListTransactionsRequest_v2(out, obj):
+    v = obj.state_filters
+    write_compact_array_length(out, v)
+    for e in v:
+        write_compact_string(out, e)
+    v = obj.producer_id_filters
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int64[len(v)].pack(*v)
+    else:
+        write_compact_int64_array(out, v)
+    out += _S__q.pack(obj.duration_filter)
+    write_compact_nullable_string(out, obj.transactional_id_pattern)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_ListTransactionsRequest_v2(buf, pos):
+    obj = _new(ListTransactionsRequest)
+    n, pos = read_compact_array_length(buf, pos)
+    state_filters_items = []
+    for _ in range(n):
+        e, pos = read_compact_string(buf, pos)
+        state_filters_items.append(e)
+    obj.state_filters = state_filters_items
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.producer_id_filters = list(_A_int64[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        obj.producer_id_filters, pos = read_compact_int64_array(buf, pos)
+    (obj.duration_filter,) = _S__q.unpack_from(buf, pos)
+    pos += 8
+    obj.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos)
     if buf[pos]:
         obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
     else:
@@ -344,22 +402,27 @@ def _dec_ListTransactionsResponse_v0(buf, pos):
 ListTransactionsRequest._ENCODERS = (
     _enc_ListTransactionsRequest_v0,
     _enc_ListTransactionsRequest_v1,
+    _enc_ListTransactionsRequest_v2,
 )
 ListTransactionsRequest._DECODERS = (
     _dec_ListTransactionsRequest_v0,
     _dec_ListTransactionsRequest_v1,
+    _dec_ListTransactionsRequest_v2,
 )
 ListTransactionsRequest._SCHEMA = (
     ("state_filters", "[]string", (0, None), None, None, None, False, None),
     ("producer_id_filters", "[]int64", (0, None), None, None, None, False, None),
     ("duration_filter", "int64", (1, None), None, None, None, False, None),
+    ("transactional_id_pattern", "string", (2, None), (2, None), None, None, False, None),
 )
 
 ListTransactionsResponse._ENCODERS = (
     _enc_ListTransactionsResponse_v0,
     _enc_ListTransactionsResponse_v0,
+    _enc_ListTransactionsResponse_v0,
 )
 ListTransactionsResponse._DECODERS = (
+    _dec_ListTransactionsResponse_v0,
     _dec_ListTransactionsResponse_v0,
     _dec_ListTransactionsResponse_v0,
 )
@@ -373,8 +436,10 @@ ListTransactionsResponse._SCHEMA = (
 TransactionState._ENCODERS = (
     _enc_TransactionState_v0,
     _enc_TransactionState_v0,
+    _enc_TransactionState_v0,
 )
 TransactionState._DECODERS = (
+    _dec_TransactionState_v0,
     _dec_TransactionState_v0,
     _dec_TransactionState_v0,
 )

@@ -76,10 +76,10 @@ class MetadataRequest(RequestMessage):
 
     API_KEY = 3
     MIN_VERSION = 0
-    MAX_VERSION = 12
+    MAX_VERSION = 13
     FLEXIBLE_VERSION = 9
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[MetadataResponse]]
 
     topics: list[MetadataRequestTopic] | None
@@ -168,6 +168,7 @@ class MetadataResponse(ResponseMessage):
         "cluster_authorized_operations",
         "cluster_id",
         "controller_id",
+        "error_code",
         "throttle_time_ms",
         "topics",
         "unknown_tagged_fields",
@@ -179,15 +180,16 @@ class MetadataResponse(ResponseMessage):
         "controller_id",
         "topics",
         "cluster_authorized_operations",
+        "error_code",
         "unknown_tagged_fields",
     )
 
     API_KEY = 3
     MIN_VERSION = 0
-    MAX_VERSION = 12
+    MAX_VERSION = 13
     FLEXIBLE_VERSION = 9
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[MetadataRequest]]
 
     throttle_time_ms: int
@@ -196,6 +198,7 @@ class MetadataResponse(ResponseMessage):
     controller_id: int
     topics: list[MetadataResponseTopic]
     cluster_authorized_operations: int
+    error_code: int
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -207,6 +210,7 @@ class MetadataResponse(ResponseMessage):
         controller_id: int = -1,
         topics: list[MetadataResponseTopic] = MISSING,
         cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -215,6 +219,7 @@ class MetadataResponse(ResponseMessage):
         self.controller_id = controller_id
         self.topics = [] if topics is MISSING else topics
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -227,6 +232,7 @@ class MetadataResponse(ResponseMessage):
             and self.controller_id == other.controller_id
             and self.topics == other.topics
             and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.error_code == other.error_code
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -1285,6 +1291,7 @@ def _dec_MetadataResponse_v0(buf, pos):
     obj.cluster_id = None
     obj.controller_id = -1
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     n, pos = read_array_length(buf, pos)
     brokers_items = []
     for _ in range(n):
@@ -1320,6 +1327,7 @@ def _dec_MetadataResponse_v1(buf, pos):
     obj.throttle_time_ms = 0
     obj.cluster_id = None
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     n, pos = read_array_length(buf, pos)
     brokers_items = []
     for _ in range(n):
@@ -1357,6 +1365,7 @@ def _dec_MetadataResponse_v2(buf, pos):
     obj = _new(MetadataResponse)
     obj.throttle_time_ms = 0
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     n, pos = read_array_length(buf, pos)
     brokers_items = []
     for _ in range(n):
@@ -1395,6 +1404,7 @@ def _enc_MetadataResponse_v3(out, obj):
 def _dec_MetadataResponse_v3(buf, pos):
     obj = _new(MetadataResponse)
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_array_length(buf, pos)
@@ -1435,6 +1445,7 @@ def _enc_MetadataResponse_v5(out, obj):
 def _dec_MetadataResponse_v5(buf, pos):
     obj = _new(MetadataResponse)
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_array_length(buf, pos)
@@ -1475,6 +1486,7 @@ def _enc_MetadataResponse_v7(out, obj):
 def _dec_MetadataResponse_v7(buf, pos):
     obj = _new(MetadataResponse)
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_array_length(buf, pos)
@@ -1513,6 +1525,7 @@ def _enc_MetadataResponse_v8(out, obj):
 
 def _dec_MetadataResponse_v8(buf, pos):
     obj = _new(MetadataResponse)
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_array_length(buf, pos)
@@ -1557,6 +1570,7 @@ def _enc_MetadataResponse_v9(out, obj):
 
 def _dec_MetadataResponse_v9(buf, pos):
     obj = _new(MetadataResponse)
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -1605,6 +1619,7 @@ def _enc_MetadataResponse_v10(out, obj):
 
 def _dec_MetadataResponse_v10(buf, pos):
     obj = _new(MetadataResponse)
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -1655,6 +1670,7 @@ def _enc_MetadataResponse_v11(out, obj):
 def _dec_MetadataResponse_v11(buf, pos):
     obj = _new(MetadataResponse)
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -1703,6 +1719,7 @@ def _enc_MetadataResponse_v12(out, obj):
 def _dec_MetadataResponse_v12(buf, pos):
     obj = _new(MetadataResponse)
     obj.cluster_authorized_operations = -2147483648
+    obj.error_code = 0
     (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -1728,6 +1745,57 @@ def _dec_MetadataResponse_v12(buf, pos):
     return obj, pos
 
 
+def _enc_MetadataResponse_v13(out, obj):
+    if obj.cluster_authorized_operations != -2147483648:
+        raise AbsentFieldError("MetadataResponse", "cluster_authorized_operations")
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.brokers
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_MetadataResponseBroker_v9(out, e)
+    write_compact_nullable_string(out, obj.cluster_id)
+    out += _S__i.pack(obj.controller_id)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_MetadataResponseTopic_v12(out, e)
+    out += _S__h.pack(obj.error_code)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_MetadataResponse_v13(buf, pos):
+    obj = _new(MetadataResponse)
+    obj.cluster_authorized_operations = -2147483648
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    brokers_items = []
+    for _ in range(n):
+        e, pos = _dec_MetadataResponseBroker_v9(buf, pos)
+        brokers_items.append(e)
+    obj.brokers = brokers_items
+    obj.cluster_id, pos = read_compact_nullable_string(buf, pos)
+    (obj.controller_id,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_MetadataResponseTopic_v12(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    (obj.error_code,) = _S__h.unpack_from(buf, pos)
+    pos += 2
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 MetadataRequest._ENCODERS = (
     _enc_MetadataRequest_v0,
     _enc_MetadataRequest_v1,
@@ -1740,6 +1808,7 @@ MetadataRequest._ENCODERS = (
     _enc_MetadataRequest_v8,
     _enc_MetadataRequest_v9,
     _enc_MetadataRequest_v10,
+    _enc_MetadataRequest_v11,
     _enc_MetadataRequest_v11,
     _enc_MetadataRequest_v11,
 )
@@ -1755,6 +1824,7 @@ MetadataRequest._DECODERS = (
     _dec_MetadataRequest_v8,
     _dec_MetadataRequest_v9,
     _dec_MetadataRequest_v10,
+    _dec_MetadataRequest_v11,
     _dec_MetadataRequest_v11,
     _dec_MetadataRequest_v11,
 )
@@ -1779,6 +1849,7 @@ MetadataRequestTopic._ENCODERS = (
     _enc_MetadataRequestTopic_v10,
     _enc_MetadataRequestTopic_v10,
     _enc_MetadataRequestTopic_v10,
+    _enc_MetadataRequestTopic_v10,
 )
 MetadataRequestTopic._DECODERS = (
     _dec_MetadataRequestTopic_v0,
@@ -1791,6 +1862,7 @@ MetadataRequestTopic._DECODERS = (
     _dec_MetadataRequestTopic_v0,
     _dec_MetadataRequestTopic_v0,
     _dec_MetadataRequestTopic_v9,
+    _dec_MetadataRequestTopic_v10,
     _dec_MetadataRequestTopic_v10,
     _dec_MetadataRequestTopic_v10,
     _dec_MetadataRequestTopic_v10,
@@ -1814,6 +1886,7 @@ MetadataResponse._ENCODERS = (
     _enc_MetadataResponse_v10,
     _enc_MetadataResponse_v11,
     _enc_MetadataResponse_v12,
+    _enc_MetadataResponse_v13,
 )
 MetadataResponse._DECODERS = (
     _dec_MetadataResponse_v0,
@@ -1829,6 +1902,7 @@ MetadataResponse._DECODERS = (
     _dec_MetadataResponse_v10,
     _dec_MetadataResponse_v11,
     _dec_MetadataResponse_v12,
+    _dec_MetadataResponse_v13,
 )
 MetadataResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (3, None), None, None, None, True, None),
@@ -1837,6 +1911,7 @@ MetadataResponse._SCHEMA = (
     ("controller_id", "int32", (1, None), None, None, None, True, None),
     ("topics", "[]MetadataResponseTopic", (0, None), None, None, None, False, None),
     ("cluster_authorized_operations", "int32", (8, 10), None, None, None, False, None),
+    ("error_code", "int16", (13, None), None, None, None, True, None),
 )
 
 MetadataResponseTopic._ENCODERS = (
@@ -1853,6 +1928,7 @@ MetadataResponseTopic._ENCODERS = (
     _enc_MetadataResponseTopic_v10,
     _enc_MetadataResponseTopic_v10,
     _enc_MetadataResponseTopic_v12,
+    _enc_MetadataResponseTopic_v12,
 )
 MetadataResponseTopic._DECODERS = (
     _dec_MetadataResponseTopic_v0,
@@ -1867,6 +1943,7 @@ MetadataResponseTopic._DECODERS = (
     _dec_MetadataResponseTopic_v9,
     _dec_MetadataResponseTopic_v10,
     _dec_MetadataResponseTopic_v10,
+    _dec_MetadataResponseTopic_v12,
     _dec_MetadataResponseTopic_v12,
 )
 MetadataResponseTopic._SCHEMA = (
@@ -1892,6 +1969,7 @@ MetadataResponsePartition._ENCODERS = (
     _enc_MetadataResponsePartition_v9,
     _enc_MetadataResponsePartition_v9,
     _enc_MetadataResponsePartition_v9,
+    _enc_MetadataResponsePartition_v9,
 )
 MetadataResponsePartition._DECODERS = (
     _dec_MetadataResponsePartition_v0,
@@ -1903,6 +1981,7 @@ MetadataResponsePartition._DECODERS = (
     _dec_MetadataResponsePartition_v5,
     _dec_MetadataResponsePartition_v7,
     _dec_MetadataResponsePartition_v7,
+    _dec_MetadataResponsePartition_v9,
     _dec_MetadataResponsePartition_v9,
     _dec_MetadataResponsePartition_v9,
     _dec_MetadataResponsePartition_v9,
@@ -1932,6 +2011,7 @@ MetadataResponseBroker._ENCODERS = (
     _enc_MetadataResponseBroker_v9,
     _enc_MetadataResponseBroker_v9,
     _enc_MetadataResponseBroker_v9,
+    _enc_MetadataResponseBroker_v9,
 )
 MetadataResponseBroker._DECODERS = (
     _dec_MetadataResponseBroker_v0,
@@ -1943,6 +2023,7 @@ MetadataResponseBroker._DECODERS = (
     _dec_MetadataResponseBroker_v1,
     _dec_MetadataResponseBroker_v1,
     _dec_MetadataResponseBroker_v1,
+    _dec_MetadataResponseBroker_v9,
     _dec_MetadataResponseBroker_v9,
     _dec_MetadataResponseBroker_v9,
     _dec_MetadataResponseBroker_v9,

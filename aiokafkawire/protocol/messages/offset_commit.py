@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from struct import Struct
 from typing import ClassVar
+from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    ZERO_UUID,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -19,6 +21,7 @@ from aiokafkawire.protocol.messages._support import (
     read_nullable_string,
     read_string,
     read_unknown_tagged_fields,
+    uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
     write_compact_nullable_string,
@@ -34,6 +37,7 @@ __all__ = [
 ]
 
 _new = object.__new__
+_S__16s = Struct(">16s")
 _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__iq = Struct(">iq")
@@ -66,10 +70,10 @@ class OffsetCommitRequest(RequestMessage):
 
     API_KEY = 8
     MIN_VERSION = 0
-    MAX_VERSION = 9
+    MAX_VERSION = 10
     FLEXIBLE_VERSION = 8
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[OffsetCommitResponse]]
 
     group_id: str
@@ -119,15 +123,18 @@ class OffsetCommitRequestTopic(Message):
     __slots__ = (
         "name",
         "partitions",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partitions",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partitions: list[OffsetCommitRequestPartition]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -135,10 +142,12 @@ class OffsetCommitRequestTopic(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partitions: list[OffsetCommitRequestPartition] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -147,6 +156,7 @@ class OffsetCommitRequestTopic(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partitions == other.partitions
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -225,10 +235,10 @@ class OffsetCommitResponse(ResponseMessage):
 
     API_KEY = 8
     MIN_VERSION = 0
-    MAX_VERSION = 9
+    MAX_VERSION = 10
     FLEXIBLE_VERSION = 8
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[OffsetCommitRequest]]
 
     throttle_time_ms: int
@@ -262,15 +272,18 @@ class OffsetCommitResponseTopic(Message):
     __slots__ = (
         "name",
         "partitions",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partitions",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partitions: list[OffsetCommitResponsePartition]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -278,10 +291,12 @@ class OffsetCommitResponseTopic(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partitions: list[OffsetCommitResponsePartition] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -290,6 +305,7 @@ class OffsetCommitResponseTopic(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partitions == other.partitions
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -427,6 +443,7 @@ def _enc_OffsetCommitRequestTopic_v0(out, obj):
 
 def _dec_OffsetCommitRequestTopic_v0(buf, pos):
     obj = _new(OffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -448,6 +465,7 @@ def _enc_OffsetCommitRequestTopic_v1(out, obj):
 
 def _dec_OffsetCommitRequestTopic_v1(buf, pos):
     obj = _new(OffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -469,6 +487,7 @@ def _enc_OffsetCommitRequestTopic_v6(out, obj):
 
 def _dec_OffsetCommitRequestTopic_v6(buf, pos):
     obj = _new(OffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -494,7 +513,40 @@ def _enc_OffsetCommitRequestTopic_v8(out, obj):
 
 def _dec_OffsetCommitRequestTopic_v8(buf, pos):
     obj = _new(OffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetCommitRequestPartition_v8(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetCommitRequestTopic_v10(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetCommitRequestPartition_v8(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetCommitRequestTopic_v10(buf, pos):
+    obj = _new(OffsetCommitRequestTopic)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partitions_items = []
     for _ in range(n):
@@ -724,6 +776,43 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
     return obj, pos
 
 
+def _enc_OffsetCommitRequest_v10(out, obj):
+    write_compact_string(out, obj.group_id)
+    out += _S__i.pack(obj.generation_id_or_member_epoch)
+    write_compact_string(out, obj.member_id)
+    write_compact_nullable_string(out, obj.group_instance_id)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetCommitRequestTopic_v10(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetCommitRequest_v10(buf, pos):
+    obj = _new(OffsetCommitRequest)
+    obj.retention_time_ms = -1
+    obj.group_id, pos = read_compact_string(buf, pos)
+    (obj.generation_id_or_member_epoch,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    obj.member_id, pos = read_compact_string(buf, pos)
+    obj.group_instance_id, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetCommitRequestTopic_v10(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 def _enc_OffsetCommitResponsePartition_v0(out, obj):
     out += _S__ih.pack(obj.partition_index, obj.error_code)
 
@@ -766,6 +855,7 @@ def _enc_OffsetCommitResponseTopic_v0(out, obj):
 
 def _dec_OffsetCommitResponseTopic_v0(buf, pos):
     obj = _new(OffsetCommitResponseTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -791,7 +881,40 @@ def _enc_OffsetCommitResponseTopic_v8(out, obj):
 
 def _dec_OffsetCommitResponseTopic_v8(buf, pos):
     obj = _new(OffsetCommitResponseTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetCommitResponsePartition_v8(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetCommitResponseTopic_v10(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetCommitResponsePartition_v8(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetCommitResponseTopic_v10(buf, pos):
+    obj = _new(OffsetCommitResponseTopic)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partitions_items = []
     for _ in range(n):
@@ -878,6 +1001,36 @@ def _dec_OffsetCommitResponse_v8(buf, pos):
     return obj, pos
 
 
+def _enc_OffsetCommitResponse_v10(out, obj):
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetCommitResponseTopic_v10(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetCommitResponse_v10(buf, pos):
+    obj = _new(OffsetCommitResponse)
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetCommitResponseTopic_v10(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 OffsetCommitRequest._ENCODERS = (
     _enc_OffsetCommitRequest_v0,
     _enc_OffsetCommitRequest_v1,
@@ -889,6 +1042,7 @@ OffsetCommitRequest._ENCODERS = (
     _enc_OffsetCommitRequest_v7,
     _enc_OffsetCommitRequest_v8,
     _enc_OffsetCommitRequest_v8,
+    _enc_OffsetCommitRequest_v10,
 )
 OffsetCommitRequest._DECODERS = (
     _dec_OffsetCommitRequest_v0,
@@ -901,6 +1055,7 @@ OffsetCommitRequest._DECODERS = (
     _dec_OffsetCommitRequest_v7,
     _dec_OffsetCommitRequest_v8,
     _dec_OffsetCommitRequest_v8,
+    _dec_OffsetCommitRequest_v10,
 )
 OffsetCommitRequest._SCHEMA = (
     ("group_id", "string", (0, None), None, None, None, False, None),
@@ -922,6 +1077,7 @@ OffsetCommitRequestTopic._ENCODERS = (
     _enc_OffsetCommitRequestTopic_v6,
     _enc_OffsetCommitRequestTopic_v8,
     _enc_OffsetCommitRequestTopic_v8,
+    _enc_OffsetCommitRequestTopic_v10,
 )
 OffsetCommitRequestTopic._DECODERS = (
     _dec_OffsetCommitRequestTopic_v0,
@@ -934,9 +1090,11 @@ OffsetCommitRequestTopic._DECODERS = (
     _dec_OffsetCommitRequestTopic_v6,
     _dec_OffsetCommitRequestTopic_v8,
     _dec_OffsetCommitRequestTopic_v8,
+    _dec_OffsetCommitRequestTopic_v10,
 )
 OffsetCommitRequestTopic._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 9), None, None, None, True, None),
+    ("topic_id", "uuid", (10, None), None, None, None, True, None),
     ("partitions", "[]OffsetCommitRequestPartition", (0, None), None, None, None, False, None),
 )
 
@@ -951,6 +1109,7 @@ OffsetCommitRequestPartition._ENCODERS = (
     _enc_OffsetCommitRequestPartition_v6,
     _enc_OffsetCommitRequestPartition_v8,
     _enc_OffsetCommitRequestPartition_v8,
+    _enc_OffsetCommitRequestPartition_v8,
 )
 OffsetCommitRequestPartition._DECODERS = (
     _dec_OffsetCommitRequestPartition_v0,
@@ -961,6 +1120,7 @@ OffsetCommitRequestPartition._DECODERS = (
     _dec_OffsetCommitRequestPartition_v0,
     _dec_OffsetCommitRequestPartition_v6,
     _dec_OffsetCommitRequestPartition_v6,
+    _dec_OffsetCommitRequestPartition_v8,
     _dec_OffsetCommitRequestPartition_v8,
     _dec_OffsetCommitRequestPartition_v8,
 )
@@ -983,6 +1143,7 @@ OffsetCommitResponse._ENCODERS = (
     _enc_OffsetCommitResponse_v3,
     _enc_OffsetCommitResponse_v8,
     _enc_OffsetCommitResponse_v8,
+    _enc_OffsetCommitResponse_v10,
 )
 OffsetCommitResponse._DECODERS = (
     _dec_OffsetCommitResponse_v0,
@@ -995,6 +1156,7 @@ OffsetCommitResponse._DECODERS = (
     _dec_OffsetCommitResponse_v3,
     _dec_OffsetCommitResponse_v8,
     _dec_OffsetCommitResponse_v8,
+    _dec_OffsetCommitResponse_v10,
 )
 OffsetCommitResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (3, None), None, None, None, True, None),
@@ -1012,6 +1174,7 @@ OffsetCommitResponseTopic._ENCODERS = (
     _enc_OffsetCommitResponseTopic_v0,
     _enc_OffsetCommitResponseTopic_v8,
     _enc_OffsetCommitResponseTopic_v8,
+    _enc_OffsetCommitResponseTopic_v10,
 )
 OffsetCommitResponseTopic._DECODERS = (
     _dec_OffsetCommitResponseTopic_v0,
@@ -1024,9 +1187,11 @@ OffsetCommitResponseTopic._DECODERS = (
     _dec_OffsetCommitResponseTopic_v0,
     _dec_OffsetCommitResponseTopic_v8,
     _dec_OffsetCommitResponseTopic_v8,
+    _dec_OffsetCommitResponseTopic_v10,
 )
 OffsetCommitResponseTopic._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 9), None, None, None, True, None),
+    ("topic_id", "uuid", (10, None), None, None, None, True, None),
     ("partitions", "[]OffsetCommitResponsePartition", (0, None), None, None, None, False, None),
 )
 
@@ -1041,6 +1206,7 @@ OffsetCommitResponsePartition._ENCODERS = (
     _enc_OffsetCommitResponsePartition_v0,
     _enc_OffsetCommitResponsePartition_v8,
     _enc_OffsetCommitResponsePartition_v8,
+    _enc_OffsetCommitResponsePartition_v8,
 )
 OffsetCommitResponsePartition._DECODERS = (
     _dec_OffsetCommitResponsePartition_v0,
@@ -1051,6 +1217,7 @@ OffsetCommitResponsePartition._DECODERS = (
     _dec_OffsetCommitResponsePartition_v0,
     _dec_OffsetCommitResponsePartition_v0,
     _dec_OffsetCommitResponsePartition_v0,
+    _dec_OffsetCommitResponsePartition_v8,
     _dec_OffsetCommitResponsePartition_v8,
     _dec_OffsetCommitResponsePartition_v8,
 )

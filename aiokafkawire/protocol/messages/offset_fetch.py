@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from struct import Struct
 from typing import ClassVar
+from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
     NUMBER_ARRAY_STRUCTS,
+    ZERO_UUID,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -24,6 +26,7 @@ from aiokafkawire.protocol.messages._support import (
     read_nullable_string,
     read_string,
     read_unknown_tagged_fields,
+    uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
     write_compact_int32_array,
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 _new = object.__new__
+_S__16s = Struct(">16s")
 _S__h = Struct(">h")
 _S__i = Struct(">i")
 _S__iq = Struct(">iq")
@@ -69,10 +73,10 @@ class OffsetFetchRequest(RequestMessage):
 
     API_KEY = 9
     MIN_VERSION = 0
-    MAX_VERSION = 9
+    MAX_VERSION = 10
     FLEXIBLE_VERSION = 6
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 2, 2, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[OffsetFetchResponse]]
 
     group_id: str
@@ -165,15 +169,18 @@ class OffsetFetchRequestTopics(Message):
     __slots__ = (
         "name",
         "partition_indexes",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partition_indexes",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partition_indexes: list[int]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -181,10 +188,12 @@ class OffsetFetchRequestTopics(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partition_indexes: list[int] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -193,6 +202,7 @@ class OffsetFetchRequestTopics(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partition_indexes == other.partition_indexes
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -257,10 +267,10 @@ class OffsetFetchResponse(ResponseMessage):
 
     API_KEY = 9
     MIN_VERSION = 0
-    MAX_VERSION = 9
+    MAX_VERSION = 10
     FLEXIBLE_VERSION = 6
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 1, 1, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[OffsetFetchRequest]]
 
     throttle_time_ms: int
@@ -347,15 +357,18 @@ class OffsetFetchResponseTopics(Message):
     __slots__ = (
         "name",
         "partitions",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partitions",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partitions: list[OffsetFetchResponsePartitions]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -363,10 +376,12 @@ class OffsetFetchResponseTopics(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partitions: list[OffsetFetchResponsePartitions] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -375,6 +390,7 @@ class OffsetFetchResponseTopics(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partitions == other.partitions
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -603,7 +619,42 @@ def _enc_OffsetFetchRequestTopics_v8(out, obj):
 
 def _dec_OffsetFetchRequestTopics_v8(buf, pos):
     obj = _new(OffsetFetchRequestTopics)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 32:
+        obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        obj.partition_indexes, pos = read_compact_int32_array(buf, pos)
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetFetchRequestTopics_v10(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partition_indexes
+    if len(v) < 32:
+        out.append(len(v) + 1)
+        out += _A_int32[len(v)].pack(*v)
+    else:
+        write_compact_int32_array(out, v)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchRequestTopics_v10(buf, pos):
+    obj = _new(OffsetFetchRequestTopics)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n = buf[pos] - 1
     if 0 <= n < 32:
         obj.partition_indexes = list(_A_int32[n].unpack_from(buf, pos + 1))
@@ -685,6 +736,46 @@ def _dec_OffsetFetchRequestGroup_v9(buf, pos):
         topics_items = []
         for _ in range(n):
             e, pos = _dec_OffsetFetchRequestTopics_v8(buf, pos)
+            topics_items.append(e)
+        obj.topics = topics_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetFetchRequestGroup_v10(out, obj):
+    write_compact_string(out, obj.group_id)
+    write_compact_nullable_string(out, obj.member_id)
+    out += _S__i.pack(obj.member_epoch)
+    v = obj.topics
+    if v is None:
+        out.append(0)
+    else:
+        write_compact_array_length(out, v)
+        for e in v:
+            _enc_OffsetFetchRequestTopics_v10(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchRequestGroup_v10(buf, pos):
+    obj = _new(OffsetFetchRequestGroup)
+    obj.group_id, pos = read_compact_string(buf, pos)
+    obj.member_id, pos = read_compact_nullable_string(buf, pos)
+    (obj.member_epoch,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_nullable_array_length(buf, pos)
+    if n < 0:
+        obj.topics = None
+    else:
+        topics_items = []
+        for _ in range(n):
+            e, pos = _dec_OffsetFetchRequestTopics_v10(buf, pos)
             topics_items.append(e)
         obj.topics = topics_items
     if buf[pos]:
@@ -909,6 +1000,42 @@ def _dec_OffsetFetchRequest_v9(buf, pos):
     return obj, pos
 
 
+def _enc_OffsetFetchRequest_v10(out, obj):
+    if obj.group_id != "":
+        raise AbsentFieldError("OffsetFetchRequest", "group_id")
+    if obj.topics != []:
+        raise AbsentFieldError("OffsetFetchRequest", "topics")
+    v = obj.groups
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetFetchRequestGroup_v10(out, e)
+    out += _S__o.pack(obj.require_stable)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchRequest_v10(buf, pos):
+    obj = _new(OffsetFetchRequest)
+    obj.group_id = ""
+    obj.topics = []
+    n, pos = read_compact_array_length(buf, pos)
+    groups_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetFetchRequestGroup_v10(buf, pos)
+        groups_items.append(e)
+    obj.groups = groups_items
+    (obj.require_stable,) = _S__o.unpack_from(buf, pos)
+    pos += 1
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 def _enc_OffsetFetchResponsePartition_v0(out, obj):
     out += _S__iq.pack(obj.partition_index, obj.committed_offset)
     write_nullable_string(out, obj.metadata)
@@ -1091,7 +1218,40 @@ def _enc_OffsetFetchResponseTopics_v8(out, obj):
 
 def _dec_OffsetFetchResponseTopics_v8(buf, pos):
     obj = _new(OffsetFetchResponseTopics)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetFetchResponsePartitions_v8(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetFetchResponseTopics_v10(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetFetchResponsePartitions_v8(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchResponseTopics_v10(buf, pos):
+    obj = _new(OffsetFetchResponseTopics)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partitions_items = []
     for _ in range(n):
@@ -1126,6 +1286,38 @@ def _dec_OffsetFetchResponseGroup_v8(buf, pos):
     topics_items = []
     for _ in range(n):
         e, pos = _dec_OffsetFetchResponseTopics_v8(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    (obj.error_code,) = _S__h.unpack_from(buf, pos)
+    pos += 2
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_OffsetFetchResponseGroup_v10(out, obj):
+    write_compact_string(out, obj.group_id)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetFetchResponseTopics_v10(out, e)
+    out += _S__h.pack(obj.error_code)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchResponseGroup_v10(buf, pos):
+    obj = _new(OffsetFetchResponseGroup)
+    obj.group_id, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetFetchResponseTopics_v10(buf, pos)
         topics_items.append(e)
     obj.topics = topics_items
     (obj.error_code,) = _S__h.unpack_from(buf, pos)
@@ -1314,6 +1506,40 @@ def _dec_OffsetFetchResponse_v8(buf, pos):
     return obj, pos
 
 
+def _enc_OffsetFetchResponse_v10(out, obj):
+    if obj.topics != []:
+        raise AbsentFieldError("OffsetFetchResponse", "topics")
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.groups
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_OffsetFetchResponseGroup_v10(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_OffsetFetchResponse_v10(buf, pos):
+    obj = _new(OffsetFetchResponse)
+    obj.topics = []
+    obj.error_code = 0
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    groups_items = []
+    for _ in range(n):
+        e, pos = _dec_OffsetFetchResponseGroup_v10(buf, pos)
+        groups_items.append(e)
+    obj.groups = groups_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 OffsetFetchRequest._ENCODERS = (
     _enc_OffsetFetchRequest_v0,
     _enc_OffsetFetchRequest_v0,
@@ -1325,6 +1551,7 @@ OffsetFetchRequest._ENCODERS = (
     _enc_OffsetFetchRequest_v7,
     _enc_OffsetFetchRequest_v8,
     _enc_OffsetFetchRequest_v9,
+    _enc_OffsetFetchRequest_v10,
 )
 OffsetFetchRequest._DECODERS = (
     _dec_OffsetFetchRequest_v0,
@@ -1337,6 +1564,7 @@ OffsetFetchRequest._DECODERS = (
     _dec_OffsetFetchRequest_v7,
     _dec_OffsetFetchRequest_v8,
     _dec_OffsetFetchRequest_v9,
+    _dec_OffsetFetchRequest_v10,
 )
 OffsetFetchRequest._SCHEMA = (
     ("group_id", "string", (0, 7), None, None, None, False, None),
@@ -1356,6 +1584,7 @@ OffsetFetchRequestGroup._ENCODERS = (
     None,
     _enc_OffsetFetchRequestGroup_v8,
     _enc_OffsetFetchRequestGroup_v9,
+    _enc_OffsetFetchRequestGroup_v10,
 )
 OffsetFetchRequestGroup._DECODERS = (
     None,
@@ -1368,6 +1597,7 @@ OffsetFetchRequestGroup._DECODERS = (
     None,
     _dec_OffsetFetchRequestGroup_v8,
     _dec_OffsetFetchRequestGroup_v9,
+    _dec_OffsetFetchRequestGroup_v10,
 )
 OffsetFetchRequestGroup._SCHEMA = (
     ("group_id", "string", (8, None), None, None, None, False, None),
@@ -1387,6 +1617,7 @@ OffsetFetchRequestTopics._ENCODERS = (
     None,
     _enc_OffsetFetchRequestTopics_v8,
     _enc_OffsetFetchRequestTopics_v8,
+    _enc_OffsetFetchRequestTopics_v10,
 )
 OffsetFetchRequestTopics._DECODERS = (
     None,
@@ -1399,9 +1630,11 @@ OffsetFetchRequestTopics._DECODERS = (
     None,
     _dec_OffsetFetchRequestTopics_v8,
     _dec_OffsetFetchRequestTopics_v8,
+    _dec_OffsetFetchRequestTopics_v10,
 )
 OffsetFetchRequestTopics._SCHEMA = (
-    ("name", "string", (8, None), None, None, None, False, None),
+    ("name", "string", (8, 9), None, None, None, True, None),
+    ("topic_id", "uuid", (10, None), None, None, None, True, None),
     ("partition_indexes", "[]int32", (8, None), None, None, None, False, None),
 )
 
@@ -1441,6 +1674,7 @@ OffsetFetchResponse._ENCODERS = (
     _enc_OffsetFetchResponse_v6,
     _enc_OffsetFetchResponse_v8,
     _enc_OffsetFetchResponse_v8,
+    _enc_OffsetFetchResponse_v10,
 )
 OffsetFetchResponse._DECODERS = (
     _dec_OffsetFetchResponse_v0,
@@ -1453,6 +1687,7 @@ OffsetFetchResponse._DECODERS = (
     _dec_OffsetFetchResponse_v6,
     _dec_OffsetFetchResponse_v8,
     _dec_OffsetFetchResponse_v8,
+    _dec_OffsetFetchResponse_v10,
 )
 OffsetFetchResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (3, None), None, None, None, True, None),
@@ -1472,6 +1707,7 @@ OffsetFetchResponseGroup._ENCODERS = (
     None,
     _enc_OffsetFetchResponseGroup_v8,
     _enc_OffsetFetchResponseGroup_v8,
+    _enc_OffsetFetchResponseGroup_v10,
 )
 OffsetFetchResponseGroup._DECODERS = (
     None,
@@ -1484,6 +1720,7 @@ OffsetFetchResponseGroup._DECODERS = (
     None,
     _dec_OffsetFetchResponseGroup_v8,
     _dec_OffsetFetchResponseGroup_v8,
+    _dec_OffsetFetchResponseGroup_v10,
 )
 OffsetFetchResponseGroup._SCHEMA = (
     ("group_id", "string", (8, None), None, None, None, False, None),
@@ -1502,6 +1739,7 @@ OffsetFetchResponseTopics._ENCODERS = (
     None,
     _enc_OffsetFetchResponseTopics_v8,
     _enc_OffsetFetchResponseTopics_v8,
+    _enc_OffsetFetchResponseTopics_v10,
 )
 OffsetFetchResponseTopics._DECODERS = (
     None,
@@ -1514,9 +1752,11 @@ OffsetFetchResponseTopics._DECODERS = (
     None,
     _dec_OffsetFetchResponseTopics_v8,
     _dec_OffsetFetchResponseTopics_v8,
+    _dec_OffsetFetchResponseTopics_v10,
 )
 OffsetFetchResponseTopics._SCHEMA = (
-    ("name", "string", (8, None), None, None, None, False, None),
+    ("name", "string", (8, 9), None, None, None, True, None),
+    ("topic_id", "uuid", (10, None), None, None, None, True, None),
     ("partitions", "[]OffsetFetchResponsePartitions", (8, None), None, None, None, False, None),
 )
 
@@ -1531,6 +1771,7 @@ OffsetFetchResponsePartitions._ENCODERS = (
     None,
     _enc_OffsetFetchResponsePartitions_v8,
     _enc_OffsetFetchResponsePartitions_v8,
+    _enc_OffsetFetchResponsePartitions_v8,
 )
 OffsetFetchResponsePartitions._DECODERS = (
     None,
@@ -1541,6 +1782,7 @@ OffsetFetchResponsePartitions._DECODERS = (
     None,
     None,
     None,
+    _dec_OffsetFetchResponsePartitions_v8,
     _dec_OffsetFetchResponsePartitions_v8,
     _dec_OffsetFetchResponsePartitions_v8,
 )

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from struct import Struct
 from typing import ClassVar
+from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    ZERO_UUID,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -24,6 +26,7 @@ from aiokafkawire.protocol.messages._support import (
     read_tag_header,
     read_unknown_tagged_fields,
     read_unsigned_varint,
+    uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
     write_compact_nullable_bytes,
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 _new = object.__new__
+_S__16s = Struct(">16s")
 _S__hi = Struct(">hi")
 _S__i = Struct(">i")
 _S__ihq = Struct(">ihq")
@@ -69,10 +73,10 @@ class ProduceRequest(RequestMessage):
 
     API_KEY = 0
     MIN_VERSION = 0
-    MAX_VERSION = 11
+    MAX_VERSION = 13
     FLEXIBLE_VERSION = 9
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[ProduceResponse]]
 
     transactional_id: str | None
@@ -114,15 +118,18 @@ class TopicProduceData(Message):
     __slots__ = (
         "name",
         "partition_data",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partition_data",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partition_data: list[PartitionProduceData]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -130,10 +137,12 @@ class TopicProduceData(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partition_data: list[PartitionProduceData] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_data = [] if partition_data is MISSING else partition_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -142,6 +151,7 @@ class TopicProduceData(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partition_data == other.partition_data
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -204,10 +214,10 @@ class ProduceResponse(ResponseMessage):
 
     API_KEY = 0
     MIN_VERSION = 0
-    MAX_VERSION = 11
+    MAX_VERSION = 13
     FLEXIBLE_VERSION = 9
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[ProduceRequest]]
 
     responses: list[TopicProduceResponse]
@@ -296,15 +306,18 @@ class TopicProduceResponse(Message):
     __slots__ = (
         "name",
         "partition_responses",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partition_responses",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partition_responses: list[PartitionProduceResponse]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -312,10 +325,12 @@ class TopicProduceResponse(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partition_responses: list[PartitionProduceResponse] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_responses = [] if partition_responses is MISSING else partition_responses
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -324,6 +339,7 @@ class TopicProduceResponse(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partition_responses == other.partition_responses
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -528,6 +544,7 @@ def _enc_TopicProduceData_v0(out, obj):
 
 def _dec_TopicProduceData_v0(buf, pos):
     obj = _new(TopicProduceData)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partition_data_items = []
@@ -553,7 +570,40 @@ def _enc_TopicProduceData_v9(out, obj):
 
 def _dec_TopicProduceData_v9(buf, pos):
     obj = _new(TopicProduceData)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partition_data_items = []
+    for _ in range(n):
+        e, pos = _dec_PartitionProduceData_v9(buf, pos)
+        partition_data_items.append(e)
+    obj.partition_data = partition_data_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_TopicProduceData_v13(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partition_data
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_PartitionProduceData_v9(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TopicProduceData_v13(buf, pos):
+    obj = _new(TopicProduceData)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partition_data_items = []
     for _ in range(n):
@@ -639,6 +689,38 @@ def _dec_ProduceRequest_v9(buf, pos):
     topic_data_items = []
     for _ in range(n):
         e, pos = _dec_TopicProduceData_v9(buf, pos)
+        topic_data_items.append(e)
+    obj.topic_data = topic_data_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_ProduceRequest_v13(out, obj):
+    write_compact_nullable_string(out, obj.transactional_id)
+    out += _S__hi.pack(obj.acks, obj.timeout_ms)
+    v = obj.topic_data
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TopicProduceData_v13(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_ProduceRequest_v13(buf, pos):
+    obj = _new(ProduceRequest)
+    obj.transactional_id, pos = read_compact_nullable_string(buf, pos)
+    obj.acks, obj.timeout_ms = _S__hi.unpack_from(buf, pos)
+    pos += 6
+    n, pos = read_compact_array_length(buf, pos)
+    topic_data_items = []
+    for _ in range(n):
+        e, pos = _dec_TopicProduceData_v13(buf, pos)
         topic_data_items.append(e)
     obj.topic_data = topic_data_items
     if buf[pos]:
@@ -928,6 +1010,7 @@ def _enc_TopicProduceResponse_v0(out, obj):
 
 def _dec_TopicProduceResponse_v0(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partition_responses_items = []
@@ -949,6 +1032,7 @@ def _enc_TopicProduceResponse_v2(out, obj):
 
 def _dec_TopicProduceResponse_v2(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partition_responses_items = []
@@ -970,6 +1054,7 @@ def _enc_TopicProduceResponse_v5(out, obj):
 
 def _dec_TopicProduceResponse_v5(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partition_responses_items = []
@@ -991,6 +1076,7 @@ def _enc_TopicProduceResponse_v8(out, obj):
 
 def _dec_TopicProduceResponse_v8(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partition_responses_items = []
@@ -1016,6 +1102,7 @@ def _enc_TopicProduceResponse_v9(out, obj):
 
 def _dec_TopicProduceResponse_v9(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     partition_responses_items = []
@@ -1045,7 +1132,40 @@ def _enc_TopicProduceResponse_v10(out, obj):
 
 def _dec_TopicProduceResponse_v10(buf, pos):
     obj = _new(TopicProduceResponse)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partition_responses_items = []
+    for _ in range(n):
+        e, pos = _dec_PartitionProduceResponse_v10(buf, pos)
+        partition_responses_items.append(e)
+    obj.partition_responses = partition_responses_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_TopicProduceResponse_v13(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partition_responses
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_PartitionProduceResponse_v10(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TopicProduceResponse_v13(buf, pos):
+    obj = _new(TopicProduceResponse)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partition_responses_items = []
     for _ in range(n):
@@ -1299,6 +1419,62 @@ def _dec_ProduceResponse_v10(buf, pos):
     return obj, pos
 
 
+def _enc_ProduceResponse_v13(out, obj):
+    v = obj.responses
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TopicProduceResponse_v13(out, e)
+    out += _S__i.pack(obj.throttle_time_ms)
+    tagged = []
+    if obj.node_endpoints != []:
+        t = bytearray()
+        v = obj.node_endpoints
+        write_compact_array_length(t, v)
+        for e in v:
+            _enc_NodeEndpoint_v10(t, e)
+        tagged.append((0, t))
+    if tagged or obj.unknown_tagged_fields:
+        write_tagged_fields(out, tagged, obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_ProduceResponse_v13(buf, pos):
+    obj = _new(ProduceResponse)
+    n, pos = read_compact_array_length(buf, pos)
+    responses_items = []
+    for _ in range(n):
+        e, pos = _dec_TopicProduceResponse_v13(buf, pos)
+        responses_items.append(e)
+    obj.responses = responses_items
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    obj.node_endpoints = []
+    if buf[pos]:
+        count, pos = read_unsigned_varint(buf, pos)
+        unknown = None
+        for _ in range(count):
+            tag, pos, end = read_tag_header(buf, pos)
+            if tag == 0:
+                n, pos = read_compact_array_length(buf, pos)
+                node_endpoints_items = []
+                for _ in range(n):
+                    e, pos = _dec_NodeEndpoint_v10(buf, pos)
+                    node_endpoints_items.append(e)
+                obj.node_endpoints = node_endpoints_items
+                check_tagged_end(pos, end)
+            else:
+                if unknown is None:
+                    unknown = []
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        obj.unknown_tagged_fields = unknown
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 ProduceRequest._ENCODERS = (
     _enc_ProduceRequest_v0,
     _enc_ProduceRequest_v0,
@@ -1312,6 +1488,8 @@ ProduceRequest._ENCODERS = (
     _enc_ProduceRequest_v9,
     _enc_ProduceRequest_v9,
     _enc_ProduceRequest_v9,
+    _enc_ProduceRequest_v9,
+    _enc_ProduceRequest_v13,
 )
 ProduceRequest._DECODERS = (
     _dec_ProduceRequest_v0,
@@ -1326,6 +1504,8 @@ ProduceRequest._DECODERS = (
     _dec_ProduceRequest_v9,
     _dec_ProduceRequest_v9,
     _dec_ProduceRequest_v9,
+    _dec_ProduceRequest_v9,
+    _dec_ProduceRequest_v13,
 )
 ProduceRequest._SCHEMA = (
     ("transactional_id", "string", (3, None), (3, None), None, None, False, None),
@@ -1347,6 +1527,8 @@ TopicProduceData._ENCODERS = (
     _enc_TopicProduceData_v9,
     _enc_TopicProduceData_v9,
     _enc_TopicProduceData_v9,
+    _enc_TopicProduceData_v9,
+    _enc_TopicProduceData_v13,
 )
 TopicProduceData._DECODERS = (
     _dec_TopicProduceData_v0,
@@ -1361,9 +1543,12 @@ TopicProduceData._DECODERS = (
     _dec_TopicProduceData_v9,
     _dec_TopicProduceData_v9,
     _dec_TopicProduceData_v9,
+    _dec_TopicProduceData_v9,
+    _dec_TopicProduceData_v13,
 )
 TopicProduceData._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 12), None, None, None, True, None),
+    ("topic_id", "uuid", (13, None), None, None, None, True, None),
     ("partition_data", "[]PartitionProduceData", (0, None), None, None, None, False, None),
 )
 
@@ -1380,6 +1565,8 @@ PartitionProduceData._ENCODERS = (
     _enc_PartitionProduceData_v9,
     _enc_PartitionProduceData_v9,
     _enc_PartitionProduceData_v9,
+    _enc_PartitionProduceData_v9,
+    _enc_PartitionProduceData_v9,
 )
 PartitionProduceData._DECODERS = (
     _dec_PartitionProduceData_v0,
@@ -1391,6 +1578,8 @@ PartitionProduceData._DECODERS = (
     _dec_PartitionProduceData_v0,
     _dec_PartitionProduceData_v0,
     _dec_PartitionProduceData_v0,
+    _dec_PartitionProduceData_v9,
+    _dec_PartitionProduceData_v9,
     _dec_PartitionProduceData_v9,
     _dec_PartitionProduceData_v9,
     _dec_PartitionProduceData_v9,
@@ -1413,6 +1602,8 @@ ProduceResponse._ENCODERS = (
     _enc_ProduceResponse_v9,
     _enc_ProduceResponse_v10,
     _enc_ProduceResponse_v10,
+    _enc_ProduceResponse_v10,
+    _enc_ProduceResponse_v13,
 )
 ProduceResponse._DECODERS = (
     _dec_ProduceResponse_v0,
@@ -1427,6 +1618,8 @@ ProduceResponse._DECODERS = (
     _dec_ProduceResponse_v9,
     _dec_ProduceResponse_v10,
     _dec_ProduceResponse_v10,
+    _dec_ProduceResponse_v10,
+    _dec_ProduceResponse_v13,
 )
 ProduceResponse._SCHEMA = (
     ("responses", "[]TopicProduceResponse", (0, None), None, None, None, False, None),
@@ -1447,6 +1640,8 @@ NodeEndpoint._ENCODERS = (
     None,
     _enc_NodeEndpoint_v10,
     _enc_NodeEndpoint_v10,
+    _enc_NodeEndpoint_v10,
+    _enc_NodeEndpoint_v10,
 )
 NodeEndpoint._DECODERS = (
     None,
@@ -1459,6 +1654,8 @@ NodeEndpoint._DECODERS = (
     None,
     None,
     None,
+    _dec_NodeEndpoint_v10,
+    _dec_NodeEndpoint_v10,
     _dec_NodeEndpoint_v10,
     _dec_NodeEndpoint_v10,
 )
@@ -1482,6 +1679,8 @@ TopicProduceResponse._ENCODERS = (
     _enc_TopicProduceResponse_v9,
     _enc_TopicProduceResponse_v10,
     _enc_TopicProduceResponse_v10,
+    _enc_TopicProduceResponse_v10,
+    _enc_TopicProduceResponse_v13,
 )
 TopicProduceResponse._DECODERS = (
     _dec_TopicProduceResponse_v0,
@@ -1496,9 +1695,12 @@ TopicProduceResponse._DECODERS = (
     _dec_TopicProduceResponse_v9,
     _dec_TopicProduceResponse_v10,
     _dec_TopicProduceResponse_v10,
+    _dec_TopicProduceResponse_v10,
+    _dec_TopicProduceResponse_v13,
 )
 TopicProduceResponse._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 12), None, None, None, True, None),
+    ("topic_id", "uuid", (13, None), None, None, None, True, None),
     ("partition_responses", "[]PartitionProduceResponse", (0, None), None, None, None, False, None),
 )
 
@@ -1515,6 +1717,8 @@ PartitionProduceResponse._ENCODERS = (
     _enc_PartitionProduceResponse_v9,
     _enc_PartitionProduceResponse_v10,
     _enc_PartitionProduceResponse_v10,
+    _enc_PartitionProduceResponse_v10,
+    _enc_PartitionProduceResponse_v10,
 )
 PartitionProduceResponse._DECODERS = (
     _dec_PartitionProduceResponse_v0,
@@ -1527,6 +1731,8 @@ PartitionProduceResponse._DECODERS = (
     _dec_PartitionProduceResponse_v5,
     _dec_PartitionProduceResponse_v8,
     _dec_PartitionProduceResponse_v9,
+    _dec_PartitionProduceResponse_v10,
+    _dec_PartitionProduceResponse_v10,
     _dec_PartitionProduceResponse_v10,
     _dec_PartitionProduceResponse_v10,
 )
@@ -1557,6 +1763,8 @@ LeaderIdAndEpoch._ENCODERS = (
     None,
     _enc_LeaderIdAndEpoch_v10,
     _enc_LeaderIdAndEpoch_v10,
+    _enc_LeaderIdAndEpoch_v10,
+    _enc_LeaderIdAndEpoch_v10,
 )
 LeaderIdAndEpoch._DECODERS = (
     None,
@@ -1569,6 +1777,8 @@ LeaderIdAndEpoch._DECODERS = (
     None,
     None,
     None,
+    _dec_LeaderIdAndEpoch_v10,
+    _dec_LeaderIdAndEpoch_v10,
     _dec_LeaderIdAndEpoch_v10,
     _dec_LeaderIdAndEpoch_v10,
 )
@@ -1590,6 +1800,8 @@ BatchIndexAndErrorMessage._ENCODERS = (
     _enc_BatchIndexAndErrorMessage_v9,
     _enc_BatchIndexAndErrorMessage_v9,
     _enc_BatchIndexAndErrorMessage_v9,
+    _enc_BatchIndexAndErrorMessage_v9,
+    _enc_BatchIndexAndErrorMessage_v9,
 )
 BatchIndexAndErrorMessage._DECODERS = (
     None,
@@ -1601,6 +1813,8 @@ BatchIndexAndErrorMessage._DECODERS = (
     None,
     None,
     _dec_BatchIndexAndErrorMessage_v8,
+    _dec_BatchIndexAndErrorMessage_v9,
+    _dec_BatchIndexAndErrorMessage_v9,
     _dec_BatchIndexAndErrorMessage_v9,
     _dec_BatchIndexAndErrorMessage_v9,
     _dec_BatchIndexAndErrorMessage_v9,

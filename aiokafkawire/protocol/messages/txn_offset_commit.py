@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from struct import Struct
 from typing import ClassVar
+from uuid import UUID
 
 from aiokafkawire.protocol.messages._support import (
     MISSING,
+    ZERO_UUID,
     AbsentFieldError,
     Message,
     RequestMessage,
@@ -19,6 +21,7 @@ from aiokafkawire.protocol.messages._support import (
     read_nullable_string,
     read_string,
     read_unknown_tagged_fields,
+    uuid_from_bytes,
     write_array_length,
     write_compact_array_length,
     write_compact_nullable_string,
@@ -34,6 +37,7 @@ __all__ = [
 ]
 
 _new = object.__new__
+_S__16s = Struct(">16s")
 _S__i = Struct(">i")
 _S__ih = Struct(">ih")
 _S__iq = Struct(">iq")
@@ -46,7 +50,7 @@ class TxnOffsetCommitRequest(RequestMessage):
     """Kafka TxnOffsetCommitRequest."""
 
     __slots__ = (
-        "generation_id",
+        "generation_id_or_member_epoch",
         "group_id",
         "group_instance_id",
         "member_id",
@@ -61,7 +65,7 @@ class TxnOffsetCommitRequest(RequestMessage):
         "group_id",
         "producer_id",
         "producer_epoch",
-        "generation_id",
+        "generation_id_or_member_epoch",
         "member_id",
         "group_instance_id",
         "topics",
@@ -70,17 +74,17 @@ class TxnOffsetCommitRequest(RequestMessage):
 
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 6
     FLEXIBLE_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (1, 1, 1, 2, 2)
+    HEADER_VERSIONS = (1, 1, 1, 2, 2, 2, 2)
     RESPONSE_TYPE: ClassVar[type[TxnOffsetCommitResponse]]
 
     transactional_id: str
     group_id: str
     producer_id: int
     producer_epoch: int
-    generation_id: int
+    generation_id_or_member_epoch: int
     member_id: str
     group_instance_id: str | None
     topics: list[TxnOffsetCommitRequestTopic]
@@ -93,7 +97,7 @@ class TxnOffsetCommitRequest(RequestMessage):
         group_id: str = "",
         producer_id: int = 0,
         producer_epoch: int = 0,
-        generation_id: int = -1,
+        generation_id_or_member_epoch: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequestTopic] = MISSING,
@@ -103,7 +107,7 @@ class TxnOffsetCommitRequest(RequestMessage):
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is MISSING else topics
@@ -117,7 +121,7 @@ class TxnOffsetCommitRequest(RequestMessage):
             and self.group_id == other.group_id
             and self.producer_id == other.producer_id
             and self.producer_epoch == other.producer_epoch
-            and self.generation_id == other.generation_id
+            and self.generation_id_or_member_epoch == other.generation_id_or_member_epoch
             and self.member_id == other.member_id
             and self.group_instance_id == other.group_instance_id
             and self.topics == other.topics
@@ -131,15 +135,18 @@ class TxnOffsetCommitRequestTopic(Message):
     __slots__ = (
         "name",
         "partitions",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partitions",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partitions: list[TxnOffsetCommitRequestPartition]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -147,10 +154,12 @@ class TxnOffsetCommitRequestTopic(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partitions: list[TxnOffsetCommitRequestPartition] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -159,6 +168,7 @@ class TxnOffsetCommitRequestTopic(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partitions == other.partitions
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -231,10 +241,10 @@ class TxnOffsetCommitResponse(ResponseMessage):
 
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 6
     FLEXIBLE_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = (0, 0, 0, 1, 1)
+    HEADER_VERSIONS = (0, 0, 0, 1, 1, 1, 1)
     REQUEST_TYPE: ClassVar[type[TxnOffsetCommitRequest]]
 
     throttle_time_ms: int
@@ -268,15 +278,18 @@ class TxnOffsetCommitResponseTopic(Message):
     __slots__ = (
         "name",
         "partitions",
+        "topic_id",
         "unknown_tagged_fields",
     )
     _FIELDS = (
         "name",
+        "topic_id",
         "partitions",
         "unknown_tagged_fields",
     )
 
     name: str
+    topic_id: UUID
     partitions: list[TxnOffsetCommitResponsePartition]
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -284,10 +297,12 @@ class TxnOffsetCommitResponseTopic(Message):
         self,
         *,
         name: str = "",
+        topic_id: UUID = ZERO_UUID,
         partitions: list[TxnOffsetCommitResponsePartition] = MISSING,
         unknown_tagged_fields: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is MISSING else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -296,6 +311,7 @@ class TxnOffsetCommitResponseTopic(Message):
             return NotImplemented
         return (
             self.name == other.name
+            and self.topic_id == other.topic_id
             and self.partitions == other.partitions
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -409,6 +425,7 @@ def _enc_TxnOffsetCommitRequestTopic_v0(out, obj):
 
 def _dec_TxnOffsetCommitRequestTopic_v0(buf, pos):
     obj = _new(TxnOffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -430,6 +447,7 @@ def _enc_TxnOffsetCommitRequestTopic_v2(out, obj):
 
 def _dec_TxnOffsetCommitRequestTopic_v2(buf, pos):
     obj = _new(TxnOffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -455,6 +473,7 @@ def _enc_TxnOffsetCommitRequestTopic_v3(out, obj):
 
 def _dec_TxnOffsetCommitRequestTopic_v3(buf, pos):
     obj = _new(TxnOffsetCommitRequestTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     partitions_items = []
@@ -470,9 +489,41 @@ def _dec_TxnOffsetCommitRequestTopic_v3(buf, pos):
     return obj, pos
 
 
+def _enc_TxnOffsetCommitRequestTopic_v6(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TxnOffsetCommitRequestPartition_v3(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TxnOffsetCommitRequestTopic_v6(buf, pos):
+    obj = _new(TxnOffsetCommitRequestTopic)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_TxnOffsetCommitRequestPartition_v3(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 def _enc_TxnOffsetCommitRequest_v0(out, obj):
-    if obj.generation_id != -1:
-        raise AbsentFieldError("TxnOffsetCommitRequest", "generation_id")
+    if obj.generation_id_or_member_epoch != -1:
+        raise AbsentFieldError("TxnOffsetCommitRequest", "generation_id_or_member_epoch")
     if obj.member_id != "":
         raise AbsentFieldError("TxnOffsetCommitRequest", "member_id")
     if obj.group_instance_id is not None:
@@ -488,7 +539,7 @@ def _enc_TxnOffsetCommitRequest_v0(out, obj):
 
 def _dec_TxnOffsetCommitRequest_v0(buf, pos):
     obj = _new(TxnOffsetCommitRequest)
-    obj.generation_id = -1
+    obj.generation_id_or_member_epoch = -1
     obj.member_id = ""
     obj.group_instance_id = None
     obj.transactional_id, pos = read_string(buf, pos)
@@ -506,8 +557,8 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
 
 
 def _enc_TxnOffsetCommitRequest_v2(out, obj):
-    if obj.generation_id != -1:
-        raise AbsentFieldError("TxnOffsetCommitRequest", "generation_id")
+    if obj.generation_id_or_member_epoch != -1:
+        raise AbsentFieldError("TxnOffsetCommitRequest", "generation_id_or_member_epoch")
     if obj.member_id != "":
         raise AbsentFieldError("TxnOffsetCommitRequest", "member_id")
     if obj.group_instance_id is not None:
@@ -523,7 +574,7 @@ def _enc_TxnOffsetCommitRequest_v2(out, obj):
 
 def _dec_TxnOffsetCommitRequest_v2(buf, pos):
     obj = _new(TxnOffsetCommitRequest)
-    obj.generation_id = -1
+    obj.generation_id_or_member_epoch = -1
     obj.member_id = ""
     obj.group_instance_id = None
     obj.transactional_id, pos = read_string(buf, pos)
@@ -543,7 +594,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf, pos):
 def _enc_TxnOffsetCommitRequest_v3(out, obj):
     write_compact_string(out, obj.transactional_id)
     write_compact_string(out, obj.group_id)
-    out += _S__qhi.pack(obj.producer_id, obj.producer_epoch, obj.generation_id)
+    out += _S__qhi.pack(obj.producer_id, obj.producer_epoch, obj.generation_id_or_member_epoch)
     write_compact_string(out, obj.member_id)
     write_compact_nullable_string(out, obj.group_instance_id)
     v = obj.topics
@@ -560,7 +611,11 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
     obj = _new(TxnOffsetCommitRequest)
     obj.transactional_id, pos = read_compact_string(buf, pos)
     obj.group_id, pos = read_compact_string(buf, pos)
-    obj.producer_id, obj.producer_epoch, obj.generation_id = _S__qhi.unpack_from(buf, pos)
+    (
+        obj.producer_id,
+        obj.producer_epoch,
+        obj.generation_id_or_member_epoch,
+    ) = _S__qhi.unpack_from(buf, pos)
     pos += 14
     obj.member_id, pos = read_compact_string(buf, pos)
     obj.group_instance_id, pos = read_compact_nullable_string(buf, pos)
@@ -568,6 +623,48 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
     topics_items = []
     for _ in range(n):
         e, pos = _dec_TxnOffsetCommitRequestTopic_v3(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_TxnOffsetCommitRequest_v6(out, obj):
+    write_compact_string(out, obj.transactional_id)
+    write_compact_string(out, obj.group_id)
+    out += _S__qhi.pack(obj.producer_id, obj.producer_epoch, obj.generation_id_or_member_epoch)
+    write_compact_string(out, obj.member_id)
+    write_compact_nullable_string(out, obj.group_instance_id)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TxnOffsetCommitRequestTopic_v6(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TxnOffsetCommitRequest_v6(buf, pos):
+    obj = _new(TxnOffsetCommitRequest)
+    obj.transactional_id, pos = read_compact_string(buf, pos)
+    obj.group_id, pos = read_compact_string(buf, pos)
+    (
+        obj.producer_id,
+        obj.producer_epoch,
+        obj.generation_id_or_member_epoch,
+    ) = _S__qhi.unpack_from(buf, pos)
+    pos += 14
+    obj.member_id, pos = read_compact_string(buf, pos)
+    obj.group_instance_id, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_TxnOffsetCommitRequestTopic_v6(buf, pos)
         topics_items.append(e)
     obj.topics = topics_items
     if buf[pos]:
@@ -620,6 +717,7 @@ def _enc_TxnOffsetCommitResponseTopic_v0(out, obj):
 
 def _dec_TxnOffsetCommitResponseTopic_v0(buf, pos):
     obj = _new(TxnOffsetCommitResponseTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     partitions_items = []
@@ -645,7 +743,40 @@ def _enc_TxnOffsetCommitResponseTopic_v3(out, obj):
 
 def _dec_TxnOffsetCommitResponseTopic_v3(buf, pos):
     obj = _new(TxnOffsetCommitResponseTopic)
+    obj.topic_id = ZERO_UUID
     obj.name, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos)
+    partitions_items = []
+    for _ in range(n):
+        e, pos = _dec_TxnOffsetCommitResponsePartition_v3(buf, pos)
+        partitions_items.append(e)
+    obj.partitions = partitions_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
+def _enc_TxnOffsetCommitResponseTopic_v6(out, obj):
+    out += _S__16s.pack(obj.topic_id.bytes)
+    v = obj.partitions
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TxnOffsetCommitResponsePartition_v3(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TxnOffsetCommitResponseTopic_v6(buf, pos):
+    obj = _new(TxnOffsetCommitResponseTopic)
+    obj.name = ""
+    (raw_topic_id,) = _S__16s.unpack_from(buf, pos)
+    pos += 16
+    obj.topic_id = uuid_from_bytes(raw_topic_id)
     n, pos = read_compact_array_length(buf, pos)
     partitions_items = []
     for _ in range(n):
@@ -712,12 +843,44 @@ def _dec_TxnOffsetCommitResponse_v3(buf, pos):
     return obj, pos
 
 
+def _enc_TxnOffsetCommitResponse_v6(out, obj):
+    out += _S__i.pack(obj.throttle_time_ms)
+    v = obj.topics
+    write_compact_array_length(out, v)
+    for e in v:
+        _enc_TxnOffsetCommitResponseTopic_v6(out, e)
+    if obj.unknown_tagged_fields:
+        write_tagged_fields(out, [], obj.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+
+def _dec_TxnOffsetCommitResponse_v6(buf, pos):
+    obj = _new(TxnOffsetCommitResponse)
+    (obj.throttle_time_ms,) = _S__i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    topics_items = []
+    for _ in range(n):
+        e, pos = _dec_TxnOffsetCommitResponseTopic_v6(buf, pos)
+        topics_items.append(e)
+    obj.topics = topics_items
+    if buf[pos]:
+        obj.unknown_tagged_fields, pos = read_unknown_tagged_fields(buf, pos)
+    else:
+        obj.unknown_tagged_fields = None
+        pos += 1
+    return obj, pos
+
+
 TxnOffsetCommitRequest._ENCODERS = (
     _enc_TxnOffsetCommitRequest_v0,
     _enc_TxnOffsetCommitRequest_v0,
     _enc_TxnOffsetCommitRequest_v2,
     _enc_TxnOffsetCommitRequest_v3,
     _enc_TxnOffsetCommitRequest_v3,
+    _enc_TxnOffsetCommitRequest_v3,
+    _enc_TxnOffsetCommitRequest_v6,
 )
 TxnOffsetCommitRequest._DECODERS = (
     _dec_TxnOffsetCommitRequest_v0,
@@ -725,13 +888,15 @@ TxnOffsetCommitRequest._DECODERS = (
     _dec_TxnOffsetCommitRequest_v2,
     _dec_TxnOffsetCommitRequest_v3,
     _dec_TxnOffsetCommitRequest_v3,
+    _dec_TxnOffsetCommitRequest_v3,
+    _dec_TxnOffsetCommitRequest_v6,
 )
 TxnOffsetCommitRequest._SCHEMA = (
     ("transactional_id", "string", (0, None), None, None, None, False, None),
     ("group_id", "string", (0, None), None, None, None, False, None),
     ("producer_id", "int64", (0, None), None, None, None, False, None),
     ("producer_epoch", "int16", (0, None), None, None, None, False, None),
-    ("generation_id", "int32", (3, None), None, None, None, False, None),
+    ("generation_id_or_member_epoch", "int32", (3, None), None, None, None, False, None),
     ("member_id", "string", (3, None), None, None, None, False, None),
     ("group_instance_id", "string", (3, None), (3, None), None, None, False, None),
     ("topics", "[]TxnOffsetCommitRequestTopic", (0, None), None, None, None, False, None),
@@ -743,6 +908,8 @@ TxnOffsetCommitRequestTopic._ENCODERS = (
     _enc_TxnOffsetCommitRequestTopic_v2,
     _enc_TxnOffsetCommitRequestTopic_v3,
     _enc_TxnOffsetCommitRequestTopic_v3,
+    _enc_TxnOffsetCommitRequestTopic_v3,
+    _enc_TxnOffsetCommitRequestTopic_v6,
 )
 TxnOffsetCommitRequestTopic._DECODERS = (
     _dec_TxnOffsetCommitRequestTopic_v0,
@@ -750,9 +917,12 @@ TxnOffsetCommitRequestTopic._DECODERS = (
     _dec_TxnOffsetCommitRequestTopic_v2,
     _dec_TxnOffsetCommitRequestTopic_v3,
     _dec_TxnOffsetCommitRequestTopic_v3,
+    _dec_TxnOffsetCommitRequestTopic_v3,
+    _dec_TxnOffsetCommitRequestTopic_v6,
 )
 TxnOffsetCommitRequestTopic._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 5), None, None, None, True, None),
+    ("topic_id", "uuid", (6, None), None, None, None, True, None),
     ("partitions", "[]TxnOffsetCommitRequestPartition", (0, None), None, None, None, False, None),
 )
 
@@ -762,11 +932,15 @@ TxnOffsetCommitRequestPartition._ENCODERS = (
     _enc_TxnOffsetCommitRequestPartition_v2,
     _enc_TxnOffsetCommitRequestPartition_v3,
     _enc_TxnOffsetCommitRequestPartition_v3,
+    _enc_TxnOffsetCommitRequestPartition_v3,
+    _enc_TxnOffsetCommitRequestPartition_v3,
 )
 TxnOffsetCommitRequestPartition._DECODERS = (
     _dec_TxnOffsetCommitRequestPartition_v0,
     _dec_TxnOffsetCommitRequestPartition_v0,
     _dec_TxnOffsetCommitRequestPartition_v2,
+    _dec_TxnOffsetCommitRequestPartition_v3,
+    _dec_TxnOffsetCommitRequestPartition_v3,
     _dec_TxnOffsetCommitRequestPartition_v3,
     _dec_TxnOffsetCommitRequestPartition_v3,
 )
@@ -783,6 +957,8 @@ TxnOffsetCommitResponse._ENCODERS = (
     _enc_TxnOffsetCommitResponse_v0,
     _enc_TxnOffsetCommitResponse_v3,
     _enc_TxnOffsetCommitResponse_v3,
+    _enc_TxnOffsetCommitResponse_v3,
+    _enc_TxnOffsetCommitResponse_v6,
 )
 TxnOffsetCommitResponse._DECODERS = (
     _dec_TxnOffsetCommitResponse_v0,
@@ -790,6 +966,8 @@ TxnOffsetCommitResponse._DECODERS = (
     _dec_TxnOffsetCommitResponse_v0,
     _dec_TxnOffsetCommitResponse_v3,
     _dec_TxnOffsetCommitResponse_v3,
+    _dec_TxnOffsetCommitResponse_v3,
+    _dec_TxnOffsetCommitResponse_v6,
 )
 TxnOffsetCommitResponse._SCHEMA = (
     ("throttle_time_ms", "int32", (0, None), None, None, None, False, None),
@@ -802,6 +980,8 @@ TxnOffsetCommitResponseTopic._ENCODERS = (
     _enc_TxnOffsetCommitResponseTopic_v0,
     _enc_TxnOffsetCommitResponseTopic_v3,
     _enc_TxnOffsetCommitResponseTopic_v3,
+    _enc_TxnOffsetCommitResponseTopic_v3,
+    _enc_TxnOffsetCommitResponseTopic_v6,
 )
 TxnOffsetCommitResponseTopic._DECODERS = (
     _dec_TxnOffsetCommitResponseTopic_v0,
@@ -809,9 +989,12 @@ TxnOffsetCommitResponseTopic._DECODERS = (
     _dec_TxnOffsetCommitResponseTopic_v0,
     _dec_TxnOffsetCommitResponseTopic_v3,
     _dec_TxnOffsetCommitResponseTopic_v3,
+    _dec_TxnOffsetCommitResponseTopic_v3,
+    _dec_TxnOffsetCommitResponseTopic_v6,
 )
 TxnOffsetCommitResponseTopic._SCHEMA = (
-    ("name", "string", (0, None), None, None, None, False, None),
+    ("name", "string", (0, 5), None, None, None, True, None),
+    ("topic_id", "uuid", (6, None), None, None, None, True, None),
     ("partitions", "[]TxnOffsetCommitResponsePartition", (0, None), None, None, None, False, None),
 )
 
@@ -821,11 +1004,15 @@ TxnOffsetCommitResponsePartition._ENCODERS = (
     _enc_TxnOffsetCommitResponsePartition_v0,
     _enc_TxnOffsetCommitResponsePartition_v3,
     _enc_TxnOffsetCommitResponsePartition_v3,
+    _enc_TxnOffsetCommitResponsePartition_v3,
+    _enc_TxnOffsetCommitResponsePartition_v3,
 )
 TxnOffsetCommitResponsePartition._DECODERS = (
     _dec_TxnOffsetCommitResponsePartition_v0,
     _dec_TxnOffsetCommitResponsePartition_v0,
     _dec_TxnOffsetCommitResponsePartition_v0,
+    _dec_TxnOffsetCommitResponsePartition_v3,
+    _dec_TxnOffsetCommitResponsePartition_v3,
     _dec_TxnOffsetCommitResponsePartition_v3,
     _dec_TxnOffsetCommitResponsePartition_v3,
 )
