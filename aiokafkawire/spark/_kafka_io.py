@@ -172,7 +172,8 @@ class OffsetResolver:
             names = sorted({tp.topic for tp in subscription.partitions})
         found: set[TopicPartition] = set()
         if names:
-            described = await admin.describe_topics(names)
+            # Unknown topics come back with an error code: a subscription may name them early.
+            described = await admin.describe_topics(names, raise_on_error=False)
             for name, info in described.items():
                 if info.error_code == 0:
                     found.update(TopicPartition(name, p) for p in info.partition_ids)
@@ -202,7 +203,9 @@ class OffsetResolver:
         if not specs:
             return {}
         admin = await self._client()
-        listed = await admin.list_offsets(dict(specs), isolation_level=self._opts.isolation_level)
+        listed = await admin.list_offsets(
+            dict(specs), isolation_level=self._opts.isolation_level, raise_on_error=False
+        )
         result: dict[TopicPartition, int] = {}
         for tp in specs:
             found = listed.get(tp)

@@ -390,3 +390,8 @@ def test_failed_delivery_fails_the_write_with_the_broker_error(spark: Any, boots
             .mode("append")
             .save()
         )
+
+
+def test_a_topic_that_does_not_exist_reads_as_empty(spark: Any, bootstrap: str) -> None:
+    df = reader(spark, bootstrap, subscribe=unique("never-created")).load()
+    assert df.count() == 0
