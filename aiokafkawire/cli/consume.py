@@ -8,7 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode
 from aiokafkawire.cli.formats import ENCODINGS, OUTPUTS, RecordFormatter
 from aiokafkawire.cli.options import non_negative_int, positive_int, timestamp_ms
@@ -203,13 +203,13 @@ class _Output:
 
 async def run_consume(context: Context) -> int:
     """Read and print records until the count, the end, or Ctrl-C."""
-    from aiokafkawire import Admin, Consumer
+    from aiokafkawire import Consumer
 
     args = context.args
     report = context.report
     _check_usage(args)
     formatter = RecordFormatter(args.output, template=args.format, encoding=args.encoding)
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
     partitions = [
         TopicPartition(name, p)

@@ -8,7 +8,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import IO, TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.formats import LineParser, parse_header
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -204,7 +204,7 @@ class _Deliveries:
 
 async def run_produce(context: Context) -> int:
     """Send the input's lines to the topic."""
-    from aiokafkawire import Admin, Producer
+    from aiokafkawire import Producer
 
     args = context.args
     report = context.report
@@ -216,7 +216,7 @@ async def run_produce(context: Context) -> int:
         headers=[parse_header(h) for h in args.header],
     )
     fixed_key = args.key.encode() if args.key is not None else None
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await ensure_topic(
             admin,
             args.topic,
