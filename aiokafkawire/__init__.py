@@ -7,6 +7,7 @@ The clients (:class:`Producer`, :class:`Consumer`, :class:`Admin`) are imported 
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 
 __version__ = "0.1.0.dev0"
+
+# Quiet by default, as a library should be: records go to the application's handlers once it
+# configures logging (every logger is under "aiokafkawire"), and nowhere before that.
+logging.getLogger("aiokafkawire").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Admin": "aiokafkawire.admin",

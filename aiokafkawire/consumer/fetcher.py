@@ -15,6 +15,7 @@ per-broker loops.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import heapq
 import logging
@@ -265,10 +266,10 @@ class Fetcher:
             return
         log.error("fetcher task %s failed; restarting it", name, exc_info=exc)
         if name == "dispatch":
-            self._tasks.start(name, self._dispatch_loop())
+            self._tasks.restart(name, self._dispatch_loop)
         elif name.startswith("fetch-"):
             node = int(name[6:])
-            self._tasks.start(name, self._node_loop(node))
+            self._tasks.restart(name, functools.partial(self._node_loop, node))
 
     # ----------------------------------------------------------------- buffer (user side)
 
@@ -527,7 +528,9 @@ class Fetcher:
         """After a leader change, check the log was not truncated below our position (KIP-320)."""
         subs = self._subs
         pending = [
-            tp for tp, st in subs.assignment.items() if st.awaiting_validation and st.position
+            tp
+            for tp, st in subs.assignment.items()
+            if st.awaiting_validation and st.position is not None
         ]
         for st in subs.assignment.values():
             if st.awaiting_validation and st.position is None:
@@ -896,6 +899,7 @@ class Fetcher:
             return self._partition_error(tp, state, code)
         if data.high_watermark >= 0:
             state.highwater = data.high_watermark
+            state.last_poll_ms = int(time.time() * 1000)
         lso = getattr(data, "last_stable_offset", -1)
         if lso >= 0:
             state.last_stable_offset = lso

@@ -30,6 +30,7 @@ class PartitionState:
         "fetch_position",
         "fetch_size",
         "highwater",
+        "last_poll_ms",
         "last_stable_offset",
         "leader_epoch",
         "log_start_offset",
@@ -46,6 +47,7 @@ class PartitionState:
         self.leader_epoch: int | None = None
         self.paused = False
         self.highwater: int | None = None
+        self.last_poll_ms: int | None = None
         self.last_stable_offset: int | None = None
         self.log_start_offset: int | None = None
         self.reset_strategy: str | None = None

@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire.metrics import (
+    LATENCY_MASK,
+    BrokerStats,
+    ClientMetrics,
+    ConnectionEvent,
+    RequestEvent,
+    api_name,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
 from aiokafkawire.net.tls import create_ssl_context
@@ -75,6 +83,8 @@ class ConnectionConfig:
     api_version: ApiVersionCap = None
     client_software_name: str = "aiokafkawire"
     client_software_version: str = "0.1.0"
+    # The client's counters and hooks (None: counted per connection, reported nowhere).
+    metrics: ClientMetrics | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.security_protocol = self.security_protocol.upper()
@@ -144,17 +154,20 @@ class ReconnectBackoff:
 class _Waiter:
     """A request awaiting its response: a future to resolve, or a callback to call."""
 
-    __slots__ = ("abandoned", "api_key", "callback", "future", "timer")
+    __slots__ = ("abandoned", "api_key", "callback", "correlation_id", "future", "sent_at", "timer")
 
     def __init__(
         self,
         future: asyncio.Future[Any] | None,
         api_key: int,
         callback: ResponseCallback | None = None,
+        correlation_id: int = -1,
     ) -> None:
         self.future = future
         self.api_key = api_key
         self.callback = callback
+        self.correlation_id = correlation_id
+        self.sent_at = time.monotonic()
         self.timer: asyncio.TimerHandle | None = None  # callback waiters' request timeout
         self.abandoned = False
 
@@ -243,6 +256,14 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
+        metrics = self.config.metrics
+        self._metrics = metrics
+        self._hooks = bool(metrics is not None and metrics.hooks)
+        self._stats: BrokerStats = (
+            metrics.broker(host, port, node_id)
+            if metrics is not None
+            else BrokerStats(host, port, node_id)
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -310,6 +331,12 @@ class BrokerConnection:
         await self._negotiate_versions()
         if self.config.uses_sasl:
             await self._authenticate()
+        stats = self._stats
+        stats.connections_opened += 1
+        stats.connections.add(self)
+        log.debug("%r ready", self)
+        if self._hooks:
+            self._emit_connection("on_connect", None)
 
     @property
     def closed(self) -> bool:
@@ -368,10 +395,12 @@ class BrokerConnection:
             raise
         if not expects_response:
             self._slots.release()
+            self._stats.requests += 1
             await self._write(frame)
             return None
         assert self._loop is not None
-        waiter = _Waiter(self._loop.create_future(), request.API_KEY)
+        self._stats.requests += 1
+        waiter = _Waiter(self._loop.create_future(), request.API_KEY, None, correlation_id)
         self._by_correlation[correlation_id] = waiter
         await self._write(frame)
         return await self._response(waiter, deadline, timeout, request, version)
@@ -445,6 +474,14 @@ class BrokerConnection:
     def _no_response_error(
         self, request: Any, version: int, timeout: float
     ) -> errors.KafkaTimeoutError:
+        self._stats.request_errors += 1
+        log.debug(
+            "%r: %s v%d got no response within %.1fs",
+            self,
+            api_name(request.API_KEY),
+            version,
+            timeout,
+        )
         return errors.KafkaTimeoutError(
             f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
             f"response within {timeout:.1f}s"
@@ -462,11 +499,12 @@ class BrokerConnection:
         self._write_buffer.append(frame)
         loop = self._loop
         assert loop is not None
+        self._stats.requests += 1
         if not expects_response:
             self._slots.release()
             loop.call_soon(callback, None, None)
             return
-        waiter = _Waiter(None, request.API_KEY, callback)
+        waiter = _Waiter(None, request.API_KEY, callback, correlation_id)
         waiter.timer = loop.call_later(
             timeout, self._callback_timed_out, waiter, request, version, timeout
         )
@@ -480,7 +518,25 @@ class BrokerConnection:
         self._abandon(waiter)
         callback = waiter.take_callback()
         assert callback is not None
+        self._close_if_mid_frame()
         callback(None, self._no_response_error(request, version, timeout))
+
+    def _close_if_mid_frame(self) -> None:
+        """After a request timeout: if the broker stopped in the middle of a frame, close.
+
+        A late answer is normally worth its slot (see :meth:`_abandon`), but a broker that
+        sent part of a frame and then nothing for a whole request timeout is broken or not a
+        Kafka broker: whatever follows cannot be trusted, and keeping the connection would make
+        every later request on it time out as well.
+        """
+        pending = self._framing.buffered
+        if pending and self._error is None and not self._raw_mode:
+            self._fail(
+                errors.KafkaTimeoutError(
+                    f"{self.host}:{self.port} stopped in the middle of a response "
+                    f"({pending} bytes of it received); closing the connection"
+                )
+            )
 
     def receive_now(self) -> bool:
         """Read and handle the answers the broker has already sent, without waiting for the loop.
@@ -566,6 +622,8 @@ class BrokerConnection:
                 return await asyncio.shield(future)
         except (TimeoutError, asyncio.TimeoutError):
             self._abandon(waiter)
+            if not future.done():
+                self._close_if_mid_frame()
             if future.done() and not future.cancelled():
                 exc = future.exception()
                 if exc is not None:
@@ -611,6 +669,7 @@ class BrokerConnection:
             self._write_buffer[0] if len(self._write_buffer) == 1 else b"".join(self._write_buffer)
         )
         self._write_buffer.clear()
+        self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
     # ---------------------------------------------------------------- receive path
@@ -619,13 +678,20 @@ class BrokerConnection:
         if self._raw_mode:
             self._raw_data_received(data)
             return
+        stats = self._stats
+        stats.bytes_received += len(data)
         try:
             events = self._framing.receive_data(data)
         except errors.KafkaError as exc:
             self._fail(exc)
             return
+        if not events:
+            return
         by_correlation = self._by_correlation
         self._receiving = True
+        # One clock reading per chunk: the answers in it arrived together.
+        now = time.monotonic()
+        latencies = stats.latencies
         try:
             for event in events:
                 waiter = by_correlation.pop(event.correlation_id, None)
@@ -637,6 +703,15 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
+                response = event.response
+                stats.responses += 1
+                ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
+                ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
+                ring.count += 1
+                if getattr(response, "throttle_time_ms", 0):
+                    stats.throttled(response.throttle_time_ms)
+                if self._hooks:
+                    self._emit_request(waiter, now, None)
                 if waiter.abandoned:
                     self._abandoned -= 1
                 elif waiter.future is not None:
@@ -679,6 +754,18 @@ class BrokerConnection:
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
         self._close_direct_socket()
+        stats = self._stats
+        if self in stats.connections:
+            stats.connections.discard(self)
+            stats.connections_closed += 1
+            if self._hooks:
+                self._emit_connection("on_disconnect", error)
+        if waiters:
+            stats.request_errors += len(waiters)
+            if self._hooks:
+                now = time.monotonic()
+                for waiter in waiters:
+                    self._emit_request(waiter, now, error)
         for waiter in waiters:
             self._slots.release()
             if waiter.future is not None:
@@ -702,6 +789,28 @@ class BrokerConnection:
             self._closed_future.set_result(None)
         log.debug("%r closed: %s", self, error)
 
+    def _emit_connection(self, method: str, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            method, ConnectionEvent(self.node_id, self.host, self.port, self.purpose, error)
+        )
+
+    def _emit_request(self, waiter: _Waiter, now: float, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            "on_request",
+            RequestEvent(
+                self.node_id,
+                self.host,
+                self.port,
+                waiter.api_key,
+                api_name(waiter.api_key),
+                waiter.correlation_id,
+                now - waiter.sent_at,
+                error,
+            ),
+        )
+
     # ---------------------------------------------------------------- handshake
 
     async def _negotiate_versions(self) -> None:
@@ -722,6 +831,9 @@ class BrokerConnection:
         policy.set_broker_versions(
             {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         )
+        policy.finalized_features = {
+            f.name: f.max_version_level for f in response.finalized_features or ()
+        }
 
     async def _api_versions(self, version: int) -> Any:
         request = ApiVersionsRequest(
