@@ -359,7 +359,9 @@ async def run_workload(context: Context, *, own_cluster: bool) -> int:
     group = None if args.members == 0 else f"aiokafkawire-bench-{suffix}"
     figures = Figures()
     async with connect_admin(context) as admin:
-        created = await admin.create_topics([NewTopic(topic, args.partitions, -1)])
+        created = await admin.create_topics(
+            [NewTopic(topic, args.partitions, -1)], raise_on_error=False
+        )
         check_item(f"creating topic {topic!r}", created[topic].error if topic in created else None)
         context.report.info(f"created topic {topic} with {args.partitions} partitions")
         try:
@@ -373,11 +375,11 @@ async def run_workload(context: Context, *, own_cluster: bool) -> int:
 
 
 async def _clean_up(context: Context, admin: Any, topic: str, group: str | None) -> None:
-    deleted = (await admin.delete_topics([topic])).get(topic)
+    deleted = (await admin.delete_topics([topic], raise_on_error=False)).get(topic)
     if deleted is not None and deleted.error is not None:
         context.report.info(f"could not delete topic {topic}: {deleted.error}")
     if group is not None:
-        result = (await admin.delete_groups([group])).get(group)
+        result = (await admin.delete_groups([group], raise_on_error=False)).get(group)
         if result is not None and result.error is not None:
             context.report.info(f"could not delete group {group}: {result.error}")
 

@@ -91,7 +91,7 @@ async def connect_admin(context: Context) -> AsyncIterator[Admin]:
 async def existing_topics(admin: Admin, names: Iterable[str]) -> dict[str, TopicInfo]:
     """The named topics' metadata; a missing one ends the command (exit code 3) at once."""
     wanted = list(dict.fromkeys(names))
-    found = await admin.describe_topics(wanted)
+    found = await admin.describe_topics(wanted, raise_on_error=False)
     for name in wanted:
         code = found[name].error_code
         if code == errors.UnknownTopicOrPartitionError.code:
@@ -116,7 +116,7 @@ async def run_metadata(context: Context) -> int:
             topics = await existing_topics(admin, args.topics)
         else:
             names = await admin.list_topics(include_internal=args.internal)
-            topics = await admin.describe_topics(names)
+            topics = await admin.describe_topics(names, raise_on_error=False)
     report.table(
         ["broker", "host", "port", "rack", "role"],
         [

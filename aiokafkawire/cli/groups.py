@@ -99,7 +99,7 @@ async def run_list(context: Context) -> int:
 async def _describe(admin: Admin, group: str) -> GroupDescription | None:
     """The group's description, or None when the broker cannot describe groups."""
     try:
-        found = await admin.describe_groups([group])
+        found = await admin.describe_groups([group], raise_on_error=False)
     except errors.UnsupportedVersionForBrokerError:
         return None
     description = found.get(group)
@@ -110,7 +110,7 @@ async def _describe(admin: Admin, group: str) -> GroupDescription | None:
 
 
 async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffset]:
-    offsets = await admin.list_group_offsets(group)
+    offsets = await admin.list_group_offsets(group, raise_on_error=False)
     for tp, committed in offsets.items():
         check_item(f"committed offset of {tp.topic}[{tp.partition}]", committed.error)
     return {tp: o for tp, o in offsets.items() if o.offset >= 0}
@@ -170,7 +170,7 @@ async def run_delete(context: Context) -> int:
     """Delete groups; each group's result is checked."""
     groups = context.args.groups
     async with connect_admin(context) as admin:
-        results = await admin.delete_groups(groups)
+        results = await admin.delete_groups(groups, raise_on_error=False)
     for group in groups:
         result = results.get(group)
         if result is None:
@@ -227,7 +227,7 @@ async def run_reset_offsets(context: Context) -> int:
         current = {tp: o.offset for tp, o in (await _committed(admin, args.group)).items()}
         targets = await _targets(admin, args, partitions, current)
         if not args.dry_run:
-            results = await admin.alter_group_offsets(args.group, targets)
+            results = await admin.alter_group_offsets(args.group, targets, raise_on_error=False)
             for tp in partitions:
                 result = results.get(tp)
                 if result is None:

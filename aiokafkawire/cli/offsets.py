@@ -65,7 +65,9 @@ async def lookup_offsets(
     admin: Admin, partitions: Iterable[TopicPartition], spec: OffsetSpec
 ) -> dict[TopicPartition, int]:
     """One offset per partition for ``spec``; a partition's error ends the command."""
-    found: Mapping[TopicPartition, Any] = await admin.list_offsets(dict.fromkeys(partitions, spec))
+    found: Mapping[TopicPartition, Any] = await admin.list_offsets(
+        dict.fromkeys(partitions, spec), raise_on_error=False
+    )
     result = {}
     for tp in partitions:
         listed = found.get(tp)

@@ -121,7 +121,7 @@ async def ensure_topic(
                 f"topic {topic!r} does not exist; add --create to create it", ExitCode.NOT_FOUND
             ) from None
     wanted = NewTopic(topic, partitions or -1, replication_factor or -1)
-    result = (await admin.create_topics([wanted])).get(topic)
+    result = (await admin.create_topics([wanted], raise_on_error=False)).get(topic)
     if result is None:
         raise CliError(f"the broker did not answer for topic {topic!r}")
     check_item(f"creating topic {topic!r}", result.error)

@@ -114,7 +114,7 @@ async def run_list(context: Context) -> int:
     args = context.args
     async with connect_admin(context) as admin:
         names = await admin.list_topics(include_internal=args.internal)
-        infos = await admin.describe_topics(names) if args.long else {}
+        infos = await admin.describe_topics(names, raise_on_error=False) if args.long else {}
     if not args.long:
         for name in names:
             context.report.line(name)
@@ -140,7 +140,7 @@ async def run_describe(context: Context) -> int:
     async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
-        configs = await admin.describe_configs(resources)
+        configs = await admin.describe_configs(resources, raise_on_error=False)
     for name, info in infos.items():
         rows = [
             (p.partition, p.leader, ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)))
@@ -185,7 +185,7 @@ async def run_create(context: Context) -> int:
         for name in args.topics
     ]
     async with connect_admin(context) as admin:
-        results = await admin.create_topics(wanted)
+        results = await admin.create_topics(wanted, raise_on_error=False)
     for name in args.topics:
         result = results.get(name)
         if result is None:
@@ -207,7 +207,7 @@ async def run_delete(context: Context) -> int:
 
     args = context.args
     async with connect_admin(context) as admin:
-        results = await admin.delete_topics(args.topics)
+        results = await admin.delete_topics(args.topics, raise_on_error=False)
     for name in args.topics:
         result = results.get(name)
         if result is None:
@@ -235,7 +235,7 @@ async def run_alter_config(context: Context) -> int:
     resource = ConfigResource(ResourceType.TOPIC, args.topic)
     async with connect_admin(context) as admin:
         await existing_topics(admin, [args.topic])
-        results = await admin.alter_configs({resource: changes})
+        results = await admin.alter_configs({resource: changes}, raise_on_error=False)
     result = results.get(resource)
     if result is None:
         raise CliError(f"the broker did not answer for topic {args.topic!r}")

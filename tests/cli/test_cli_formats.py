@@ -85,3 +85,19 @@ def test_slow_waits_are_announced_and_quick_ones_are_not(capsys) -> None:  # typ
     assert capsys.readouterr().err == ""
     asyncio.run(wait(0.3))
     assert capsys.readouterr().err == "waiting: the thing ...\n"
+
+
+def test_exit_codes_of_errors() -> None:
+    from aiokafkawire import errors
+    from aiokafkawire.cli.exit_codes import exit_code_for
+
+    missing = errors.UnknownTopicOrPartitionError("t")
+    assert exit_code_for(missing) == ExitCode.NOT_FOUND
+    assert exit_code_for(errors.GroupIdNotFoundError("g")) == ExitCode.NOT_FOUND
+    assert exit_code_for(errors.SaslAuthenticationFailedError("x")) == ExitCode.AUTH
+    assert exit_code_for(errors.TopicAuthorizationFailedError("x")) == ExitCode.AUTH
+    assert exit_code_for(errors.NoBrokersAvailableError("x")) == ExitCode.UNREACHABLE
+    assert exit_code_for(errors.KafkaTimeoutError("x")) == ExitCode.UNREACHABLE
+    assert exit_code_for(errors.TopicAlreadyExistsError("x")) == ExitCode.KAFKA_ERROR
+    failed = errors.AdminOperationError("delete_topics", {"t": None}, {"t": missing})
+    assert exit_code_for(failed) == ExitCode.NOT_FOUND
