@@ -6,6 +6,7 @@ Issue 14: the demo printed four plain lines with a raw ``TopicPartition(...)`` r
 
 from __future__ import annotations
 
+import pytest
 from cli_helpers import column, run_aiokafkawire
 
 from aiokafkawire.cli.exit_codes import ExitCode
@@ -50,3 +51,14 @@ def test_bench_against_a_cluster_cleans_up_after_itself(cli) -> None:
     assert column(_row(result.stdout, "consume"), 1) == "5,000"
     assert column(_row(result.stdout, "consumer 1"), 1) == "2"
     assert "aiokafkawire-bench-" not in cli("topics", "list").stdout
+
+
+@pytest.mark.slow
+def test_demo_against_apache_kafka_with_bootstrap_servers(kafka_cluster) -> None:
+    servers = kafka_cluster.bootstrap_servers
+    result = run_aiokafkawire("demo", "--records", "3000", "-b", servers, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "embedded" not in result.stderr
+    assert column(_row(result.stdout, "consume"), 1) == "3,000"
+    assert [column(_row(result.stdout, f"consumer {i}"), 1) for i in (1, 2, 3)] == ["2"] * 3
+    assert "aiokafkawire-bench-" not in run_aiokafkawire("topics", "list", "-b", servers).stdout
