@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -140,8 +141,19 @@ async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
     def put(item: bytes | BaseException | None) -> None:
         asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
 
+    try:
+        # The file descriptor itself: a thread blocked in a buffered reader holds its lock, and
+        # the interpreter aborts at exit after Ctrl-C ("could not acquire lock ... <stdin>").
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        descriptor = None
+
+    def read(size: int) -> bytes:
+        if descriptor is not None:
+            return os.read(descriptor, size)
+        return getattr(stream, "read1", stream.read)(size)
+
     def reader() -> None:
-        read = getattr(stream, "read1", stream.read)
         try:
             while chunk := read(_CHUNK):
                 put(chunk)
