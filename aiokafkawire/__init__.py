@@ -24,6 +24,12 @@ if TYPE_CHECKING:
         OffsetAndMetadata,
         OffsetAndTimestamp,
     )
+    from aiokafkawire.consumer.share import (
+        AcknowledgementOutcome,
+        AcknowledgeType,
+        ShareConsumer,
+        ShareRecord,
+    )
     from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 
 __version__ = "0.1.0.dev0"
@@ -43,6 +49,10 @@ _LAZY = {
     "ConsumerRecord": "aiokafkawire.consumer",
     "OffsetAndMetadata": "aiokafkawire.consumer",
     "OffsetAndTimestamp": "aiokafkawire.consumer",
+    "AcknowledgeType": "aiokafkawire.consumer.share",
+    "AcknowledgementOutcome": "aiokafkawire.consumer.share",
+    "ShareConsumer": "aiokafkawire.consumer.share",
+    "ShareRecord": "aiokafkawire.consumer.share",
     "DeliveryHandle": "aiokafkawire.producer",
     "Producer": "aiokafkawire.producer",
     "RecordMetadata": "aiokafkawire.producer",
@@ -59,6 +69,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AcknowledgeType",
+    "AcknowledgementOutcome",
     "Admin",
     "ConfigResource",
     "Consumer",
@@ -73,6 +85,8 @@ __all__ = [
     "OffsetSpec",
     "Producer",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareRecord",
     "TopicPartition",
     "__version__",
     "errors",

@@ -23,6 +23,12 @@ from aiokafkawire import errors
 from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.consumer.share import admin as _share_admin
+from aiokafkawire.consumer.share.admin import (
+    ShareGroupDescription,
+    ShareGroupListing,
+    ShareGroupOffset,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.protocol.messages import (
     AlterClientQuotasRequest,
@@ -89,6 +95,11 @@ def _item_results(
         if failures:
             raise errors.AdminOperationError(operation, results, failures)
     return results
+
+
+def _itself(error: errors.KafkaError | None) -> errors.KafkaError | None:
+    """For results that are the item's error (or None) themselves."""
+    return error
 
 
 def _error(code: int, message: str | None = None) -> errors.BrokerResponseError | None:
@@ -251,6 +262,9 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: Group configs (KIP-848/KIP-932: ``share.record.lock.duration.ms``,
+    #: ``share.auto.offset.reset``, ``share.delivery.count.limit``, ...); Kafka 4.0+.
+    GROUP = 32
 
 
 class AlterOp(enum.IntEnum):
@@ -268,6 +282,13 @@ class ConfigResource:
 
     type: ResourceType
     name: str
+
+
+def _config_target(resource: ConfigResource) -> int | None:
+    """The broker a config request about ``resource`` must go to (None: any broker)."""
+    if resource.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        return int(resource.name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -579,7 +600,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in resources:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -627,7 +648,7 @@ class Admin:
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in changes:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -762,6 +783,59 @@ class Admin:
                     _error(group.error_code),
                 )
         return _item_results("describe_groups", results, raise_on_error)
+
+    # ---------------------------------------------------------------- share groups (KIP-932)
+
+    async def list_share_groups(self) -> list[ShareGroupListing]:
+        """Every share group of the cluster (ListGroups filtered to the "share" type)."""
+        self._check()
+        return await _share_admin.list_share_groups(self._cluster)
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs, assignor and members (with their assignments) of share groups."""
+        self._check()
+        results = await _share_admin.describe_share_groups(self._coordinator_call, group_ids)
+        return _item_results("describe_share_groups", results, raise_on_error)
+
+    async def list_share_group_offsets(
+        self,
+        group_id: str,
+        topics: Iterable[str] | None = None,
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, ShareGroupOffset]:
+        """A share group's start offsets per partition (of ``topics``, or all it has)."""
+        self._check()
+        results = await _share_admin.list_share_group_offsets(
+            self._coordinator_call, self._cluster, group_id, topics
+        )
+        return _item_results("list_share_group_offsets", results, raise_on_error)
+
+    async def alter_share_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, errors.KafkaError | None]:
+        """Set a share group's start offsets (the group must have no members)."""
+        self._check()
+        results = await _share_admin.alter_share_group_offsets(
+            self._coordinator_call, group_id, offsets
+        )
+        return _item_results("alter_share_group_offsets", results, raise_on_error, _itself)
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, errors.KafkaError | None]:
+        """Forget a share group's state for whole topics (the group must have no members)."""
+        self._check()
+        results = await _share_admin.delete_share_group_offsets(
+            self._coordinator_call, group_id, topics
+        )
+        return _item_results("delete_share_group_offsets", results, raise_on_error, _itself)
 
     async def delete_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True
@@ -1011,6 +1085,8 @@ class Admin:
             topics=[
                 m_list_offsets.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
             ],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 fails at once.
+            timeout_ms=self._timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0
@@ -1073,7 +1149,7 @@ class Admin:
     ) -> dict[AclBinding, AclResult]:
         """Create ACL bindings (through any broker: the controller applies them).
 
-        Needs an authorizer on the cluster; without one each result carries
+        Needs an authorizer on the cluster; without one each binding fails with
         :class:`~aiokafkawire.errors.SecurityDisabledError`.
         """
         self._check()
@@ -1151,7 +1227,10 @@ class Admin:
     async def delete_acls(
         self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
     ) -> dict[AclBindingFilter, DeleteAclsResult]:
-        """Delete every ACL binding matching each filter; returns what each filter deleted."""
+        """Delete every ACL binding matching each filter; returns what each filter deleted.
+
+        A filter fails with its own error or the first error of deleting a binding it matched.
+        """
         self._check()
         wanted = list(dict.fromkeys(filters))
         if not wanted:
@@ -1202,16 +1281,17 @@ class Admin:
             results[flt] = DeleteAclsResult(
                 flt, matches, _error(answer.error_code, answer.error_message)
             )
-        return _item_results("delete_acls", results, raise_on_error)
+        return _item_results("delete_acls", results, raise_on_error, DeleteAclsResult.first_error)
 
     # ---------------------------------------------------------------- SCRAM credentials
 
     async def describe_user_scram_credentials(
-        self, users: Iterable[str] | None = None
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
     ) -> dict[str, UserScramCredentials]:
         """The SCRAM mechanisms and iteration counts of ``users`` (every user by default).
 
-        A user without credentials reports :class:`~aiokafkawire.errors.ResourceNotFoundError`.
+        A named user without credentials fails with
+        :class:`~aiokafkawire.errors.ResourceNotFoundError`.
         """
         self._check()
         names = None if users is None else list(dict.fromkeys(users))
@@ -1222,7 +1302,7 @@ class Admin:
         errors.raise_for_code(
             response.error_code, response.error_message or "DescribeUserScramCredentials"
         )
-        return {
+        results = {
             r.user: UserScramCredentials(
                 r.user,
                 tuple(
@@ -1233,6 +1313,7 @@ class Admin:
             )
             for r in response.results
         }
+        return _item_results("describe_user_scram_credentials", results, raise_on_error)
 
     async def alter_user_scram_credentials(
         self,
@@ -1483,9 +1564,12 @@ class Admin:
     # ---------------------------------------------------------------- log directories
 
     async def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None
+        self, brokers: Iterable[int] | None = None, *, raise_on_error: bool = True
     ) -> dict[int, dict[str, LogDirDescription]]:
-        """Each broker's log directories: error, space, and the size of each replica in them."""
+        """Each broker's log directories: error, space, and the size of each replica in them.
+
+        A broker fails with the error of its first failed (e.g. offline) log directory.
+        """
         self._check()
         metadata = await self._cluster.refresh_metadata()
         node_ids = list(metadata.brokers) if brokers is None else list(dict.fromkeys(brokers))
@@ -1513,7 +1597,13 @@ class Admin:
             }
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
-        return dict(zip(node_ids, answers, strict=True))
+        results = dict(zip(node_ids, answers, strict=True))
+        return _item_results(
+            "describe_log_dirs",
+            results,
+            raise_on_error,
+            lambda dirs: next((d.error for d in dirs.values() if d.error is not None), None),
+        )
 
 
 _COORDINATOR_ERRORS = frozenset(
@@ -1704,7 +1794,13 @@ class DeleteAclsResult:
     @property
     def ok(self) -> bool:
         """True when the filter and every deletion it made succeeded."""
-        return self.error is None and all(d.error is None for d in self.deleted)
+        return self.first_error() is None
+
+    def first_error(self) -> errors.KafkaError | None:
+        """The filter's error, else the first error of deleting a binding it matched."""
+        if self.error is not None:
+            return self.error
+        return next((d.error for d in self.deleted if d.error is not None), None)
 
 
 class ScramMechanism(enum.IntEnum):

@@ -35,11 +35,27 @@ def add_commands(sub: Any, parents: Parents) -> None:
         description="Print the records of topics.  Without --group, every partition (or those "
         "given with --partition) is read directly; with --group, the group's coordinator "
         "assigns partitions and offsets are committed as records are printed.  Runs until "
-        "Ctrl-C unless --count or --exit-at-end says when to stop; counts go to stderr.",
+        "Ctrl-C unless --count or --exit-at-end says when to stop; counts go to stderr.  "
+        "With --share-group, records are shared out among the share group's members (KIP-932, "
+        "Apache Kafka 4.1+) and acknowledged as they are printed.",
     )
     consume.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to read")
     consume.add_argument(
         "-g", "--group", help="read as a member of this consumer group, committing offsets"
+    )
+    consume.add_argument(
+        "-s",
+        "--share-group",
+        metavar="GROUP",
+        help="read as a member of this share group: each record goes to one member and is "
+        "acknowledged once printed (see --ack); not with --group",
+    )
+    consume.add_argument(
+        "--ack",
+        choices=("accept", "release", "reject"),
+        default="accept",
+        help="with --share-group: how printed records are acknowledged; release hands them "
+        "out again, reject archives them (default: accept)",
     )
     consume.add_argument(
         "-p",
@@ -54,9 +70,10 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "--from",
         dest="start",
         choices=("beginning", "end"),
-        default="beginning",
+        default=None,
         help="where to start (with --group: where partitions without a committed offset "
-        "start); default: beginning",
+        "start; with --share-group: sets the group's share.auto.offset.reset); default: "
+        "beginning (share groups: the group's setting, latest unless set)",
     )
     start.add_argument(
         "--offset",
@@ -118,7 +135,19 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _check_usage(args: Any) -> None:
-    if args.group is None:
+    if args.share_group is not None:
+        if args.group is not None:
+            raise CliError("give either --group or --share-group, not both", ExitCode.USAGE)
+        if args.exit_at_end:
+            raise CliError(
+                "--exit-at-end needs partition positions, which a share group does not have; "
+                "use --count",
+                ExitCode.USAGE,
+            )
+    elif args.ack != "accept":
+        raise CliError("--ack needs --share-group", ExitCode.USAGE)
+    group_option = "--share-group" if args.share_group is not None else "--group"
+    if args.group is None and args.share_group is None:
         return
     for name, value in (
         ("--partition", args.partition),
@@ -127,7 +156,7 @@ def _check_usage(args: Any) -> None:
     ):
         if value is not None:
             raise CliError(
-                f"{name} reads partitions directly and cannot be combined with --group",
+                f"{name} reads partitions directly and cannot be combined with {group_option}",
                 ExitCode.USAGE,
             )
 
@@ -211,6 +240,10 @@ async def run_consume(context: Context) -> int:
     formatter = RecordFormatter(args.output, template=args.format, encoding=args.encoding)
     async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
+        if args.share_group is not None and args.start is not None:
+            await _set_share_group_start(admin, args.share_group, args.start)
+    if args.share_group is not None:
+        return await _run_share_consume(context, formatter)
     partitions = [
         TopicPartition(name, p)
         for name, info in infos.items()
@@ -263,4 +296,62 @@ async def run_consume(context: Context) -> int:
             await consumer.commit()
     per_topic = ", ".join(f"{counts[t]:,} from {t}" for t in args.topics)
     report.info(f"consumed {total:,} record(s) in {clock.seconds:.1f} s ({per_topic})")
+    return ExitCode.INTERRUPTED if context.stop.is_set() else ExitCode.OK
+
+
+async def _set_share_group_start(admin: Any, group: str, start: str) -> None:
+    """Where a share group starts reading partitions it has no state for (a group config)."""
+    from aiokafkawire.admin import ConfigResource, ResourceType
+
+    value = "earliest" if start == "beginning" else "latest"
+    await admin.alter_configs(
+        {ConfigResource(ResourceType.GROUP, group): {"share.auto.offset.reset": value}}
+    )
+
+
+async def _run_share_consume(context: Context, formatter: RecordFormatter) -> int:
+    """Read and print records as a share-group member until the count or Ctrl-C."""
+    from aiokafkawire import ShareConsumer
+
+    args = context.args
+    report = context.report
+    output = _Output(formatter)
+    counts: Counter[str] = Counter()
+    clock = Stopwatch()
+    failures: list[str] = []
+
+    def outcome(result: Any) -> None:
+        if result.error is not None:
+            tp = result.partition
+            failures.append(f"{tp.topic}[{tp.partition}]: {result.error}")
+
+    options = context.client_options(
+        group_id=args.share_group,
+        acknowledgement_mode="explicit",
+        on_acknowledgement=outcome,
+    )
+    total = 0
+    async with ShareConsumer(*args.topics, **options) as consumer:
+        with report.waiting(f"joining share group {args.share_group}"):
+            while not context.stop.is_set() and not await consumer.wait_assignment(_POLL_MS / 1000):
+                pass
+        while not context.stop.is_set() and not output.closed:
+            wanted = args.count - total if args.count else None
+            batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
+            for tp, records in batches.items():
+                output.write(records)
+                for record in records:
+                    consumer.acknowledge(record, args.ack)
+                counts[tp.topic] += len(records)
+                total += len(records)
+            if args.count and total >= args.count:
+                break
+        await consumer.commit()
+    for failure in failures:
+        report.error(f"acknowledgement failed: {failure}")
+    per_topic = ", ".join(f"{counts[t]:,} from {t}" for t in args.topics)
+    report.info(
+        f"consumed {total:,} record(s) from share group {args.share_group} in "
+        f"{clock.seconds:.1f} s ({per_topic}; acknowledged: {args.ack})"
+    )
     return ExitCode.INTERRUPTED if context.stop.is_set() else ExitCode.OK

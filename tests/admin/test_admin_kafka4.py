@@ -243,7 +243,10 @@ async def test_scram_credentials_are_described_back_and_log_in(secured_cluster: 
         await admin.alter_user_scram_credentials(
             [ScramDeletion(user, ScramMechanism.SCRAM_SHA_512)]
         )
-        gone = await admin.describe_user_scram_credentials([user])
+        with pytest.raises(errors.AdminOperationError) as info:
+            await admin.describe_user_scram_credentials([user])
+        assert isinstance(info.value.errors[user], errors.ResourceNotFoundError)
+        gone = await admin.describe_user_scram_credentials([user], raise_on_error=False)
         assert isinstance(gone[user].error, errors.ResourceNotFoundError)
 
 
