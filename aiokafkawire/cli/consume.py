@@ -281,7 +281,7 @@ async def run_consume(context: Context) -> int:
                 output.write(records)
                 counts[tp.topic] += len(records)
                 total += len(records)
-            if batches and args.group is not None:
+            if batches and args.group is not None and not output.closed:
                 await consumer.commit()
             if args.count and total >= args.count:
                 break
@@ -292,7 +292,8 @@ async def run_consume(context: Context) -> int:
                 report.info(
                     "read every partition to its end; waiting for new records (Ctrl-C stops)"
                 )
-        if args.group is not None and consumer.assignment():
+        # Commit only what a reader got: after a closed pipe, the last batch may not have been.
+        if args.group is not None and consumer.assignment() and not output.closed:
             await consumer.commit()
     per_topic = ", ".join(f"{counts[t]:,} from {t}" for t in args.topics)
     report.info(f"consumed {total:,} record(s) in {clock.seconds:.1f} s ({per_topic})")
