@@ -1,34 +1,70 @@
 """Supervised background tasks: every loop has an owner that starts, watches and stops it.
 
 A :class:`TaskSupervisor` keeps strong references to its tasks (so none is garbage collected
-mid-flight), reports a task that dies with an exception to its owner instead of letting it vanish,
-and cancels and awaits all of them on :meth:`TaskSupervisor.stop`.
+mid-flight), reports a task that ends unexpectedly to its owner instead of letting it vanish, and
+cancels and awaits all of them on :meth:`TaskSupervisor.stop`.
+
+"Unexpectedly" covers two endings: an exception, and a cancellation that did not come from the
+supervisor.  The second happens when a task awaits a future shared with someone else and that
+future is cancelled on the other's behalf: the task ends "cancelled" although nobody meant to
+stop it, and without this check it would simply be gone.  The owner then decides: restart the
+task (:meth:`TaskSupervisor.restart`, with exponential backoff so a task that fails at once does
+not spin), or keep the error and raise it from the next user call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+from aiokafkawire import errors
 
 log = logging.getLogger("aiokafkawire")
 
 ErrorHandler = Callable[[str, BaseException], None]
+CoroutineFactory = Callable[[], Coroutine[Any, Any, Any]]
+
+DEFAULT_RESTART_BACKOFF = (0.05, 5.0)  # seconds: first restart delay, cap
+DEFAULT_HEALTHY_AFTER = 30.0  # seconds a restarted task must live before the delay resets
 
 
 class TaskSupervisor:
     """Owns a set of named background tasks.
 
-    ``on_error(name, exc)`` is called (from the event loop) when a task ends with an exception other
-    than cancellation; the owner decides whether that is fatal or the loop should be restarted.
+    ``on_error(name, exc)`` is called (from the event loop) when a task ends with an exception,
+    or is cancelled by anything but this supervisor (``exc`` is then a
+    :class:`~aiokafkawire.errors.BackgroundTaskError`); the owner decides whether that is fatal
+    or the task should be restarted.  Without ``on_error`` the failure is logged at ERROR.
+
+    ``restart_backoff`` is ``(first, cap)`` in seconds for :meth:`restart`: the delay doubles
+    with each restart of the same name, with +-25% jitter, up to ``cap``, and starts again from
+    ``first`` once a restarted task began more than ``healthy_after`` seconds before it failed.
     """
 
-    def __init__(self, owner: str, on_error: ErrorHandler | None = None) -> None:
+    def __init__(
+        self,
+        owner: str,
+        on_error: ErrorHandler | None = None,
+        *,
+        restart_backoff: tuple[float, float] = DEFAULT_RESTART_BACKOFF,
+        healthy_after: float = DEFAULT_HEALTHY_AFTER,
+    ) -> None:
+        first, cap = restart_backoff
+        if not 0 < first <= cap:
+            raise ValueError(f"restart_backoff must be 0 < first <= cap, not {restart_backoff}")
         self._owner = owner
         self._on_error = on_error
         self._tasks: dict[asyncio.Task[Any], str] = {}
+        self._cancelled_by_us: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        self._restart_first = first
+        self._restart_cap = cap
+        self._healthy_after = healthy_after
+        self._restarts: dict[str, int] = {}  # consecutive restarts by name
+        self._began: dict[str, float] = {}  # loop time a restarted body last began, by name
 
     def start(self, name: str, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Start ``coro`` as a supervised task called ``name``."""
@@ -40,20 +76,53 @@ class TaskSupervisor:
         task.add_done_callback(self._task_done)
         return task
 
+    def restart(self, name: str, factory: CoroutineFactory) -> asyncio.Task[Any] | None:
+        """Start ``factory()`` as task ``name`` after a backoff delay; returns that task.
+
+        Meant for ``on_error`` handlers.  The task counts as running (:meth:`running`) while it
+        waits out its delay, and :meth:`stop` cancels it then like any other.  Does nothing
+        (returns None) while the supervisor is stopping.
+        """
+        if self._stopping:
+            return None
+        now = asyncio.get_running_loop().time()
+        began = self._began.get(name)
+        if began is not None and now - began >= self._healthy_after:
+            self._restarts[name] = 0  # it lived long enough: this failure is a new story
+        count = self._restarts.get(name, 0)
+        self._restarts[name] = count + 1
+        delay = min(self._restart_first * 2**count, self._restart_cap)
+        delay *= random.uniform(0.75, 1.25)
+        log.warning("%s: restarting task %s in %.2fs", self._owner, name, delay)
+        return self.start(name, self._after(name, delay, factory))
+
+    async def _after(self, name: str, delay: float, factory: CoroutineFactory) -> None:
+        await asyncio.sleep(delay)
+        self._began[name] = asyncio.get_running_loop().time()
+        await factory()
+
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         name = self._tasks.pop(task, "?")
+        exc: BaseException | None
         if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is None:
-            return
+            if task in self._cancelled_by_us:
+                self._cancelled_by_us.discard(task)
+                return
+            exc = errors.BackgroundTaskError(
+                f"{self._owner}: task {name} was cancelled by something other than its owner "
+                "(a shared future cancelled on another caller's behalf?)"
+            )
+        else:
+            exc = task.exception()
+            if exc is None:
+                return
         if self._on_error is not None:
             self._on_error(name, exc)
         else:
             log.error("%s: background task %s failed", self._owner, name, exc_info=exc)
 
     def running(self, name: str) -> bool:
-        """Whether a task called ``name`` is alive."""
+        """Whether a task called ``name`` is alive (or waiting to be restarted)."""
         return any(n == name and not t.done() for t, n in self._tasks.items())
 
     def __len__(self) -> int:
@@ -64,6 +133,7 @@ class TaskSupervisor:
         self._stopping = True
         tasks = list(self._tasks)
         for task in tasks:
+            self._cancelled_by_us.add(task)
             task.cancel()
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=timeout)
@@ -71,4 +141,6 @@ class TaskSupervisor:
                 log.warning(
                     "%s: task %s did not stop within %.1fs", self._owner, task.get_name(), timeout
                 )
+        # A task that ignored cancellation and ended normally is no longer ours to track.
+        self._cancelled_by_us.intersection_update(self._tasks)
         self._stopping = False

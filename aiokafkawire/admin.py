@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import hashlib
+import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,27 +23,48 @@ from aiokafkawire import errors
 from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.net.credentials import Secret
 from aiokafkawire.protocol.messages import (
+    AlterClientQuotasRequest,
+    AlterUserScramCredentialsRequest,
+    CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteAclsRequest,
     DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
+    ListTransactionsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
+from aiokafkawire.protocol.messages import alter_client_quotas as m_alter_quotas
+from aiokafkawire.protocol.messages import alter_user_scram_credentials as m_alter_scram
+from aiokafkawire.protocol.messages import create_acls as m_create_acls
 from aiokafkawire.protocol.messages import create_partitions as m_create_partitions
 from aiokafkawire.protocol.messages import create_topics as m_create_topics
+from aiokafkawire.protocol.messages import delete_acls as m_delete_acls
 from aiokafkawire.protocol.messages import delete_records as m_delete_records
 from aiokafkawire.protocol.messages import delete_topics as m_delete_topics
+from aiokafkawire.protocol.messages import describe_client_quotas as m_describe_quotas
 from aiokafkawire.protocol.messages import describe_configs as m_describe_configs
+from aiokafkawire.protocol.messages import describe_producers as m_describe_producers
+from aiokafkawire.protocol.messages import (
+    describe_user_scram_credentials as m_describe_scram,
+)
 from aiokafkawire.protocol.messages import incremental_alter_configs as m_alter_configs
 from aiokafkawire.protocol.messages import list_offsets as m_list_offsets
 from aiokafkawire.protocol.messages import offset_commit as m_offset_commit
@@ -50,6 +73,8 @@ from aiokafkawire.protocol.messages import offset_fetch as m_offset_fetch
 from aiokafkawire.structs import TopicPartition
 
 _RETRY_LIMIT = 5
+# OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
+_OFFSETS_BY_NAME_MAX_VERSION = 9
 
 
 def _item_results(
@@ -667,22 +692,19 @@ class Admin:
             seen.setdefault(listing.group_id, listing)
         return sorted(seen.values(), key=lambda g: g.group_id)
 
-    async def _coordinator_call(self, group_id: str, request: Any) -> tuple[Any, int]:
+    async def _coordinator_call(
+        self, group_id: str, request: Any, version: int | None = None
+    ) -> tuple[Any, int]:
         """Send to a group's coordinator, retrying on coordinator errors."""
         for attempt in range(_RETRY_LIMIT):
             broker = await self._cluster.coordinator(group_id)
             try:
-                response = await self._cluster.send_to_coordinator(group_id, request)
+                response = await self._cluster.send_to_coordinator(group_id, request, version)
             except errors.KafkaConnectionError:
                 if attempt == _RETRY_LIMIT - 1:
                     raise
                 continue
-            code = _top_level_error(response)
-            if code in (
-                errors.NotCoordinatorError.code,
-                errors.CoordinatorNotAvailableError.code,
-                errors.CoordinatorLoadInProgressError.code,
-            ):
+            if _coordinator_error(response):
                 self._cluster.invalidate_coordinator(group_id)
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
                 continue
@@ -766,7 +788,10 @@ class Admin:
         self._check()
         wanted = None if partitions is None else list(partitions)
         connection = await self._cluster.coordinator_connection(group_id)
-        version = connection.versions.version_for(OffsetFetchRequest.API_KEY)
+        # v10 names topics by id only (KIP-848); these calls name them.
+        version = connection.versions.version_for(
+            OffsetFetchRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
+        )
         by_topic: dict[str, list[int]] = defaultdict(list)
         for tp in wanted or []:
             by_topic[tp.topic].append(tp.partition)
@@ -798,7 +823,7 @@ class Admin:
                     for t, ps in by_topic.items()
                 ],
             )
-        response, _ = await self._coordinator_call(group_id, request)
+        response, _ = await self._coordinator_call(group_id, request, version)
         result: dict[TopicPartition, GroupOffset] = {}
         if version >= 8:
             group = response.groups[0]
@@ -848,7 +873,11 @@ class Admin:
                 for t, ps in by_topic.items()
             ],
         )
-        response, _ = await self._coordinator_call(group_id, request)
+        connection = await self._cluster.coordinator_connection(group_id)
+        version = connection.versions.version_for(
+            OffsetCommitRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
+        )
+        response, _ = await self._coordinator_call(group_id, request, version)
         results = {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, _error(p.error_code)
@@ -1037,6 +1066,479 @@ class Admin:
                     )
         return _item_results("delete_records", results, raise_on_error, lambda r: r[1])
 
+    # ---------------------------------------------------------------- ACLs
+
+    async def create_acls(
+        self, bindings: Iterable[AclBinding], *, raise_on_error: bool = True
+    ) -> dict[AclBinding, AclResult]:
+        """Create ACL bindings (through any broker: the controller applies them).
+
+        Needs an authorizer on the cluster; without one each result carries
+        :class:`~aiokafkawire.errors.SecurityDisabledError`.
+        """
+        self._check()
+        wanted = list(dict.fromkeys(bindings))
+        for binding in wanted:
+            binding.check_concrete()
+        if not wanted:
+            return {}
+        request = CreateAclsRequest(
+            creations=[
+                m_create_acls.AclCreation(
+                    resource_type=int(b.resource_type),
+                    resource_name=b.resource_name,
+                    resource_pattern_type=int(b.pattern_type),
+                    principal=b.principal,
+                    host=b.host,
+                    operation=int(b.operation),
+                    permission_type=int(b.permission_type),
+                )
+                for b in wanted
+            ]
+        )
+        connection = await self._cluster.any_connection()
+        version = connection.versions.version_for(CreateAclsRequest.API_KEY)
+        if version < 1 and any(b.pattern_type != PatternType.LITERAL for b in wanted):
+            raise errors.UnsupportedVersionForBrokerError("prefixed ACLs need CreateAcls v1+")
+        response = await connection.send(request, version)
+        if len(response.results) != len(wanted):
+            raise errors.ProtocolError(
+                f"CreateAcls answered {len(response.results)} results for {len(wanted)} bindings"
+            )
+        results = {
+            b: AclResult(b, _error(r.error_code, r.error_message))
+            for b, r in zip(wanted, response.results, strict=True)
+        }
+        return _item_results("create_acls", results, raise_on_error)
+
+    async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACL bindings matching ``acl_filter`` (all of them by default).
+
+        The filter is the call's one item, so its error (no authorizer, not authorized) is raised.
+        """
+        self._check()
+        flt = acl_filter or AclBindingFilter()
+        connection = await self._cluster.any_connection()
+        version = connection.versions.version_for(DescribeAclsRequest.API_KEY)
+        request = DescribeAclsRequest(
+            resource_type_filter=int(flt.resource_type),
+            resource_name_filter=flt.resource_name,
+            principal_filter=flt.principal,
+            host_filter=flt.host,
+            operation=int(flt.operation),
+            permission_type=int(flt.permission_type),
+        )
+        if version >= 1:
+            request.pattern_type_filter = int(flt.pattern_type)
+        elif flt.pattern_type not in (PatternType.LITERAL, PatternType.ANY):
+            raise errors.UnsupportedVersionForBrokerError("pattern filters need DescribeAcls v1+")
+        response = await connection.send(request, version)
+        errors.raise_for_code(response.error_code, response.error_message or "DescribeAcls")
+        return [
+            AclBinding(
+                AclResourceType(resource.resource_type),
+                resource.resource_name,
+                PatternType(resource.pattern_type if version >= 1 else PatternType.LITERAL),
+                acl.principal,
+                acl.host,
+                AclOperation(acl.operation),
+                AclPermissionType(acl.permission_type),
+            )
+            for resource in response.resources
+            for acl in resource.acls
+        ]
+
+    async def delete_acls(
+        self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
+    ) -> dict[AclBindingFilter, DeleteAclsResult]:
+        """Delete every ACL binding matching each filter; returns what each filter deleted."""
+        self._check()
+        wanted = list(dict.fromkeys(filters))
+        if not wanted:
+            return {}
+        connection = await self._cluster.any_connection()
+        version = connection.versions.version_for(DeleteAclsRequest.API_KEY)
+        request = DeleteAclsRequest(
+            filters=[
+                m_delete_acls.DeleteAclsFilter(
+                    resource_type_filter=int(f.resource_type),
+                    resource_name_filter=f.resource_name,
+                    pattern_type_filter=int(f.pattern_type),
+                    principal_filter=f.principal,
+                    host_filter=f.host,
+                    operation=int(f.operation),
+                    permission_type=int(f.permission_type),
+                )
+                for f in wanted
+            ]
+        )
+        if version < 1 and any(
+            f.pattern_type not in (PatternType.LITERAL, PatternType.ANY) for f in wanted
+        ):
+            raise errors.UnsupportedVersionForBrokerError("pattern filters need DeleteAcls v1+")
+        response = await connection.send(request, version)
+        if len(response.filter_results) != len(wanted):
+            raise errors.ProtocolError(
+                f"DeleteAcls answered {len(response.filter_results)} results for "
+                f"{len(wanted)} filters"
+            )
+        results: dict[AclBindingFilter, DeleteAclsResult] = {}
+        for flt, answer in zip(wanted, response.filter_results, strict=True):
+            matches = tuple(
+                DeletedAcl(
+                    AclBinding(
+                        AclResourceType(m.resource_type),
+                        m.resource_name,
+                        PatternType(m.pattern_type if version >= 1 else PatternType.LITERAL),
+                        m.principal,
+                        m.host,
+                        AclOperation(m.operation),
+                        AclPermissionType(m.permission_type),
+                    ),
+                    _error(m.error_code, m.error_message),
+                )
+                for m in answer.matching_acls
+            )
+            results[flt] = DeleteAclsResult(
+                flt, matches, _error(answer.error_code, answer.error_message)
+            )
+        return _item_results("delete_acls", results, raise_on_error)
+
+    # ---------------------------------------------------------------- SCRAM credentials
+
+    async def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None
+    ) -> dict[str, UserScramCredentials]:
+        """The SCRAM mechanisms and iteration counts of ``users`` (every user by default).
+
+        A user without credentials reports :class:`~aiokafkawire.errors.ResourceNotFoundError`.
+        """
+        self._check()
+        names = None if users is None else list(dict.fromkeys(users))
+        request = DescribeUserScramCredentialsRequest(
+            users=None if names is None else [m_describe_scram.UserName(name=n) for n in names]
+        )
+        response = await (await self._cluster.any_connection()).send(request)
+        errors.raise_for_code(
+            response.error_code, response.error_message or "DescribeUserScramCredentials"
+        )
+        return {
+            r.user: UserScramCredentials(
+                r.user,
+                tuple(
+                    ScramCredentialInfo(ScramMechanism(c.mechanism), c.iterations)
+                    for c in r.credential_infos
+                ),
+                _error(r.error_code, r.error_message),
+            )
+            for r in response.results
+        }
+
+    async def alter_user_scram_credentials(
+        self,
+        alterations: Iterable[ScramUpsertion | ScramDeletion],
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[str, ScramAlterationResult]:
+        """Create, replace or delete users' SCRAM credentials.
+
+        As Kafka's AdminClient does, the salted password is computed here (PBKDF2 with the
+        mechanism's hash over the password's UTF-8 bytes and a random salt), so the password itself
+        never goes over the wire.  Kafka refuses two alterations of one user in one call
+        (:class:`~aiokafkawire.errors.DuplicateResourceError` on that user's result).
+        """
+        self._check()
+        changes = list(alterations)
+        if not changes:
+            return {}
+        upsertions = []
+        deletions = []
+        for change in changes:
+            if isinstance(change, ScramUpsertion):
+                salt = change.salt if change.salt is not None else secrets.token_bytes(32)
+                upsertions.append(
+                    m_alter_scram.ScramCredentialUpsertion(
+                        name=change.user,
+                        mechanism=int(change.mechanism),
+                        iterations=change.iterations,
+                        salt=salt,
+                        salted_password=scram_salted_password(
+                            change.mechanism, change.password, salt, change.iterations
+                        ),
+                    )
+                )
+            else:
+                deletions.append(
+                    m_alter_scram.ScramCredentialDeletion(
+                        name=change.user, mechanism=int(change.mechanism)
+                    )
+                )
+        request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
+        response = await (await self._cluster.any_connection()).send(request)
+        results = {
+            r.user: ScramAlterationResult(r.user, _error(r.error_code, r.error_message))
+            for r in response.results
+        }
+        return _item_results("alter_user_scram_credentials", results, raise_on_error)
+
+    # ---------------------------------------------------------------- client quotas
+
+    async def describe_client_quotas(
+        self, components: Iterable[QuotaFilterComponent] = (), *, strict: bool = False
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        """Quotas of the entities matching every component (``strict``: no other entity types).
+
+        No components and ``strict=False`` match every entity with quotas.
+        """
+        self._check()
+        request = DescribeClientQuotasRequest(
+            components=[
+                m_describe_quotas.ComponentData(
+                    entity_type=c.entity_type, match_type=int(c.match_type), match=c.match
+                )
+                for c in components
+            ],
+            strict=strict,
+        )
+        response = await (await self._cluster.any_connection()).send(request)
+        errors.raise_for_code(response.error_code, response.error_message or "DescribeClientQuotas")
+        return {
+            QuotaEntity.of({e.entity_type: e.entity_name for e in entry.entity}): {
+                v.key: v.value for v in entry.values
+            }
+            for entry in response.entries or ()
+        }
+
+    async def alter_client_quotas(
+        self,
+        alterations: Iterable[QuotaAlteration],
+        *,
+        validate_only: bool = False,
+        raise_on_error: bool = True,
+    ) -> dict[QuotaEntity, QuotaAlterationResult]:
+        """Set (a float) or remove (None) quota values of entities."""
+        self._check()
+        changes = list(alterations)
+        if not changes:
+            return {}
+        request = AlterClientQuotasRequest(
+            entries=[
+                m_alter_quotas.EntryData(
+                    entity=[
+                        m_alter_quotas.EntityData(entity_type=t, entity_name=n)
+                        for t, n in change.entity.entries
+                    ],
+                    ops=[
+                        m_alter_quotas.OpData(
+                            key=key,
+                            value=0.0 if value is None else float(value),
+                            remove=value is None,
+                        )
+                        for key, value in change.ops.items()
+                    ],
+                )
+                for change in changes
+            ],
+            validate_only=validate_only,
+        )
+        response = await (await self._cluster.any_connection()).send(request)
+        results = {
+            entity: QuotaAlterationResult(entity, _error(e.error_code, e.error_message))
+            for e in response.entries
+            for entity in (QuotaEntity.of({d.entity_type: d.entity_name for d in e.entity}),)
+        }
+        return _item_results("alter_client_quotas", results, raise_on_error)
+
+    # ---------------------------------------------------------------- producers and transactions
+
+    async def describe_producers(
+        self, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
+    ) -> dict[TopicPartition, ProducerStates]:
+        """The active idempotent/transactional producers of each partition (asks its leader)."""
+        self._check()
+        leaders, failed = await self._by_leader(partitions)
+        results = {tp: ProducerStates(tp, (), exc) for tp, exc in failed.items()}
+
+        async def ask(node: int, tps: list[TopicPartition]) -> None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in tps:
+                by_topic[tp.topic].append(tp.partition)
+            request = DescribeProducersRequest(
+                topics=[
+                    m_describe_producers.TopicRequest(name=t, partition_indexes=ps)
+                    for t, ps in by_topic.items()
+                ]
+            )
+            response = await self._cluster.send(node, request)
+            for topic in response.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    results[tp] = ProducerStates(
+                        tp,
+                        tuple(
+                            ProducerState(
+                                s.producer_id,
+                                s.producer_epoch,
+                                s.last_sequence,
+                                s.last_timestamp,
+                                s.coordinator_epoch,
+                                _unless_negative(s.current_txn_start_offset),
+                            )
+                            for s in p.active_producers
+                        ),
+                        _error(p.error_code, p.error_message),
+                    )
+
+        await asyncio.gather(*(ask(node, tps) for node, tps in leaders.items()))
+        return _item_results("describe_producers", results, raise_on_error)
+
+    async def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        min_duration_ms: int | None = None,
+        transactional_id_pattern: str | None = None,
+    ) -> list[TransactionListing]:
+        """Transactions known to any broker's coordinator, optionally filtered.
+
+        ``states`` are Kafka's state names (``Ongoing``, ``CompleteCommit``, ...);
+        ``min_duration_ms`` (ListTransactions v1+) keeps transactions running at least that long;
+        ``transactional_id_pattern`` (v2+) is a Java regular expression the broker applies.
+        """
+        self._check()
+        metadata = await self._cluster.refresh_metadata()
+        state_filters = list(states)
+        producer_filters = list(producer_ids)
+
+        async def ask(node_id: int) -> list[TransactionListing]:
+            connection = await self._cluster.connection(node_id)
+            version = connection.versions.version_for(ListTransactionsRequest.API_KEY)
+            request = ListTransactionsRequest(
+                state_filters=state_filters, producer_id_filters=producer_filters
+            )
+            if min_duration_ms is not None:
+                if version < 1:
+                    raise errors.UnsupportedVersionForBrokerError(
+                        "a duration filter needs ListTransactions v1+"
+                    )
+                request.duration_filter = min_duration_ms
+            if transactional_id_pattern is not None:
+                if version < 2:
+                    raise errors.UnsupportedVersionForBrokerError(
+                        "a transactional id pattern needs ListTransactions v2+"
+                    )
+                request.transactional_id_pattern = transactional_id_pattern
+            response = await connection.send(request, version)
+            errors.raise_for_code(response.error_code, f"ListTransactions on broker {node_id}")
+            return [
+                TransactionListing(t.transactional_id, t.producer_id, t.transaction_state, node_id)
+                for t in response.transaction_states
+            ]
+
+        answers = await asyncio.gather(*(ask(n) for n in metadata.brokers))
+        listings = [listing for answer in answers for listing in answer]
+        return sorted(listings, key=lambda t: t.transactional_id)
+
+    async def describe_transactions(
+        self, transactional_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, TransactionDescription]:
+        """State, producer, timeout and partitions of transactions (asks each coordinator)."""
+        self._check()
+        results: dict[str, TransactionDescription] = {}
+        for tid in dict.fromkeys(transactional_ids):
+            try:
+                coordinator = await self._cluster.coordinator(tid, "transaction")
+                response = await self._cluster.send_to_coordinator(
+                    tid,
+                    DescribeTransactionsRequest(transactional_ids=[tid]),
+                    kind="transaction",
+                    purpose="default",
+                )
+            except errors.KafkaError as exc:
+                if isinstance(exc, errors.BrokerResponseError):
+                    results[tid] = TransactionDescription(tid, error=exc)
+                    continue
+                raise
+            for state in response.transaction_states:
+                error = _error(state.error_code)
+                if error is not None and error.code in (
+                    errors.NotCoordinatorError.code,
+                    errors.CoordinatorNotAvailableError.code,
+                ):
+                    self._cluster.invalidate_coordinator(tid, "transaction")
+                results[state.transactional_id] = TransactionDescription(
+                    state.transactional_id,
+                    state.transaction_state,
+                    state.producer_id,
+                    state.producer_epoch,
+                    state.transaction_timeout_ms,
+                    _unless_negative(state.transaction_start_time_ms),
+                    tuple(TopicPartition(t.topic, p) for t in state.topics for p in t.partitions),
+                    coordinator.node_id,
+                    error,
+                )
+        return _item_results("describe_transactions", results, raise_on_error)
+
+    # ---------------------------------------------------------------- log directories
+
+    async def describe_log_dirs(
+        self, brokers: Iterable[int] | None = None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        """Each broker's log directories: error, space, and the size of each replica in them."""
+        self._check()
+        metadata = await self._cluster.refresh_metadata()
+        node_ids = list(metadata.brokers) if brokers is None else list(dict.fromkeys(brokers))
+
+        async def ask(node_id: int) -> dict[str, LogDirDescription]:
+            response = await self._cluster.send(node_id, DescribeLogDirsRequest(topics=None))
+            errors.raise_for_code(
+                getattr(response, "error_code", 0), f"DescribeLogDirs on broker {node_id}"
+            )
+            return {
+                r.log_dir: LogDirDescription(
+                    r.log_dir,
+                    {
+                        TopicPartition(t.name, p.partition_index): ReplicaInfo(
+                            p.partition_size, p.offset_lag, p.is_future_key
+                        )
+                        for t in r.topics
+                        for p in t.partitions
+                    },
+                    _unless_negative(r.total_bytes),
+                    _unless_negative(r.usable_bytes),
+                    _error(r.error_code),
+                )
+                for r in response.results
+            }
+
+        answers = await asyncio.gather(*(ask(n) for n in node_ids))
+        return dict(zip(node_ids, answers, strict=True))
+
+
+_COORDINATOR_ERRORS = frozenset(
+    {
+        errors.NotCoordinatorError.code,
+        errors.CoordinatorNotAvailableError.code,
+        errors.CoordinatorLoadInProgressError.code,
+    }
+)
+
+
+def _coordinator_error(response: Any) -> bool:
+    """Whether the answer says its broker cannot act as the group's coordinator (yet).
+
+    Some answers carry that at the top (or per group); OffsetCommit and the older OffsetFetch
+    only per partition, e.g. COORDINATOR_LOAD_IN_PROGRESS from a broker just started.
+    """
+    if _top_level_error(response) in _COORDINATOR_ERRORS:
+        return True
+    return any(
+        getattr(partition, "error_code", 0) in _COORDINATOR_ERRORS
+        for topic in getattr(response, "topics", None) or ()
+        for partition in getattr(topic, "partitions", None) or ()
+    )
+
 
 def _top_level_error(response: Any) -> int:
     """The error code that concerns the coordinator itself, where a response has one."""
@@ -1049,3 +1551,399 @@ def _top_level_error(response: Any) -> int:
             first = items[0]
             return int(getattr(first, "error_code", 0))
     return 0
+
+
+def _unless_negative(value: int) -> int | None:
+    """None for the protocol's "not known" values (-1), else the value."""
+    return None if value < 0 else value
+
+
+# ------------------------------------------------------------- ACLs, SCRAM, quotas, transactions
+
+
+class AclResourceType(enum.IntEnum):
+    """What an ACL binding protects (Kafka's ``ResourceType``)."""
+
+    UNKNOWN = 0
+    ANY = 1  # filters only
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(enum.IntEnum):
+    """How an ACL binding's resource name matches (Kafka's ``PatternType``)."""
+
+    UNKNOWN = 0
+    ANY = 1  # filters only: any pattern type
+    MATCH = 2  # filters only: every binding that applies to the named resource
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(enum.IntEnum):
+    """The operation an ACL binding allows or denies (Kafka's ``AclOperation``)."""
+
+    UNKNOWN = 0
+    ANY = 1  # filters only
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
+
+
+class AclPermissionType(enum.IntEnum):
+    """Whether an ACL binding allows or denies (Kafka's ``AclPermissionType``)."""
+
+    UNKNOWN = 0
+    ANY = 1  # filters only
+    DENY = 2
+    ALLOW = 3
+
+
+# Enum members that only make sense in filters (compared by name: the enums share values).
+_FILTER_ONLY_NAMES = frozenset({"ANY", "UNKNOWN", "MATCH"})
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    """One ACL: ``principal`` (``"User:alice"``) may or may not do ``operation`` on a resource.
+
+    ``host`` is the client address the binding applies to, ``"*"`` for every host.
+    """
+
+    resource_type: AclResourceType
+    resource_name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: AclOperation
+    permission_type: AclPermissionType
+
+    def check_concrete(self) -> None:
+        """Raise :class:`~aiokafkawire.errors.ConfigError` if a field holds a filter-only value."""
+        for value in (self.resource_type, self.pattern_type, self.operation, self.permission_type):
+            if value.name in _FILTER_ONLY_NAMES:
+                raise errors.ConfigError(
+                    f"an ACL binding cannot use {type(value).__name__}.{value.name}: {self}"
+                )
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """Matches ACL bindings: None and the ``ANY`` members match everything.
+
+    ``pattern_type=PatternType.MATCH`` with a resource name matches every binding that applies to
+    that resource (literal, wildcard and prefixed ones).
+    """
+
+    resource_type: AclResourceType = AclResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
+
+    @classmethod
+    def matching(cls, binding: AclBinding) -> AclBindingFilter:
+        """The filter matching exactly ``binding``."""
+        return cls(
+            binding.resource_type,
+            binding.resource_name,
+            binding.pattern_type,
+            binding.principal,
+            binding.host,
+            binding.operation,
+            binding.permission_type,
+        )
+
+
+@dataclass(frozen=True)
+class AclResult:
+    """The outcome of creating one ACL binding."""
+
+    binding: AclBinding
+    error: errors.KafkaError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the binding was created."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class DeletedAcl:
+    """A binding a delete filter matched, with the error of deleting it (None: deleted)."""
+
+    binding: AclBinding
+    error: errors.KafkaError | None = None
+
+
+@dataclass(frozen=True)
+class DeleteAclsResult:
+    """What one delete filter matched, or the error of the whole filter."""
+
+    filter: AclBindingFilter
+    deleted: tuple[DeletedAcl, ...] = ()
+    error: errors.KafkaError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the filter and every deletion it made succeeded."""
+        return self.error is None and all(d.error is None for d in self.deleted)
+
+
+class ScramMechanism(enum.IntEnum):
+    """SCRAM mechanisms as the credential APIs number them."""
+
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    @property
+    def mechanism_name(self) -> str:
+        """The SASL name: ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``."""
+        return self.name.replace("_", "-")
+
+
+_SCRAM_HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
+#: Kafka's bounds on SCRAM iterations (``ScramMechanism.minIterations``/``maxIterations``).
+SCRAM_MIN_ITERATIONS = 4096
+SCRAM_MAX_ITERATIONS = 16384
+
+
+def scram_salted_password(
+    mechanism: ScramMechanism, password: str | Secret, salt: bytes, iterations: int
+) -> bytes:
+    """SCRAM's ``SaltedPassword`` = Hi(password, salt, i) (RFC 5802), i.e. PBKDF2-HMAC.
+
+    Like Kafka's ``ScramFormatter``, the password's UTF-8 bytes are used as they are (no SASLprep).
+    """
+    hash_name = _SCRAM_HASHES.get(mechanism)
+    if hash_name is None:
+        raise errors.ConfigError(f"unknown SCRAM mechanism {mechanism!r}")
+    secret = password.reveal() if isinstance(password, Secret) else password
+    return hashlib.pbkdf2_hmac(hash_name, secret.encode("utf-8"), salt, iterations)
+
+
+@dataclass(frozen=True)
+class ScramUpsertion:
+    """Create or replace ``user``'s credential for ``mechanism`` (the password never leaves here).
+
+    ``salt`` defaults to 32 random bytes; ``iterations`` must lie in Kafka's 4096-16384.
+    """
+
+    user: str
+    mechanism: ScramMechanism
+    password: str | Secret = field(repr=False)
+    iterations: int = SCRAM_MIN_ITERATIONS
+    salt: bytes | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in _SCRAM_HASHES:
+            raise errors.ConfigError(f"unknown SCRAM mechanism {self.mechanism!r}")
+        if not SCRAM_MIN_ITERATIONS <= self.iterations <= SCRAM_MAX_ITERATIONS:
+            raise errors.ConfigError(
+                f"SCRAM iterations must be {SCRAM_MIN_ITERATIONS}-{SCRAM_MAX_ITERATIONS}, "
+                f"not {self.iterations}"
+            )
+        if not self.user:
+            raise errors.ConfigError("a SCRAM credential needs a user name")
+
+
+@dataclass(frozen=True)
+class ScramDeletion:
+    """Delete ``user``'s credential for ``mechanism``."""
+
+    user: str
+    mechanism: ScramMechanism
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """One SCRAM credential of a user: its mechanism and iteration count."""
+
+    mechanism: ScramMechanism
+    iterations: int
+
+
+@dataclass(frozen=True)
+class UserScramCredentials:
+    """A user's SCRAM credentials, or the error describing them."""
+
+    user: str
+    credentials: tuple[ScramCredentialInfo, ...] = ()
+    error: errors.KafkaError | None = None
+
+
+@dataclass(frozen=True)
+class ScramAlterationResult:
+    """The outcome of altering one user's SCRAM credentials."""
+
+    user: str
+    error: errors.KafkaError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every alteration of this user succeeded."""
+        return self.error is None
+
+
+class QuotaEntityType:
+    """The entity types client quotas apply to."""
+
+    USER = "user"
+    CLIENT_ID = "client-id"
+    IP = "ip"
+
+
+@dataclass(frozen=True)
+class QuotaEntity:
+    """The entity a set of quotas applies to: entity type -> name (None: the default entity).
+
+    Build with ``QuotaEntity.of({"user": "alice", "client-id": None})``.
+    """
+
+    entries: tuple[tuple[str, str | None], ...]
+
+    @classmethod
+    def of(cls, entries: Mapping[str, str | None]) -> QuotaEntity:
+        """The entity with these type -> name entries (order does not matter)."""
+        return cls(tuple(sorted(entries.items())))
+
+    def as_dict(self) -> dict[str, str | None]:
+        """Entity type -> name (None: the default entity of that type)."""
+        return dict(self.entries)
+
+
+class QuotaMatchType(enum.IntEnum):
+    """How a quota filter component matches an entity type's name."""
+
+    EXACT = 0
+    DEFAULT = 1
+    ANY = 2  # any name, including the default
+
+
+@dataclass(frozen=True)
+class QuotaFilterComponent:
+    """Matches one entity type: an exact name, the default entity, or any name."""
+
+    entity_type: str
+    match_type: QuotaMatchType = QuotaMatchType.ANY
+    match: str | None = None
+
+    @classmethod
+    def of_entity(cls, entity_type: str, name: str) -> QuotaFilterComponent:
+        """Entities whose ``entity_type`` is exactly ``name``."""
+        return cls(entity_type, QuotaMatchType.EXACT, name)
+
+    @classmethod
+    def of_default_entity(cls, entity_type: str) -> QuotaFilterComponent:
+        """The default entity of ``entity_type``."""
+        return cls(entity_type, QuotaMatchType.DEFAULT)
+
+    @classmethod
+    def of_entity_type(cls, entity_type: str) -> QuotaFilterComponent:
+        """Any entity with an ``entity_type`` part."""
+        return cls(entity_type, QuotaMatchType.ANY)
+
+
+@dataclass(frozen=True)
+class QuotaAlteration:
+    """Set (a float) or remove (None) quota values, e.g. ``{"producer_byte_rate": 1024.0}``."""
+
+    entity: QuotaEntity
+    ops: Mapping[str, float | None]
+
+
+@dataclass(frozen=True)
+class QuotaAlterationResult:
+    """The outcome of altering one entity's quotas."""
+
+    entity: QuotaEntity
+    error: errors.KafkaError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the entity's quotas were altered."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """One active producer of a partition, as its leader reports it."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_transaction_start_offset: int | None  # None: no open transaction
+
+
+@dataclass(frozen=True)
+class ProducerStates:
+    """The active producers of one partition, or the error describing them."""
+
+    partition: TopicPartition
+    active_producers: tuple[ProducerState, ...] = ()
+    error: errors.KafkaError | None = None
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    """A transaction as ListTransactions reports it."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+    coordinator: int
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """A transaction's state as its coordinator reports it, or the error describing it."""
+
+    transactional_id: str
+    state: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    transaction_timeout_ms: int = -1
+    transaction_start_time_ms: int | None = None  # None: no transaction in progress
+    partitions: tuple[TopicPartition, ...] = ()
+    coordinator: int | None = None
+    error: errors.KafkaError | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """A replica in a log directory: its size, lag, and whether it is a future (moving) replica."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log directory of a broker, or the error describing it."""
+
+    path: str
+    replicas: Mapping[TopicPartition, ReplicaInfo] = field(default_factory=dict)
+    total_bytes: int | None = None  # None: the broker does not say (before v4)
+    usable_bytes: int | None = None
+    error: errors.KafkaError | None = None

@@ -117,9 +117,9 @@ class Cluster:
         await self.close()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
-        log.error("cluster task %s failed; restarting it", name, exc_info=exc)
+        log.error("cluster task %s failed", name, exc_info=exc)
         if not self._closed and name == "metadata-refresh":
-            self._tasks.start(name, self._periodic_refresh())
+            self._tasks.restart(name, self._periodic_refresh)
 
     async def _periodic_refresh(self) -> None:
         loop = asyncio.get_running_loop()
@@ -228,8 +228,16 @@ class Cluster:
             metadata = await self._fetch_metadata()
         except BaseException as exc:
             if not result.done():
-                if isinstance(exc, Exception):
-                    result.set_exception(exc)
+                # Waiters get a typed error, never a CancelledError that is not theirs.
+                failure: BaseException = exc
+                if isinstance(exc, asyncio.CancelledError):
+                    failure = (
+                        errors.ClientClosedError("the cluster client closed during a refresh")
+                        if self._closed
+                        else errors.BackgroundTaskError("the metadata refresh was cancelled")
+                    )
+                if isinstance(failure, Exception):
+                    result.set_exception(failure)
                     result.exception()
                 else:
                     result.cancel()
@@ -253,6 +261,14 @@ class Cluster:
                 last_error = exc
                 log.debug("metadata from %s:%d failed: %s", host, port, exc)
                 continue
+            # Metadata v13+ carries a top-level error (KIP-1102): REBOOTSTRAP_REQUIRED means this
+            # broker's view is not to be trusted, so ask the next candidate (the bootstrap
+            # addresses come last); anything else is the request's failure.
+            if response.error_code == errors.RebootstrapRequiredError.code:
+                last_error = errors.RebootstrapRequiredError(f"from {host}:{port}")
+                log.debug("metadata from %s:%d: rebootstrap required", host, port)
+                continue
+            errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
             self._last_refresh = time.monotonic()
             old = self.metadata
             self.metadata = old.merged(response, full=full or not topics)

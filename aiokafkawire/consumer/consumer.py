@@ -329,7 +329,7 @@ class Consumer:
     def _task_failed(self, name: str, exc: BaseException) -> None:
         log.error("consumer task %s failed", name, exc_info=exc)
         if name == "auto-commit" and not self._closed:
-            self._tasks.start(name, self._auto_commit_loop())
+            self._tasks.restart(name, self._auto_commit_loop)
 
     def _require_started(self) -> tuple[Cluster, SubscriptionState, Fetcher]:
         if self._closed:

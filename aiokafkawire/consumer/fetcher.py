@@ -15,6 +15,7 @@ per-broker loops.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import heapq
 import logging
@@ -265,10 +266,10 @@ class Fetcher:
             return
         log.error("fetcher task %s failed; restarting it", name, exc_info=exc)
         if name == "dispatch":
-            self._tasks.start(name, self._dispatch_loop())
+            self._tasks.restart(name, self._dispatch_loop)
         elif name.startswith("fetch-"):
             node = int(name[6:])
-            self._tasks.start(name, self._node_loop(node))
+            self._tasks.restart(name, functools.partial(self._node_loop, node))
 
     # ----------------------------------------------------------------- buffer (user side)
 
@@ -527,7 +528,9 @@ class Fetcher:
         """After a leader change, check the log was not truncated below our position (KIP-320)."""
         subs = self._subs
         pending = [
-            tp for tp, st in subs.assignment.items() if st.awaiting_validation and st.position
+            tp
+            for tp, st in subs.assignment.items()
+            if st.awaiting_validation and st.position is not None
         ]
         for st in subs.assignment.values():
             if st.awaiting_validation and st.position is None:

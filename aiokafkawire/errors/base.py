@@ -14,6 +14,7 @@ __all__ = [
     "AdminOperationError",
     "AuthenticationError",
     "AuthorizationError",
+    "BackgroundTaskError",
     "BrokerResponseError",
     "BufferFullError",
     "ClientClosedError",
@@ -174,6 +175,10 @@ class RecordTooLargeError(KafkaValueError):
 
 class ClientClosedError(KafkaError):
     """The client was used after it was closed."""
+
+
+class BackgroundTaskError(KafkaError):
+    """A client's background task ended without its owner stopping it (a bug, never silent)."""
 
 
 class UnknownTopicError(KafkaError):

@@ -518,7 +518,25 @@ class BrokerConnection:
         self._abandon(waiter)
         callback = waiter.take_callback()
         assert callback is not None
+        self._close_if_mid_frame()
         callback(None, self._no_response_error(request, version, timeout))
+
+    def _close_if_mid_frame(self) -> None:
+        """After a request timeout: if the broker stopped in the middle of a frame, close.
+
+        A late answer is normally worth its slot (see :meth:`_abandon`), but a broker that
+        sent part of a frame and then nothing for a whole request timeout is broken or not a
+        Kafka broker: whatever follows cannot be trusted, and keeping the connection would make
+        every later request on it time out as well.
+        """
+        pending = self._framing.buffered
+        if pending and self._error is None and not self._raw_mode:
+            self._fail(
+                errors.KafkaTimeoutError(
+                    f"{self.host}:{self.port} stopped in the middle of a response "
+                    f"({pending} bytes of it received); closing the connection"
+                )
+            )
 
     def receive_now(self) -> bool:
         """Read and handle the answers the broker has already sent, without waiting for the loop.
@@ -604,6 +622,8 @@ class BrokerConnection:
                 return await asyncio.shield(future)
         except (TimeoutError, asyncio.TimeoutError):
             self._abandon(waiter)
+            if not future.done():
+                self._close_if_mid_frame()
             if future.done() and not future.cancelled():
                 exc = future.exception()
                 if exc is not None:
@@ -811,6 +831,9 @@ class BrokerConnection:
         policy.set_broker_versions(
             {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         )
+        policy.finalized_features = {
+            f.name: f.max_version_level for f in response.finalized_features or ()
+        }
 
     async def _api_versions(self, version: int) -> Any:
         request = ApiVersionsRequest(

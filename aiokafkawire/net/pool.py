@@ -8,6 +8,7 @@ connection to reuse, whether to wait for backoff) involve no I/O beyond awaiting
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from aiokafkawire import errors
@@ -51,23 +52,20 @@ class ConnectionPool:
         key = (host, port, purpose)
         pending = self._connecting.get(key)
         if pending is None:
-            pending = asyncio.get_running_loop().create_future()
+            # The connect is the pool's task, not the caller's: cancelling the caller that
+            # happened to start it (a wait_for timing out) must not cancel it for the others.
+            pending = asyncio.get_running_loop().create_task(
+                self._connect(host, port, node_id, purpose), name=f"connect {host}:{port} {purpose}"
+            )
             self._connecting[key] = pending
-            try:
-                connection = await self._connect(host, port, node_id, purpose)
-            except BaseException as exc:
-                if not pending.done():
-                    if isinstance(exc, Exception):
-                        pending.set_exception(exc)
-                        pending.exception()  # other waiters may be gone; mark retrieved
-                    else:
-                        pending.cancel()
-                raise
-            finally:
-                self._connecting.pop(key, None)
-            pending.set_result(connection)
-            return connection
+            pending.add_done_callback(functools.partial(self._connect_done, key))
         return await asyncio.shield(pending)
+
+    def _connect_done(self, key: PoolKey, task: asyncio.Task[BrokerConnection]) -> None:
+        if self._connecting.get(key) is task:
+            del self._connecting[key]
+        if not task.cancelled():
+            task.exception()  # its waiters may all be gone: mark the outcome retrieved
 
     async def _connect(
         self, host: str, port: int, node_id: int | None, purpose: str
@@ -77,13 +75,17 @@ class ConnectionPool:
             backoff = self._backoff[(host, port)] = ReconnectBackoff(
                 self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms
             )
-        delay = backoff.remaining()
-        if delay > 0:
-            await asyncio.sleep(delay)
         try:
+            delay = backoff.remaining()
+            if delay > 0:
+                await asyncio.sleep(delay)
             connection = await BrokerConnection.open(
                 host, port, self.config, node_id=node_id, purpose=purpose
             )
+        except asyncio.CancelledError:
+            if self._closed:  # close() cancelled it: its waiters learn why
+                raise errors.ClientClosedError("the client closed while connecting") from None
+            raise
         except errors.KafkaConnectionError:
             backoff.failed()
             raise
@@ -113,6 +115,11 @@ class ConnectionPool:
     async def close(self) -> None:
         """Close every connection and wait (bounded) for the transports to go."""
         self._closed = True
+        connecting = list(self._connecting.values())
+        for task in connecting:
+            task.cancel()
+        if connecting:
+            await asyncio.wait(connecting, timeout=2.0)
         connections = list(self._connections.values())
         self._connections.clear()
         for connection in connections:

@@ -153,23 +153,21 @@ RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = {
 
 API_VERSIONS_KEY = 18
 
-#: Versions the generated codecs can encode but whose semantics this client does not use yet:
+#: Versions the generated codecs can encode but whose semantics this client does not use (yet):
 #: api key -> (highest version the client sends, why).  Lift an entry once the new version's
-#: meaning is implemented and tested against a real broker.
+#: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
+#: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
 CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    0: (11, "Produce v12 (transactions v2) and v13 (topic ids) are not reviewed yet"),
-    1: (17, "Fetch v18 is not reviewed yet"),
-    2: (10, "ListOffsets v11 is not reviewed yet"),
-    3: (12, "Metadata v13 is not reviewed yet"),
-    8: (9, "OffsetCommit v10 (topic ids) is not reviewed yet"),
-    9: (9, "OffsetFetch v10 (topic ids) is not reviewed yet"),
-    15: (5, "DescribeGroups v6 is not reviewed yet"),
-    18: (4, "ApiVersions v5 is not reviewed yet"),
-    28: (4, "TxnOffsetCommit v5/v6 are not reviewed yet"),
-    42: (2, "DeleteGroups v3 is not reviewed yet"),
-    60: (1, "DescribeCluster v2 is not reviewed yet"),
-    66: (1, "ListTransactions v2 is not reviewed yet"),
-    69: (0, "ConsumerGroupDescribe v1 is not reviewed yet"),
+    15: (
+        5,
+        "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
+        "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
+    ),
+    28: (
+        5,
+        "TxnOffsetCommit v6 names topics by id (KIP-1319); the transaction manager names them "
+        "(and sends v5, which implies AddOffsetsToTxn, only under transactions v2)",
+    ),
 }
 
 
@@ -203,7 +201,14 @@ class VersionPolicy:
     release table when the pin predates ApiVersions.
     """
 
-    __slots__ = ("_cap_map", "_chosen", "broker_versions", "client_versions", "release")
+    __slots__ = (
+        "_cap_map",
+        "_chosen",
+        "broker_versions",
+        "client_versions",
+        "finalized_features",
+        "release",
+    )
 
     def __init__(self, client_versions: Mapping[int, VersionRange], cap: ApiVersionCap = None):
         self.client_versions = dict(client_versions)
@@ -221,6 +226,8 @@ class VersionPolicy:
         elif isinstance(cap, Mapping):
             self._cap_map = {int(key): int(value) for key, value in cap.items()}
         self.broker_versions: dict[int, VersionRange] = {}
+        #: Feature name -> finalized (cluster-wide) level, from ApiVersions v3+ (empty before).
+        self.finalized_features: dict[str, int] = {}
         self._chosen: dict[int, int] = {}
 
     @property

@@ -17,8 +17,10 @@ this keeps the broker busy while thousands of coroutines append records in one l
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -37,8 +39,14 @@ from aiokafkawire.structs import TopicPartition
 log = logging.getLogger("aiokafkawire.producer")
 
 PRODUCE_KEY = ProduceRequest.API_KEY
-# Newest Produce version whose semantics we implement (v12 is transactions v2).
-PRODUCE_MAX_VERSION = 11
+# Newest Produce version whose semantics we implement.  v12 is v11 outside transactions; inside one
+# it adds the partition to the transaction (transactions v2, KIP-890 part 2), so a transactional
+# producer sends it only under transactions v2 and at most v11 otherwise.  v13 names topics by id
+# (KIP-516).
+PRODUCE_MAX_VERSION = 13
+PRODUCE_MAX_TRANSACTIONAL_VERSION = 11
+PRODUCE_TRANSACTION_V2_VERSION = 12
+PRODUCE_TOPIC_ID_VERSION = 13
 # Produce versions able to carry each record format: v3+ requires magic 2.
 _MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
 IDEMPOTENT_MAX_IN_FLIGHT = 5
@@ -51,7 +59,7 @@ _Prepared = tuple[Any, ProduceRequest, int]  # connection, request, version: bui
 class _Flight:
     """One Produce request on its way, from the drain that made it until its answer."""
 
-    __slots__ = ("batches", "connection", "done", "node", "sender")
+    __slots__ = ("batches", "connection", "done", "node", "sender", "topic_names")
 
     def __init__(self, sender: Sender, node: int, batches: list[ProducerBatch]) -> None:
         self.sender = sender
@@ -59,6 +67,8 @@ class _Flight:
         self.batches = batches
         self.connection: Any = None  # set once written
         self.done = False
+        # Topic id -> name of the topics a v13+ request names by id (its answer does too).
+        self.topic_names: dict[uuid.UUID, str] = {}
 
     def __call__(self, response: Any, error: BaseException | None) -> None:
         """The connection's response callback."""
@@ -114,6 +124,8 @@ class Sender:
         self.gated: set[TopicPartition] = set()
         # Next sequence the broker expects per partition (after our last acknowledged batch).
         self.acked_next: dict[TopicPartition, int] = {}
+        # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
+        txn.on_new_epoch = self.acked_next.clear
         self._identity_epoch = (-1, -1)
         self._identity_error: BaseException | None = None
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
@@ -127,7 +139,7 @@ class Sender:
         # requests leave in drain order whatever the loop's scheduling: the sequence numbers of
         # an idempotent partition must reach the broker in order.
         self._unwritten: dict[int, deque[_Unwritten]] = {}
-        self._writers: dict[int, asyncio.Task[None]] = {}
+        self._writers: dict[int, asyncio.Task[Any]] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -146,11 +158,26 @@ class Sender:
         self._writers.clear()
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
+        """A task ended without stop(): restart what others depend on, never let it vanish."""
+        if self.closing:
+            return
         if name == "sender":
             log.error("producer sender loop failed; restarting it", exc_info=exc)
-            if not self.closing:
-                self._tasks.start("sender", self._run())
+            self._tasks.restart("sender", self._run)
+        elif name.startswith("writer-"):
+            # Its queued requests have no timer of their own: without a writer they would wait
+            # forever.  The restarted writer takes the queue up where it stopped.
+            node = int(name[len("writer-") :])
+            log.error("producer writer for broker %d failed; restarting it", node, exc_info=exc)
+            restarted = None
+            if self._unwritten.get(node):
+                restarted = self._tasks.restart(name, functools.partial(self._write_queued, node))
+            if restarted is not None:
+                self._writers[node] = restarted
+            else:
+                self._writers.pop(node, None)
         else:
+            # init-producer-id and add-partitions are started again by the next pass.
             log.error("producer task %s failed", name, exc_info=exc)
         self.wakeup.set()
 
@@ -373,7 +400,7 @@ class Sender:
         connection = self.cluster.pool.cached(broker.host, broker.port, "produce")
         if connection is None:
             return None
-        request, version = self._produce_request(flight.node, connection, flight.batches)
+        request, version = self._produce_request(flight, connection)
         if connection.try_submit(request, version, flight, timeout_ms=self.request_timeout_ms):
             flight.connection = connection
             return None
@@ -392,7 +419,7 @@ class Sender:
                     raise failure
                 if prepared is None:
                     connection = await self.cluster.connection(node, purpose="produce")
-                    request, version = self._produce_request(node, connection, flight.batches)
+                    request, version = self._produce_request(flight, connection)
                 else:
                     connection, request, version = prepared
                 await connection.submit(
@@ -418,7 +445,7 @@ class Sender:
                     for batch in batches:
                         self._succeeded(batch, -1, -1)
                 else:
-                    self._handle_response(batches, response)
+                    self._handle_response(batches, response, flight.topic_names)
             elif isinstance(error, errors.KafkaError):
                 if isinstance(error, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
                     self.cluster.request_update()
@@ -455,13 +482,19 @@ class Sender:
                 batch.in_flight = False
                 self._done_in_flight(batch)
 
-    def _produce_request(
-        self, node: int, connection: Any, batches: list[ProducerBatch]
-    ) -> tuple[ProduceRequest, int]:
-        """The Produce request carrying ``batches`` (each counts one more attempt)."""
+    def _produce_request(self, flight: _Flight, connection: Any) -> tuple[ProduceRequest, int]:
+        """The Produce request carrying the flight's batches (each counts one more attempt)."""
+        node, batches = flight.node, flight.batches
         magic = batches[0].magic
+        max_version = _MAX_VERSION_FOR_MAGIC[magic]
+        min_version = 0
+        if self.txn.transactional:
+            if self.txn.transaction_v2:
+                min_version = PRODUCE_TRANSACTION_V2_VERSION  # adds the partition (KIP-890)
+            else:
+                max_version = min(max_version, PRODUCE_MAX_TRANSACTIONAL_VERSION)
         version = connection.versions.version_for(
-            PRODUCE_KEY, max_version=_MAX_VERSION_FOR_MAGIC[magic]
+            PRODUCE_KEY, max_version=max_version, min_version=min_version
         )
         if magic == 2 and version < 3:
             raise errors.UnsupportedVersionForBrokerError(
@@ -476,19 +509,43 @@ class Sender:
                 PartitionProduceData(index=batch.partition, records=batch.payload)
             )
             batch.attempts += 1
+        topic_ids: dict[str, uuid.UUID] = {}
+        if version >= PRODUCE_TOPIC_ID_VERSION:
+            topics = self.cluster.metadata.topics
+            for name in by_topic:
+                info = topics.get(name)
+                if info is None or info.topic_id is None:
+                    # A topic without a known id: name every topic, as v12 does.
+                    version = PRODUCE_TOPIC_ID_VERSION - 1
+                    topic_ids = {}
+                    break
+                topic_ids[name] = info.topic_id
+        if topic_ids:
+            topic_data = [
+                TopicProduceData(topic_id=topic_ids[t], partition_data=p)
+                for t, p in by_topic.items()
+            ]
+            flight.topic_names = {topic_id: name for name, topic_id in topic_ids.items()}
+        else:
+            topic_data = [TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]
+            flight.topic_names = {}
         request = ProduceRequest(
             transactional_id=txn.transactional_id,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
-            topic_data=[TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
+            topic_data=topic_data,
         )
         return request, version
 
-    def _handle_response(self, batches: list[ProducerBatch], response: Any) -> None:
+    def _handle_response(
+        self, batches: list[ProducerBatch], response: Any, topic_names: dict[uuid.UUID, str]
+    ) -> None:
         results: dict[tuple[str, int], Any] = {}
         for topic in response.responses:
+            # v13+ answers by topic id (the ids this request used), older versions by name.
+            name = topic_names.get(topic.topic_id, topic.name) if topic_names else topic.name
             for part in topic.partition_responses:
-                results[(topic.name, part.index)] = part
+                results[(name, part.index)] = part
         for batch in batches:
             part = results.get((batch.topic, batch.partition))
             if part is None:

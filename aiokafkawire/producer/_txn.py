@@ -4,6 +4,13 @@
 partition and, for a transactional producer, the transaction state machine.  It talks to the
 cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn; the
 sender decides *when* (it never drains batches while an epoch bump is pending).
+
+Transactions v2 (KIP-890 part 2) is used when the transaction coordinator's broker has finalized
+the ``transaction.version`` feature at 2 or more and speaks EndTxn v5, as the Java client does:
+partitions join the transaction with their first Produce (v12+, no AddPartitionsToTxn), offsets
+with TxnOffsetCommit v5 (no AddOffsetsToTxn), and every EndTxn bumps the epoch, which its answer
+carries (sequence numbers restart under it).  The choice is made between transactions, so one
+transaction never mixes the two.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
@@ -34,10 +41,16 @@ from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 log = logging.getLogger("aiokafkawire.producer")
 
 # Newest versions whose semantics this client implements: AddPartitionsToTxn v4+ is broker-to-
-# broker, EndTxn v5 / Produce v12 are "transactions v2" (KIP-890 part 2, server-side epoch bumps).
+# broker; EndTxn v5, TxnOffsetCommit v5 and Produce v12 mean "transactions v2" (KIP-890 part 2) and
+# are used only under it.
 ADD_PARTITIONS_MAX_VERSION = 3
 END_TXN_MAX_VERSION = 4
+END_TXN_V2_VERSION = 5
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
+TXN_OFFSET_COMMIT_V2_VERSION = 5
 INIT_PRODUCER_ID_KEY = InitProducerIdRequest.API_KEY
+#: The feature whose finalized level 2 enables transactions v2 on the cluster.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
 
 FENCING_ERRORS: tuple[type[errors.KafkaError], ...] = (
     errors.ProducerFencedError,
@@ -99,6 +112,10 @@ class TransactionManager:
         self.partitions_in_txn: set[TopicPartition] = set()
         self.pending_partitions: set[TopicPartition] = set()
         self.offsets_added = False
+        #: Transactions v2 for the current (or next) transaction; decided between transactions.
+        self.transaction_v2 = False
+        #: Called when an EndTxn (transactions v2) hands out a new epoch: sequences restart.
+        self.on_new_epoch: Callable[[], None] | None = None
 
     # ---------------------------------------------------------------- identity
 
@@ -172,7 +189,31 @@ class TransactionManager:
         self.bump_needed = False
         if self.state in (TxnState.UNINITIALIZED, TxnState.ABORTABLE_ERROR):
             self.state = TxnState.READY
+        if self.transactional_id is not None and self.state == TxnState.READY:
+            await self._choose_transaction_version()
         log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
+
+    async def _choose_transaction_version(self) -> None:
+        """Use transactions v2 for the next transaction if the coordinator's broker offers it."""
+        assert self.transactional_id is not None
+        try:
+            connection = await self.cluster.coordinator_connection(
+                self.transactional_id, "transaction", purpose="transaction"
+            )
+        except errors.KafkaError as exc:
+            log.debug("transaction version unchanged: no coordinator connection (%s)", exc)
+            return
+        versions = connection.versions
+        enabled = (
+            versions.finalized_features.get(TRANSACTION_VERSION_FEATURE, 0) >= 2
+            and versions.supports(EndTxnRequest.API_KEY, END_TXN_V2_VERSION)
+            and versions.supports(TxnOffsetCommitRequest.API_KEY, TXN_OFFSET_COMMIT_V2_VERSION)
+        )
+        if enabled != self.transaction_v2:
+            log.info(
+                "transactional id %r: transactions v%d", self.transactional_id, 2 if enabled else 1
+            )
+        self.transaction_v2 = enabled
 
     async def _send_init(self, bump: bool) -> Any:
         request = InitProducerIdRequest(
@@ -239,8 +280,16 @@ class TransactionManager:
             self.state = TxnState.ABORTABLE_ERROR
 
     async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable."""
+        """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable.
+
+        Under transactions v2 the first Produce adds a partition, so they are only noted here.
+        """
         assert self.transactional_id is not None
+        if self.transaction_v2:
+            added = set(partitions)
+            self.partitions_in_txn |= added
+            self.pending_partitions -= added
+            return
         wanted = sorted(partitions)
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
@@ -283,12 +332,16 @@ class TransactionManager:
         if retry:
             raise errors.ConcurrentTransactionsError("some partitions were not added yet")
 
-    async def _coordinator_request(self, request: Any, max_version: int) -> Any:
+    async def _coordinator_request(
+        self, request: Any, max_version: int, min_version: int = 0
+    ) -> Any:
         assert self.transactional_id is not None
         connection = await self.cluster.coordinator_connection(
             self.transactional_id, "transaction", purpose="transaction"
         )
-        version = connection.versions.version_for(request.API_KEY, max_version=max_version)
+        version = connection.versions.version_for(
+            request.API_KEY, max_version=max_version, min_version=min_version
+        )
         try:
             return await connection.send(request, version)
         except errors.KafkaConnectionError:
@@ -326,16 +379,50 @@ class TransactionManager:
                 committed=commit,
             )
 
-            async def attempt() -> None:
-                response = await self._coordinator_request(request, END_TXN_MAX_VERSION)
-                errors.raise_for_code(response.error_code, "EndTxn")
+            v2 = self.transaction_v2
 
-            await self._retrying("EndTxn", attempt)
+            async def attempt() -> Any:
+                if v2:  # only v5+ carries the bumped epoch back
+                    response = await self._coordinator_request(
+                        request, END_TXN_V2_VERSION, END_TXN_V2_VERSION
+                    )
+                else:
+                    response = await self._coordinator_request(request, END_TXN_MAX_VERSION)
+                errors.raise_for_code(response.error_code, "EndTxn")
+                return response
+
+            response = await self._retrying("EndTxn", attempt)
+            if v2:
+                self._take_epoch(response.producer_id, response.producer_epoch)
         self.partitions_in_txn.clear()
         self.pending_partitions.clear()
         self.offsets_added = False
         self.abortable = None
         self.state = TxnState.READY
+        if not self.bump_needed:
+            await self._choose_transaction_version()
+
+    def _take_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """Adopt the id and epoch an EndTxn v5 answer carries (a bumped epoch, KIP-890 part 2)."""
+        if producer_id < 0 or producer_epoch < 0:
+            raise errors.ProtocolError(
+                f"EndTxn v{END_TXN_V2_VERSION} answered without a producer id and epoch"
+            )
+        if (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch):
+            log.debug(
+                "producer id %d epoch %d after EndTxn (was %d/%d)",
+                producer_id,
+                producer_epoch,
+                self.producer_id,
+                self.producer_epoch,
+            )
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.next_sequence.clear()
+            if self.on_new_epoch is not None:
+                self.on_new_epoch()
+        # Sequences restart under the new epoch, which is what a pending bump was for.
+        self.bump_needed = False
 
     async def send_offsets(
         self,
@@ -345,20 +432,27 @@ class TransactionManager:
         member_id: str = "",
         group_instance_id: str | None = None,
     ) -> None:
-        """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's."""
+        """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's.
+
+        Under transactions v2, TxnOffsetCommit v5 adds the group itself (no AddOffsetsToTxn).
+        """
         assert self.transactional_id is not None
-        add = AddOffsetsToTxnRequest(
-            transactional_id=self.transactional_id,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            group_id=group_id,
-        )
+        v2 = self.transaction_v2
+        if not v2:
+            add = AddOffsetsToTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                group_id=group_id,
+            )
 
-        async def add_offsets() -> None:
-            response = await self._coordinator_request(add, AddOffsetsToTxnRequest.MAX_VERSION)
-            errors.raise_for_code(response.error_code, "AddOffsetsToTxn")
+            async def add_offsets() -> None:
+                response = await self._coordinator_request(
+                    add, AddOffsetsToTxnRequest.MAX_VERSION
+                )
+                errors.raise_for_code(response.error_code, "AddOffsetsToTxn")
 
-        await self._retrying("AddOffsetsToTxn", add_offsets)
+            await self._retrying("AddOffsetsToTxn", add_offsets)
         self.offsets_added = True
         by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
         for tp, value in sorted(offsets.items()):
@@ -386,12 +480,19 @@ class TransactionManager:
         )
 
         async def commit_offsets() -> None:
-            try:
-                response = await self.cluster.send_to_coordinator(
-                    group_id, commit, kind="group", purpose="group"
+            connection = await self.cluster.coordinator_connection(group_id, purpose="group")
+            version = connection.versions.version_for(
+                TxnOffsetCommitRequest.API_KEY,
+                max_version=TXN_OFFSET_COMMIT_V2_VERSION if v2 else TXN_OFFSET_COMMIT_MAX_VERSION,
+            )
+            if v2 and version < TXN_OFFSET_COMMIT_V2_VERSION:
+                raise errors.UnsupportedVersionForBrokerError(
+                    f"transactions v2 need TxnOffsetCommit v{TXN_OFFSET_COMMIT_V2_VERSION}+ from "
+                    f"the coordinator of group {group_id!r}"
                 )
-            except errors.KafkaConnectionError:
-                raise
+            response = await self.cluster.send_to_coordinator(
+                group_id, commit, version, kind="group", purpose="group"
+            )
             for topic in response.topics:
                 for part in topic.partitions:
                     if part.error_code:

@@ -76,6 +76,11 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
 # before a group's first rebalance, fewer internal-topic partitions to create on first use.
 _TEST_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
+    # Tests use short session timeouts (Tansu's first join waits half of it); Kafka's floor is 6 s.
+    "group.min.session.timeout.ms": "1000",
+    # KIP-848 groups: heartbeats every 0.5 s instead of 5 s, so assignments settle quickly.
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
     "offsets.topic.num.partitions": "10",
     "transaction.state.log.num.partitions": "10",
     "share.coordinator.state.topic.num.partitions": "3",

@@ -43,9 +43,8 @@ EXTERNAL_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP"
 TEST_BROKERS_ENV_VAR = "AIOKAFKAWIRE_TEST_BROKERS"
 REQUIRE_KAFKA_ENV_VAR = "AIOKAFKAWIRE_REQUIRE_KAFKA"
 ALL_BROKER_KINDS = ("tansu", "mock", "kafka", "kafka39")
-# What runs when $AIOKAFKAWIRE_TEST_BROKERS is unset.  TRANSITIONAL: the Apache Kafka kinds join
-# once every kafka_bootstrap test has been adapted to the real broker (or says why it cannot).
-DEFAULT_BROKER_KINDS = ("tansu", "mock")
+# What runs when $AIOKAFKAWIRE_TEST_BROKERS is unset: every kind.
+DEFAULT_BROKER_KINDS = ALL_BROKER_KINDS
 BROKER_FIXTURES = frozenset(
     {
         "tansu_broker",

@@ -13,7 +13,8 @@ import pytest
 
 from aiokafkawire.consumer import Consumer, ConsumerRecord
 from aiokafkawire.structs import TopicPartition
-from aiokafkawire.testing import MockCluster, TansuBroker
+from aiokafkawire.testing import KafkaCluster, MockCluster, TansuBroker
+from aiokafkawire.testing.pytest_plugin import broker_kind_params
 
 # librdkafka's mock cluster advertises flexible versions of the classic group APIs but parses
 # them as non-flexible (librdkafka itself never sends them) and drops the connection: cap them.
@@ -51,12 +52,19 @@ class Broker:
         return topic
 
 
-@pytest.fixture(params=["tansu", "mock"])
+@pytest.fixture(params=broker_kind_params(("tansu", "mock", "kafka")))
 def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
-    """Each embedded broker in turn (the mock with its group APIs capped)."""
+    """Each test broker in turn: Tansu, the mock (its group APIs capped), Apache Kafka 4.x.
+
+    Kafka 3.9 is left out here: what the consumer does is the same on both lines, and the
+    version-specific paths (the oldest protocol) have their own tests on 3.9.
+    """
     if request.param == "tansu":
         tansu: TansuBroker = request.getfixturevalue("tansu_broker")
         yield Broker("tansu", tansu.bootstrap_servers)
+    elif request.param == "kafka":
+        kafka: KafkaCluster = request.getfixturevalue("kafka_cluster")
+        yield Broker("kafka", kafka.bootstrap_servers)
     else:
         mock: MockCluster = request.getfixturevalue("mock_cluster")
         cap_mock_group_apis(mock)

@@ -136,9 +136,33 @@ async def test_group_commits_auto_commit_and_seek_to_committed(broker: Broker) -
         assert [await consumer.position(tp) for tp in tps] == [5, 7]
 
 
+async def test_committed_offset_zero_with_a_leader_epoch_is_read_from(broker: Broker) -> None:
+    # A committed offset carries the leader epoch it was read under (Apache Kafka keeps it), and
+    # the next owner validates it with OffsetForLeaderEpoch before fetching (KIP-320); offset 0
+    # is a position like any other (it was once taken for "no position" and never validated).
+    topic = broker.create_topic(1)
+    tp = TopicPartition(topic, 0)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    produce_values(broker.bootstrap_servers, topic, 1, 5)
+    async with Consumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    ) as consumer:
+        consumer.assign([tp])
+        assert len(await consume_n(consumer, 5)) == 5  # the fetch connection is open now
+        await consumer.commit({tp: OffsetAndMetadata(0, "", leader_epoch=0)})
+        # Assigned anew (as after a rebalance): the position comes from the commit.
+        consumer.assign([])
+        consumer.assign([tp])
+        records = await consume_n(consumer, 5, timeout=15)
+        assert [r.value for r in records] == [b"%d" % i for i in range(5)]
+
+
 async def test_pattern_subscription(broker: Broker) -> None:
     if broker.kind == "mock":
-        pytest.skip("mock: multi-topic classic rebalances race (see test_group.TANSU_ONLY)")
+        pytest.skip("mock: multi-topic classic rebalances race (see test_group.MOCK_SYNC_RACE)")
     prefix = f"pat{uuid.uuid4().hex[:6]}"
     first = broker.create_topic(1, name=f"{prefix}-a")
     broker.create_topic(1, name=f"other{uuid.uuid4().hex[:6]}")

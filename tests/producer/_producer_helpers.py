@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from aiokafkawire import Admin, NewTopic, Producer
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.protocol.messages import FetchRequest
 from aiokafkawire.protocol.messages.fetch import FetchPartition, FetchTopic
@@ -36,6 +37,29 @@ class ReadRecord:
 def unique_topic(prefix: str = "t") -> str:
     """A topic name no other test uses."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+# Partitions of an auto-created topic on librdkafka's mock (it has no CreateTopics).
+MOCK_AUTO_CREATED_PARTITIONS = 4
+
+
+async def create_topic(bootstrap: str, prefix: str, partitions: int) -> str:
+    """A fresh topic of ``partitions`` partitions on any ``kafka_bootstrap`` kind.
+
+    Brokers auto-create topics with different counts (Apache Kafka 1, Tansu and the mock 4), so
+    tests create theirs explicitly; the mock has no admin API, so there the topic is
+    auto-created and must be wanted with the mock's count.
+    """
+    topic = unique_topic(prefix)
+    if getattr(bootstrap, "kind", "") == "mock":
+        assert partitions == MOCK_AUTO_CREATED_PARTITIONS, "the mock auto-creates 4 partitions"
+        async with Producer(bootstrap_servers=bootstrap, allow_auto_create_topics=True) as p:
+            assert len(await p.partitions_for(topic)) == partitions
+        return topic
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        created = await admin.create_topics([NewTopic(topic, num_partitions=partitions)])
+        assert created[topic].error is None, created[topic].error
+    return topic
 
 
 def _read_with_librdkafka(

@@ -7,7 +7,7 @@ import itertools
 from typing import Any
 
 import pytest
-from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
+from _producer_helpers import ck, create_topic, fetch_raw_batches, read_back, unique_topic
 
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.testing import MockCluster
@@ -81,7 +81,7 @@ async def test_every_codec_reads_back_exactly(
 
 
 async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap: str) -> None:
-    topic = unique_topic("murmur")
+    topic = await create_topic(kafka_bootstrap, "murmur", 4)
     keys = [b"key-%d" % i for i in range(150)] + [b"", b"\x00\xff", "ключ".encode()]
 
     def produce_with_librdkafka() -> None:
@@ -96,10 +96,8 @@ async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap
             producer.produce(topic, value=b"librdkafka", key=key)
         assert producer.flush(30) == 0
 
-    async with Producer(bootstrap_servers=kafka_bootstrap, allow_auto_create_topics=True) as ours:
-        # Create the topic first, so both producers see the same partition count.
-        partitions = await ours.partitions_for(topic)
-        assert len(partitions) > 1
+    async with Producer(bootstrap_servers=kafka_bootstrap) as ours:
+        assert len(await ours.partitions_for(topic)) == 4
         await asyncio.to_thread(produce_with_librdkafka)
         handles = [await ours.send(topic, b"ours", key) for key in keys]
         ours_by_key = {key: (await h).partition for key, h in zip(keys, handles, strict=True)}

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
-from _producer_helpers import ck, fetch_raw_batches, read_back, unique_topic
+from _producer_helpers import ck, create_topic, fetch_raw_batches, read_back, unique_topic
 
 from aiokafkawire import errors
 from aiokafkawire.producer import OffsetAndMetadata, Producer
@@ -127,12 +127,13 @@ async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: st
 async def test_send_offsets_to_transaction_commits_group_offsets(kafka_bootstrap: str) -> None:
     if getattr(kafka_bootstrap, "kind", "") == "mock":
         pytest.skip("librdkafka's mock accepts TxnOffsetCommit but never applies the offsets")
-    topic = unique_topic("offsets")
+    # Two partitions on every broker: Apache Kafka refuses offsets for a partition that does
+    # not exist (UNKNOWN_TOPIC_OR_PARTITION), and auto-creates one partition only.
+    topic = await create_topic(kafka_bootstrap, "offsets", 2)
     group = f"group-{uuid.uuid4().hex[:8]}"
     async with Producer(
         bootstrap_servers=kafka_bootstrap,
         transactional_id=_txn_id(),
-        allow_auto_create_topics=True,
     ) as producer:
         await producer.partitions_for(topic)
         async with producer.transaction():

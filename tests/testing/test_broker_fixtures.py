@@ -19,6 +19,7 @@ from aiokafkawire.testing.pytest_plugin import (
     EXTERNAL_BOOTSTRAP_ENV_VAR,
     TEST_BROKERS_ENV_VAR,
     KafkaBootstrap,
+    enabled_broker_kinds,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -161,3 +162,10 @@ def test_external_bootstrap_replaces_embedded_backends(tmp_path: Path) -> None:
         )
     assert counts == {"passed": 4, "skipped": 4}
     assert lines == [f"external {external.bootstrap_servers}", "closed 3"]
+
+
+def test_every_broker_kind_runs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TEST_BROKERS_ENV_VAR, raising=False)
+    assert enabled_broker_kinds() == ("tansu", "mock", "kafka", "kafka39")
+    monkeypatch.setenv(TEST_BROKERS_ENV_VAR, "kafka, tansu")
+    assert enabled_broker_kinds() == ("kafka", "tansu")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import logging
 import time
@@ -184,12 +185,16 @@ class Membership:
         if self._closing:
             return
         log.error("group %r: task %s failed", self.group_id, name, exc_info=exc)
-        if isinstance(exc, errors.KafkaError) and not exc.retriable:
+        if (
+            isinstance(exc, errors.KafkaError)
+            and not exc.retriable
+            and not isinstance(exc, errors.BackgroundTaskError)  # cancelled by mistake: restart
+        ):
             self.state = "fatal"
             self.fatal_error = exc
             self._stable.set()  # wake waiters so they see the fatal state
             return
-        self._tasks.start(name, self._loop_for(name))
+        self._tasks.restart(name, functools.partial(self._loop_for, name))
 
     def _loop_for(self, name: str) -> Any:
         raise NotImplementedError

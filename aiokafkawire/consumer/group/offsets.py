@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from aiokafkawire import errors
@@ -27,6 +28,9 @@ from aiokafkawire.protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from aiokafkawire.structs import TopicPartition
+
+#: OffsetCommit and OffsetFetch name topics by id from this version on (KIP-848).
+TOPIC_ID_VERSION = 10
 
 log = logging.getLogger("aiokafkawire.consumer.group")
 
@@ -83,6 +87,33 @@ class GroupOffsets:
     async def _connection(self) -> Any:
         return await self._cluster.coordinator_connection(self.group_id, purpose="group")
 
+    def _topic_ids(self, topics: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """The id of every topic in ``topics``, or None if metadata lacks one of them.
+
+        OffsetCommit/OffsetFetch v10 name topics by id only (KIP-848); without every id the
+        request stays at v9, which names them.
+        """
+        ids: dict[str, uuid.UUID] = {}
+        known = self._cluster.metadata.topics
+        for topic in topics:
+            info = known.get(topic)
+            if info is None or info.topic_id is None:
+                return None
+            ids[topic] = info.topic_id
+        return ids
+
+    def _version(
+        self, connection: Any, api_key: int, topics: Iterable[str]
+    ) -> tuple[int, dict[str, uuid.UUID] | None]:
+        """The version for an offsets request about ``topics``, and their ids if it uses them."""
+        version = connection.versions.version_for(api_key)
+        if version < TOPIC_ID_VERSION:
+            return version, None
+        ids = self._topic_ids(topics)
+        if ids is None:
+            return connection.versions.version_for(api_key, max_version=TOPIC_ID_VERSION - 1), None
+        return version, ids
+
     def _coordinator_failed(self) -> None:
         self._cluster.invalidate_coordinator(self.group_id)
 
@@ -127,7 +158,9 @@ class GroupOffsets:
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """One OffsetCommit; returns the offsets to retry (retriable partition errors)."""
         connection = await self._connection()
-        version = connection.versions.version_for(OffsetCommitRequest.API_KEY)
+        version, ids = self._version(
+            connection, OffsetCommitRequest.API_KEY, {tp.topic for tp in offsets}
+        )
         identity = self._identity()
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
         for tp, committed in offsets.items():
@@ -145,8 +178,14 @@ class GroupOffsets:
             by_topic.setdefault(tp.topic, []).append(partition)
         request = OffsetCommitRequest(
             group_id=self.group_id,
-            topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()],
+            topics=[
+                OffsetCommitRequestTopic(topic_id=ids[t], partitions=p)
+                if ids is not None
+                else OffsetCommitRequestTopic(name=t, partitions=p)
+                for t, p in by_topic.items()
+            ],
         )
+        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
         if version >= 1:
             request.generation_id_or_member_epoch = identity.generation
             request.member_id = identity.member_id
@@ -158,11 +197,12 @@ class GroupOffsets:
         retry: dict[TopicPartition, OffsetAndMetadata] = {}
         self._last_codes = set()
         for topic in response.topics:
+            name = names.get(topic.topic_id, topic.name) if names else topic.name
             for p in topic.partitions:
                 code = p.error_code
                 if not code:
                     continue
-                tp = TopicPartition(topic.name, p.partition_index)
+                tp = TopicPartition(name, p.partition_index)
                 self._last_codes.add(errors.error_for_code(code).name)
                 if code in _COORDINATOR_CODES:
                     self._coordinator_failed()
@@ -217,17 +257,22 @@ class GroupOffsets:
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         connection = await self._connection()
-        version = connection.versions.version_for(OffsetFetchRequest.API_KEY)
+        version, ids = self._version(
+            connection, OffsetFetchRequest.API_KEY, {tp.topic for tp in partitions}
+        )
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
+        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
         request = OffsetFetchRequest()
         if version >= 8:
             identity = self._identity()
             group = OffsetFetchRequestGroup(
                 group_id=self.group_id,
                 topics=[
-                    OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                    OffsetFetchRequestTopics(topic_id=ids[t], partition_indexes=p)
+                    if ids is not None
+                    else OffsetFetchRequestTopics(name=t, partition_indexes=p)
                     for t, p in by_topic.items()
                 ],
             )
@@ -253,8 +298,9 @@ class GroupOffsets:
             topics = response.topics
         result: dict[TopicPartition, OffsetAndMetadata | None] = {}
         for topic in topics:
+            name = names.get(topic.topic_id, topic.name) if names else topic.name
             for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition_index)
+                tp = TopicPartition(name, p.partition_index)
                 if p.error_code:
                     if p.error_code == errors.UnknownTopicOrPartitionError.code:
                         result[tp] = None

@@ -1,0 +1,124 @@
+"""TaskSupervisor: a background task never vanishes; restarts back off; stop() ends everything."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+
+
+class Reports:
+    """An owner's error handler that records what it is told."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, BaseException]] = []
+        self.event = asyncio.Event()
+
+    def __call__(self, name: str, exc: BaseException) -> None:
+        self.seen.append((name, exc))
+        self.event.set()
+
+
+async def test_a_task_cancelled_by_something_else_than_its_owner_is_reported() -> None:
+    # E.g. a future shared with another caller, cancelled on that caller's behalf: the task
+    # ends "cancelled" although nobody meant to stop it.
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    shared: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def waits_on_shared() -> None:
+        await shared
+
+    supervisor.start("writer", waits_on_shared())
+    await asyncio.sleep(0)
+    shared.cancel()
+    await asyncio.wait_for(reports.event.wait(), 2)
+    [(name, exc)] = reports.seen
+    assert name == "writer"
+    assert isinstance(exc, errors.BackgroundTaskError)
+    assert "writer" in str(exc) and "cancelled" in str(exc)
+    await supervisor.stop()
+
+
+async def test_tasks_cancelled_by_stop_are_not_reported() -> None:
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    supervisor.start("loop", asyncio.sleep(3600))
+    supervisor.start("other", asyncio.sleep(3600))
+    await asyncio.sleep(0)
+    await supervisor.stop()
+    await asyncio.sleep(0)
+    assert reports.seen == []
+    assert len(supervisor) == 0
+
+
+async def test_a_failing_task_is_restarted_with_growing_delays() -> None:
+    starts: list[float] = []
+    six_starts = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    supervisor: TaskSupervisor
+
+    async def always_fails() -> None:
+        starts.append(loop.time())
+        if len(starts) >= 6:
+            six_starts.set()
+        raise RuntimeError("boom")
+
+    def restart(name: str, exc: BaseException) -> None:
+        supervisor.restart(name, always_fails)
+
+    supervisor = TaskSupervisor("owner", restart, restart_backoff=(0.02, 0.2))
+    supervisor.start("loop", always_fails())
+    await asyncio.wait_for(six_starts.wait(), 5)
+    await supervisor.stop()
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps[0] >= 0.015  # never an immediate busy loop
+    assert gaps[3] > gaps[0]  # backs off
+    assert max(gaps) < 0.2 * 1.25 + 0.1  # capped (jitter and scheduling allowed for)
+
+
+async def test_stop_cancels_a_restart_waiting_for_its_backoff() -> None:
+    runs: list[int] = []
+
+    async def body() -> None:
+        runs.append(1)
+
+    supervisor = TaskSupervisor("owner", restart_backoff=(10.0, 10.0))
+    supervisor.restart("loop", body)
+    assert supervisor.running("loop")  # waiting out its backoff counts as running
+    await asyncio.wait_for(supervisor.stop(), 2)
+    assert runs == []
+    assert not supervisor.running("loop")
+
+
+async def test_a_restarted_task_that_ran_long_enough_starts_again_from_the_base_delay() -> None:
+    loop = asyncio.get_running_loop()
+    supervisor = TaskSupervisor("owner", restart_backoff=(0.05, 5.0), healthy_after=0.2)
+    began: list[float] = []
+
+    async def body() -> None:
+        began.append(loop.time())
+
+    async def restart_and_measure() -> float:
+        asked = loop.time()
+        task = supervisor.restart("loop", body)
+        assert task is not None
+        await task
+        return began[-1] - asked
+
+    # Five failures in a row (each right after the previous start): the delay grows.
+    delays = [await restart_and_measure() for _ in range(5)]
+    assert delays[-1] > 4 * delays[0]
+    await asyncio.sleep(0.3)  # the last start is now longer ago than healthy_after
+    assert await restart_and_measure() < delays[-1] / 2
+    await supervisor.stop()
+
+
+@pytest.mark.parametrize("bad", [(0.0, 1.0), (1.0, 0.5)])
+def test_restart_backoff_must_be_positive_and_ordered(bad: tuple[float, float]) -> None:
+    with pytest.raises(ValueError):
+        TaskSupervisor("owner", restart_backoff=bad)
