@@ -515,14 +515,15 @@ class BrokerConnection:
         return (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
 
     def _no_response_error(
-        self, request: Any, version: int, timeout: float
+        self, request: Any, version: int, timeout: float, correlation_id: int = -1
     ) -> errors.KafkaTimeoutError:
         self._stats.request_errors += 1
         log.debug(
-            "%r: %s v%d got no response within %.1fs",
+            "%r: %s v%d (correlation id %d) got no response within %.1fs",
             self,
             api_name(request.API_KEY),
             version,
+            correlation_id,
             timeout,
         )
         return errors.KafkaTimeoutError(
@@ -562,7 +563,7 @@ class BrokerConnection:
         callback = waiter.take_callback()
         assert callback is not None
         self._close_if_mid_frame()
-        callback(None, self._no_response_error(request, version, timeout))
+        callback(None, self._no_response_error(request, version, timeout, waiter.correlation_id))
 
     def _close_if_mid_frame(self) -> None:
         """After a request timeout: if the broker stopped in the middle of a frame, close.
@@ -672,7 +673,9 @@ class BrokerConnection:
                 if exc is not None:
                     raise exc from None
                 return future.result()
-            raise self._no_response_error(request, version, timeout) from None
+            raise self._no_response_error(
+                request, version, timeout, waiter.correlation_id
+            ) from None
         except asyncio.CancelledError:
             self._abandon(waiter)
             raise
