@@ -172,9 +172,12 @@ async def soak(minutes: float, restart_every: float, rate: float) -> int:
                 [NewTopic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
             )
         figures = Figures()
-        stop = asyncio.Event()
+        stop = asyncio.Event()  # producing and restarting
+        stop_consuming = asyncio.Event()  # once the group has seen everything (or given up)
         consumers = [
-            asyncio.create_task(consume(bootstrap, topic, f"{topic}-group", stop, figures))
+            asyncio.create_task(
+                consume(bootstrap, topic, f"{topic}-group", stop_consuming, figures)
+            )
             for _ in range(CONSUMERS)
         ]
         producer = asyncio.create_task(produce(bootstrap, topic, rate, stop, figures))
@@ -188,9 +191,11 @@ async def soak(minutes: float, restart_every: float, rate: float) -> int:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not acknowledged <= set(figures.consumed):  # noqa: ASYNC110 - polls a counter the consumers fill
             await asyncio.sleep(0.5)
-        for task in consumers:
-            task.cancel()
-        await asyncio.gather(*consumers, return_exceptions=True)
+        stop_consuming.set()
+        outcomes = await asyncio.gather(*consumers, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                print(f"a consumer failed: {outcome!r}")
         copies = await read_log(bootstrap, topic)
     unresolved = sum(1 for h in handles if not h.done())
     lost = sorted(acknowledged - set(copies))
