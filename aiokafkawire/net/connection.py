@@ -267,10 +267,9 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
-        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic);
+        # the time itself is counted in the broker's stats (throttle_time_ms_total, _max).
         self.throttled_until = 0.0
-        self.throttle_time_ms_total = 0
-        self.throttle_count = 0
         metrics = self.config.metrics
         self._metrics = metrics
         self._hooks = bool(metrics is not None and metrics.hooks)
@@ -511,18 +510,12 @@ class BrokerConnection:
                 return
             await asyncio.sleep(remaining)
 
-    def _note_throttle(self, api_key: int, version: int, response: Any) -> None:
-        throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
-        if throttle_ms <= 0:
-            return
-        self.throttle_count += 1
-        self.throttle_time_ms_total += throttle_ms
-        self._stats.throttled(throttle_ms)
-        if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+    def _note_throttle(self, api_key: int, version: int, throttle_ms: int) -> None:
+        if throttle_ms > 0 and version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
             until = time.monotonic() + throttle_ms / 1000
             if until > self.throttled_until:
                 self.throttled_until = until
-        log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
+            log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
 
     def _timeout_seconds(self, timeout_ms: float | None) -> float:
         """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
@@ -763,11 +756,14 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
-                self._note_throttle(event.api_key, event.api_version, event.response)
+                response = event.response
                 stats.responses += 1
                 ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
                 ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
                 ring.count += 1
+                if getattr(response, "throttle_time_ms", 0):
+                    stats.throttled(response.throttle_time_ms)
+                    self._note_throttle(event.api_key, event.api_version, response.throttle_time_ms)
                 if self._hooks:
                     self._emit_request(waiter, now, None)
                 if waiter.abandoned:
