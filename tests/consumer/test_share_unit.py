@@ -355,6 +355,8 @@ def test_options_are_checked() -> None:
         ShareConsumer("t", group_id="")
     with pytest.raises(errors.ConfigError, match="acknowledgement_mode"):
         ShareConsumer("t", group_id="g", acknowledgement_mode="auto")
+    with pytest.raises(errors.ConfigError, match="acquire_mode"):
+        ShareConsumer("t", group_id="g", acquire_mode="greedy")
     with pytest.raises(errors.ConfigError, match="unknown ShareConsumer options"):
         ShareConsumer("t", group_id="g", enable_auto_commit=True)
 

@@ -173,20 +173,25 @@ class Acknowledgements:
         entry = None if acquired is None else acquired.get(offset)
         if entry is None:
             raise errors.IllegalStateError(
-                f"{tp.topic}-{tp.partition} offset {offset} is not held by this share consumer "
+                f"{tp[0]}-{tp[1]} offset {offset} is not held by this share consumer "
                 "(never delivered to it, or already acknowledged)"
             )
         if delivery_count is not None and delivery_count != entry.delivery_count:
-            self._expired.setdefault(tp, {})[offset] = ack_type
+            self._expired.setdefault(TopicPartition(*tp), {})[offset] = ack_type
             return
         assert acquired is not None
         del acquired[offset]
         if not acquired:
             del self._acquired[tp]
+        # ``tp`` may be a plain (topic, partition) tuple: new keys are always TopicPartitions.
         if ack_type is not AcknowledgeType.GAP and self._clock() >= entry.deadline:
-            self._expired.setdefault(tp, {})[offset] = ack_type
+            target = self._expired
         else:
-            self._pending.setdefault(tp, {})[offset] = ack_type
+            target = self._pending
+        offsets = target.get(tp)
+        if offsets is None:
+            offsets = target[TopicPartition(*tp)] = {}
+        offsets[offset] = ack_type
 
     def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
         """ACCEPT every record of one partition still held in the delivery handed out

@@ -56,6 +56,13 @@ log = logging.getLogger("aiokafkawire.consumer.share")
 __all__ = ["ShareConsumer"]
 
 _MODES = ("implicit", "explicit")
+#: ShareFetch ``ShareAcquireMode`` values (KIP-1206, Kafka 4.2+; older brokers batch-optimize).
+ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
+_ACK_BY_NAME = {
+    "accept": AcknowledgeType.ACCEPT,
+    "release": AcknowledgeType.RELEASE,
+    "reject": AcknowledgeType.REJECT,
+}
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
@@ -76,6 +83,9 @@ class ShareConsumer:
     - ``fetch_max_wait_ms``, ``fetch_min_bytes`` (the ShareFetch long poll),
       ``fetch_max_bytes``, ``max_poll_records`` (also the ShareFetch ``MaxRecords``),
       ``check_crcs``, ``client_rack``.
+    - ``acquire_mode``: ``"batch_optimized"`` (default: the broker may acquire more than
+      ``max_poll_records`` to keep whole record batches together) or ``"record_limit"`` (at
+      most ``max_poll_records`` per fetch: finer sharing between members, more requests).
     - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
 
     How long a record stays locked, how often it is delivered at most
@@ -94,6 +104,7 @@ class ShareConsumer:
         fetch_min_bytes: int = 1,
         fetch_max_bytes: int = 52_428_800,
         max_poll_records: int = 500,
+        acquire_mode: str = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
@@ -109,6 +120,8 @@ class ShareConsumer:
             raise errors.ConfigError(f"acknowledgement_mode must be one of {_MODES}")
         if max_poll_records < 1:
             raise errors.ConfigError("max_poll_records must be at least 1")
+        if acquire_mode not in ACQUIRE_MODES:
+            raise errors.ConfigError(f"acquire_mode must be one of {sorted(ACQUIRE_MODES)}")
         self._common = common
         self._group_id = group_id
         self._explicit = acknowledgement_mode == "explicit"
@@ -121,6 +134,7 @@ class ShareConsumer:
             fetch_min_bytes=fetch_min_bytes,
             fetch_max_bytes=fetch_max_bytes,
             max_poll_records=max_poll_records,
+            acquire_mode=ACQUIRE_MODES[acquire_mode],
             check_crcs=check_crcs,
             key_deserializer=key_deserializer,
             value_deserializer=value_deserializer,
@@ -372,15 +386,21 @@ class ShareConsumer:
         The acknowledgement goes out with the next request to the partition's leader (or at once
         with :meth:`commit`).
         """
-        self._require_started()
-        if not self._explicit:
+        if not self._explicit or self._closed or self._fatal is not None:
+            self._require_started()
             raise errors.IllegalStateError(
                 "acknowledge() needs acknowledgement_mode='explicit' (implicit mode accepts "
                 "every record at the next poll)"
             )
-        ack_type = AcknowledgeType.parse(type)
+        ack_type = _ACK_BY_NAME.get(type) if isinstance(type, str) else None  # the hot path
+        if ack_type is None:
+            ack_type = AcknowledgeType.parse(type)
+        # A plain (topic, partition) tuple finds the TopicPartition key: same hash, equal.
         self._acks.acknowledge(
-            record.topic_partition, record.offset, ack_type, record.delivery_count
+            (record[0], record[1]),  # type: ignore[arg-type]
+            record[2],
+            ack_type,
+            record[9],
         )
 
     async def commit(self) -> dict[TopicPartition, errors.KafkaError | None]:
