@@ -69,29 +69,34 @@ OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 class ShareConsumer:
     """A member of a share group: records are shared out one by one and acknowledged.
 
+    How long a record stays locked (``share.record.lock.duration.ms``), how often it is
+    delivered at most (``share.delivery.count.limit``) and where a new group starts
+    (``share.auto.offset.reset``, ``"latest"`` by default) are group configurations on the
+    broker, set with ``Admin.alter_configs`` on a ``ResourceType.GROUP`` resource.
+
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
     ``client_id``, ``security_protocol``):
 
     - ``group_id`` (required): the share group.
-    - ``acknowledgement_mode``: ``"implicit"`` (default) or ``"explicit"`` (see the module
-      documentation).
+    - ``acknowledgement_mode``: ``"implicit"`` (default: a poll accepts the records the previous
+      poll handed out) or ``"explicit"`` (:meth:`acknowledge` every record).
     - ``on_acknowledgement``: called with each
       :class:`~aiokafkawire.consumer.share.records.AcknowledgementOutcome` (the broker's verdict
       on the acknowledgements of one partition in one request, or a client-side failure such as
       :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError`); a plain function or a
       coroutine function.
-    - ``fetch_max_wait_ms``, ``fetch_min_bytes`` (the ShareFetch long poll),
-      ``fetch_max_bytes``, ``max_poll_records`` (also the ShareFetch ``MaxRecords``),
-      ``check_crcs``, ``client_rack``.
+    - ``fetch_max_wait_ms``: how long a ShareFetch waits on the broker for records.
+    - ``fetch_min_bytes``: how much data a ShareFetch waits for.
+    - ``fetch_max_bytes``: the most data one ShareFetch answer carries.
+    - ``max_poll_records``: the most records one poll hands out; also the ShareFetch
+      ``MaxRecords`` (and ``BatchSize``).
     - ``acquire_mode``: ``"batch_optimized"`` (default: the broker may acquire more than
       ``max_poll_records`` to keep whole record batches together) or ``"record_limit"`` (at
       most ``max_poll_records`` per fetch: finer sharing between members, more requests).
-    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
-
-    How long a record stays locked, how often it is delivered at most
-    (``share.delivery.count.limit``) and where a new group starts (``share.auto.offset.reset``,
-    ``"latest"`` by default) are group configurations on the broker, set with
-    :meth:`Admin.alter_configs` on a ``ResourceType.GROUP`` resource.
+    - ``check_crcs``: verify the CRC of fetched record batches.
+    - ``client_rack``: the rack id sent with the heartbeat (rack-aware assignment).
+    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys.
+    - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
     """
 
     def __init__(
