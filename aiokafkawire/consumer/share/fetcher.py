@@ -382,12 +382,15 @@ class ShareFetcher:
                     for request in commits:
                         _merge(acks, request.acks)
                     wanted_set = set(wanted)
-                    if acks and (not can_fetch or any(tp not in wanted_set for tp in acks)):
-                        # Partitions outside the session's fetch set (adding them to a
-                        # ShareFetch would fetch them again), or no fetch due: acknowledge now.
+                    if acks and (
+                        commits or not can_fetch or any(tp not in wanted_set for tp in acks)
+                    ):
+                        # A commit waits for its verdicts (one request answers them all), no
+                        # fetch is due, or partitions are outside the session's fetch set (a
+                        # ShareFetch naming them would fetch them again): acknowledge now.
                         send_now = (
                             acks
-                            if not can_fetch
+                            if commits or not can_fetch
                             else {tp: a for tp, a in acks.items() if tp not in wanted_set}
                         )
                         acks = {tp: a for tp, a in acks.items() if tp not in send_now}
