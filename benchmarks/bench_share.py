@@ -216,7 +216,7 @@ def _versions() -> dict[str, str]:
 
     return {
         "aiokafkawire": aiokafkawire.__version__,
-        "confluent-kafka": confluent_kafka.version()[0],
+        "confluent-kafka": confluent_kafka.version(),
         "librdkafka": confluent_kafka.libversion()[0],
     }
 
@@ -241,6 +241,7 @@ def main() -> None:
     from aiokafkawire.testing import KafkaCluster
 
     clients = ("aiokafkawire", "confluent-kafka")
+    load_before = os.getloadavg()
     runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with KafkaCluster(config=BROKER_CONFIG) as cluster:
@@ -289,6 +290,9 @@ def main() -> None:
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpu_count": os.cpu_count(),
+        # The machine is shared: its load (1, 5, 15 min) says how much to trust the figures.
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
         "versions": _versions(),
         "records": args.records,
