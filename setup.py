@@ -1,8 +1,9 @@
 """Optional C accelerators; all other metadata lives in pyproject.toml.
 
 The extensions ``aiokafkawire.protocol.records._crecords`` (record batches),
-``aiokafkawire.producer._cmurmur2`` (keyed partitioning) and ``aiokafkawire.producer._cproducer``
-(the common case of ``Producer.send``) are built when a C compiler and the Python headers are
+``aiokafkawire.producer._cmurmur2`` (keyed partitioning), ``aiokafkawire.producer._cproducer``
+(the common case of ``Producer.send``) and ``aiokafkawire.spark._carrow`` (Arrow columns of
+consumer records for the Spark source) are built when a C compiler and the Python headers are
 available.  If building it fails for any reason, installation still succeeds
 and the pure-Python implementation is used.  ``AIOKAFKAWIRE_NO_EXTENSIONS=1`` skips the build.
 """
@@ -69,6 +70,13 @@ if not _no_extensions() and sys.implementation.name == "cpython":
             "aiokafkawire.producer._cproducer",
             sources=["aiokafkawire/producer/_cproducer.c"],
             depends=[RECORDS_API_HEADER],
+            optional=True,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "aiokafkawire.spark._carrow",
+            sources=["aiokafkawire/spark/_carrow.c"],
             optional=True,
         )
     )

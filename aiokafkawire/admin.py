@@ -1085,6 +1085,8 @@ class Admin:
             topics=[
                 m_list_offsets.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
             ],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 fails at once.
+            timeout_ms=self._timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0
@@ -1142,10 +1144,12 @@ class Admin:
 
     # ---------------------------------------------------------------- ACLs
 
-    async def create_acls(self, bindings: Iterable[AclBinding]) -> dict[AclBinding, AclResult]:
+    async def create_acls(
+        self, bindings: Iterable[AclBinding], *, raise_on_error: bool = True
+    ) -> dict[AclBinding, AclResult]:
         """Create ACL bindings (through any broker: the controller applies them).
 
-        Needs an authorizer on the cluster; without one each result carries
+        Needs an authorizer on the cluster; without one each binding fails with
         :class:`~aiokafkawire.errors.SecurityDisabledError`.
         """
         self._check()
@@ -1177,10 +1181,11 @@ class Admin:
             raise errors.ProtocolError(
                 f"CreateAcls answered {len(response.results)} results for {len(wanted)} bindings"
             )
-        return {
+        results = {
             b: AclResult(b, _error(r.error_code, r.error_message))
             for b, r in zip(wanted, response.results, strict=True)
         }
+        return _item_results("create_acls", results, raise_on_error)
 
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         """The ACL bindings matching ``acl_filter`` (all of them by default).
@@ -1220,9 +1225,12 @@ class Admin:
         ]
 
     async def delete_acls(
-        self, filters: Iterable[AclBindingFilter]
+        self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
     ) -> dict[AclBindingFilter, DeleteAclsResult]:
-        """Delete every ACL binding matching each filter; returns what each filter deleted."""
+        """Delete every ACL binding matching each filter; returns what each filter deleted.
+
+        A filter fails with its own error or the first error of deleting a binding it matched.
+        """
         self._check()
         wanted = list(dict.fromkeys(filters))
         if not wanted:
@@ -1273,16 +1281,17 @@ class Admin:
             results[flt] = DeleteAclsResult(
                 flt, matches, _error(answer.error_code, answer.error_message)
             )
-        return results
+        return _item_results("delete_acls", results, raise_on_error, DeleteAclsResult.first_error)
 
     # ---------------------------------------------------------------- SCRAM credentials
 
     async def describe_user_scram_credentials(
-        self, users: Iterable[str] | None = None
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
     ) -> dict[str, UserScramCredentials]:
         """The SCRAM mechanisms and iteration counts of ``users`` (every user by default).
 
-        A user without credentials reports :class:`~aiokafkawire.errors.ResourceNotFoundError`.
+        A named user without credentials fails with
+        :class:`~aiokafkawire.errors.ResourceNotFoundError`.
         """
         self._check()
         names = None if users is None else list(dict.fromkeys(users))
@@ -1293,7 +1302,7 @@ class Admin:
         errors.raise_for_code(
             response.error_code, response.error_message or "DescribeUserScramCredentials"
         )
-        return {
+        results = {
             r.user: UserScramCredentials(
                 r.user,
                 tuple(
@@ -1304,9 +1313,13 @@ class Admin:
             )
             for r in response.results
         }
+        return _item_results("describe_user_scram_credentials", results, raise_on_error)
 
     async def alter_user_scram_credentials(
-        self, alterations: Iterable[ScramUpsertion | ScramDeletion]
+        self,
+        alterations: Iterable[ScramUpsertion | ScramDeletion],
+        *,
+        raise_on_error: bool = True,
     ) -> dict[str, ScramAlterationResult]:
         """Create, replace or delete users' SCRAM credentials.
 
@@ -1343,10 +1356,11 @@ class Admin:
                 )
         request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             r.user: ScramAlterationResult(r.user, _error(r.error_code, r.error_message))
             for r in response.results
         }
+        return _item_results("alter_user_scram_credentials", results, raise_on_error)
 
     # ---------------------------------------------------------------- client quotas
 
@@ -1377,7 +1391,11 @@ class Admin:
         }
 
     async def alter_client_quotas(
-        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False
+        self,
+        alterations: Iterable[QuotaAlteration],
+        *,
+        validate_only: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[QuotaEntity, QuotaAlterationResult]:
         """Set (a float) or remove (None) quota values of entities."""
         self._check()
@@ -1405,16 +1423,17 @@ class Admin:
             validate_only=validate_only,
         )
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             entity: QuotaAlterationResult(entity, _error(e.error_code, e.error_message))
             for e in response.entries
             for entity in (QuotaEntity.of({d.entity_type: d.entity_name for d in e.entity}),)
         }
+        return _item_results("alter_client_quotas", results, raise_on_error)
 
     # ---------------------------------------------------------------- producers and transactions
 
     async def describe_producers(
-        self, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
     ) -> dict[TopicPartition, ProducerStates]:
         """The active idempotent/transactional producers of each partition (asks its leader)."""
         self._check()
@@ -1452,7 +1471,7 @@ class Admin:
                     )
 
         await asyncio.gather(*(ask(node, tps) for node, tps in leaders.items()))
-        return results
+        return _item_results("describe_producers", results, raise_on_error)
 
     async def list_transactions(
         self,
@@ -1503,7 +1522,7 @@ class Admin:
         return sorted(listings, key=lambda t: t.transactional_id)
 
     async def describe_transactions(
-        self, transactional_ids: Iterable[str]
+        self, transactional_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, TransactionDescription]:
         """State, producer, timeout and partitions of transactions (asks each coordinator)."""
         self._check()
@@ -1536,20 +1555,21 @@ class Admin:
                     state.producer_epoch,
                     state.transaction_timeout_ms,
                     _unless_negative(state.transaction_start_time_ms),
-                    tuple(
-                        TopicPartition(t.topic, p) for t in state.topics for p in t.partitions
-                    ),
+                    tuple(TopicPartition(t.topic, p) for t in state.topics for p in t.partitions),
                     coordinator.node_id,
                     error,
                 )
-        return results
+        return _item_results("describe_transactions", results, raise_on_error)
 
     # ---------------------------------------------------------------- log directories
 
     async def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None
+        self, brokers: Iterable[int] | None = None, *, raise_on_error: bool = True
     ) -> dict[int, dict[str, LogDirDescription]]:
-        """Each broker's log directories: error, space, and the size of each replica in them."""
+        """Each broker's log directories: error, space, and the size of each replica in them.
+
+        A broker fails with the error of its first failed (e.g. offline) log directory.
+        """
         self._check()
         metadata = await self._cluster.refresh_metadata()
         node_ids = list(metadata.brokers) if brokers is None else list(dict.fromkeys(brokers))
@@ -1577,7 +1597,13 @@ class Admin:
             }
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
-        return dict(zip(node_ids, answers, strict=True))
+        results = dict(zip(node_ids, answers, strict=True))
+        return _item_results(
+            "describe_log_dirs",
+            results,
+            raise_on_error,
+            lambda dirs: next((d.error for d in dirs.values() if d.error is not None), None),
+        )
 
 
 _COORDINATOR_ERRORS = frozenset(
@@ -1768,7 +1794,13 @@ class DeleteAclsResult:
     @property
     def ok(self) -> bool:
         """True when the filter and every deletion it made succeeded."""
-        return self.error is None and all(d.error is None for d in self.deleted)
+        return self.first_error() is None
+
+    def first_error(self) -> errors.KafkaError | None:
+        """The filter's error, else the first error of deleting a binding it matched."""
+        if self.error is not None:
+            return self.error
+        return next((d.error for d in self.deleted if d.error is not None), None)
 
 
 class ScramMechanism(enum.IntEnum):

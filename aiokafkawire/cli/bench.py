@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
+from aiokafkawire.cli.cluster import connect_admin
 from aiokafkawire.cli.consume import GROUP_SESSION_TIMEOUT_MS
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -350,15 +351,17 @@ def show_figures(context: Context, figures: Figures) -> None:
 
 async def run_workload(context: Context, *, own_cluster: bool) -> int:
     """Create the topic, run both phases, show the figures, clean up a cluster of your own."""
-    from aiokafkawire import Admin, NewTopic
+    from aiokafkawire import NewTopic
 
     args = context.args
     suffix = uuid.uuid4().hex[:8]
     topic = f"aiokafkawire-bench-{suffix}" if own_cluster else "demo"
     group = None if args.members == 0 else f"aiokafkawire-bench-{suffix}"
     figures = Figures()
-    async with Admin(**context.client_options()) as admin:
-        created = await admin.create_topics([NewTopic(topic, args.partitions, -1)])
+    async with connect_admin(context) as admin:
+        created = await admin.create_topics(
+            [NewTopic(topic, args.partitions, -1)], raise_on_error=False
+        )
         check_item(f"creating topic {topic!r}", created[topic].error if topic in created else None)
         context.report.info(f"created topic {topic} with {args.partitions} partitions")
         try:
@@ -372,11 +375,11 @@ async def run_workload(context: Context, *, own_cluster: bool) -> int:
 
 
 async def _clean_up(context: Context, admin: Any, topic: str, group: str | None) -> None:
-    deleted = (await admin.delete_topics([topic])).get(topic)
+    deleted = (await admin.delete_topics([topic], raise_on_error=False)).get(topic)
     if deleted is not None and deleted.error is not None:
         context.report.info(f"could not delete topic {topic}: {deleted.error}")
     if group is not None:
-        result = (await admin.delete_groups([group])).get(group)
+        result = (await admin.delete_groups([group], raise_on_error=False)).get(group)
         if result is not None and result.error is not None:
             context.report.info(f"could not delete group {group}: {result.error}")
 

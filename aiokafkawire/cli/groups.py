@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
+from aiokafkawire.cli.cluster import connect_admin
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.offsets import lookup_offsets, topic_partitions
 from aiokafkawire.cli.options import non_negative_int, timestamp_ms
@@ -85,9 +86,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 async def run_list(context: Context) -> int:
     """Print every group."""
-    from aiokafkawire import Admin
-
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         listings = await admin.list_groups()
     context.report.table(
         ["group", "state", "type", "protocol", "coordinator"],
@@ -100,7 +99,7 @@ async def run_list(context: Context) -> int:
 async def _describe(admin: Admin, group: str) -> GroupDescription | None:
     """The group's description, or None when the broker cannot describe groups."""
     try:
-        found = await admin.describe_groups([group])
+        found = await admin.describe_groups([group], raise_on_error=False)
     except errors.UnsupportedVersionForBrokerError:
         return None
     description = found.get(group)
@@ -111,7 +110,7 @@ async def _describe(admin: Admin, group: str) -> GroupDescription | None:
 
 
 async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffset]:
-    offsets = await admin.list_group_offsets(group)
+    offsets = await admin.list_group_offsets(group, raise_on_error=False)
     for tp, committed in offsets.items():
         check_item(f"committed offset of {tp.topic}[{tp.partition}]", committed.error)
     return {tp: o for tp, o in offsets.items() if o.offset >= 0}
@@ -119,12 +118,11 @@ async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffs
 
 async def run_describe(context: Context) -> int:
     """Print a group's members and its offsets with lag."""
-    from aiokafkawire import Admin
     from aiokafkawire.admin import OffsetSpec
 
     group = context.args.group
     report = context.report
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         description = await _describe(admin, group)
         committed = await _committed(admin, group)
         if not committed and (description is None or not description.members):
@@ -170,11 +168,9 @@ async def run_describe(context: Context) -> int:
 
 async def run_delete(context: Context) -> int:
     """Delete groups; each group's result is checked."""
-    from aiokafkawire import Admin
-
     groups = context.args.groups
-    async with Admin(**context.client_options()) as admin:
-        results = await admin.delete_groups(groups)
+    async with connect_admin(context) as admin:
+        results = await admin.delete_groups(groups, raise_on_error=False)
     for group in groups:
         result = results.get(group)
         if result is None:
@@ -219,10 +215,8 @@ async def _targets(
 
 async def run_reset_offsets(context: Context) -> int:
     """Compute and commit (unless --dry-run) new offsets for a group."""
-    from aiokafkawire import Admin
-
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await topic_partitions(admin, args.topic, args.partition)
         description = await _describe(admin, args.group)
         if description is not None and description.members:
@@ -233,7 +227,7 @@ async def run_reset_offsets(context: Context) -> int:
         current = {tp: o.offset for tp, o in (await _committed(admin, args.group)).items()}
         targets = await _targets(admin, args, partitions, current)
         if not args.dry_run:
-            results = await admin.alter_group_offsets(args.group, targets)
+            results = await admin.alter_group_offsets(args.group, targets, raise_on_error=False)
             for tp in partitions:
                 result = results.get(tp)
                 if result is None:

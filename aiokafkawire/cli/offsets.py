@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, timestamp_ms
 from aiokafkawire.structs import TopicPartition
@@ -65,7 +65,9 @@ async def lookup_offsets(
     admin: Admin, partitions: Iterable[TopicPartition], spec: OffsetSpec
 ) -> dict[TopicPartition, int]:
     """One offset per partition for ``spec``; a partition's error ends the command."""
-    found: Mapping[TopicPartition, Any] = await admin.list_offsets(dict.fromkeys(partitions, spec))
+    found: Mapping[TopicPartition, Any] = await admin.list_offsets(
+        dict.fromkeys(partitions, spec), raise_on_error=False
+    )
     result = {}
     for tp in partitions:
         listed = found.get(tp)
@@ -78,11 +80,10 @@ async def lookup_offsets(
 
 async def run_offsets(context: Context) -> int:
     """Print the offsets table."""
-    from aiokafkawire import Admin
     from aiokafkawire.admin import OffsetSpec
 
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await topic_partitions(admin, args.topic, args.partition)
         earliest = await lookup_offsets(admin, partitions, OffsetSpec.earliest())
         latest = await lookup_offsets(admin, partitions, OffsetSpec.latest())

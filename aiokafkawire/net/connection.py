@@ -59,6 +59,16 @@ _DIRECT_READ_SIZE = 256 * 1024
 # At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
 _DIRECT_READS_MAX = 8
 
+# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
+# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
+# to it until then.  Before them the broker delayed the answer itself.  APIs added after
+# KIP-219 (Kafka 2.0) work the new way from their first version.
+_CLIENT_THROTTLES_SINCE: dict[int, int] = {
+    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
+    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
+}  # fmt: skip
+
 ResponseCallback = Callable[[Any, "BaseException | None"], None]
 """``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
 
@@ -256,6 +266,10 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
+        self.throttled_until = 0.0
+        self.throttle_time_ms_total = 0
+        self.throttle_count = 0
         metrics = self.config.metrics
         self._metrics = metrics
         self._hooks = bool(metrics is not None and metrics.hooks)
@@ -384,6 +398,7 @@ class BrokerConnection:
             version = self.versions.version_for(request.API_KEY)
         timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._error is not None:
             self._slots.release()
@@ -430,6 +445,7 @@ class BrokerConnection:
             self._transport is None
             or self._slots.locked()
             or (self._writable is not None and not self._writable.is_set())
+            or self.throttled
         ):
             return False
         _acquire_now(self._slots)
@@ -454,6 +470,7 @@ class BrokerConnection:
         if self._error is not None:
             raise self._error
         timeout = self._timeout_seconds(timeout_ms)
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._writable is not None and not self._writable.is_set():
             try:
@@ -467,19 +484,46 @@ class BrokerConnection:
         self._register(request, version, callback, timeout)
         self._flush()
 
+    @property
+    def throttled(self) -> bool:
+        """Whether the broker throttled this connection (KIP-219) and the time is not over."""
+        return self.throttled_until > 0.0 and time.monotonic() < self.throttled_until
+
+    async def _wait_throttle(self) -> None:
+        """Sleep until the broker's throttle time is over (no request may go out before)."""
+        while True:
+            remaining = self.throttled_until - time.monotonic()
+            if remaining <= 0:
+                return
+            await asyncio.sleep(remaining)
+
+    def _note_throttle(self, api_key: int, version: int, response: Any) -> None:
+        throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
+        if throttle_ms <= 0:
+            return
+        self.throttle_count += 1
+        self.throttle_time_ms_total += throttle_ms
+        self._stats.throttled(throttle_ms)
+        if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+            until = time.monotonic() + throttle_ms / 1000
+            if until > self.throttled_until:
+                self.throttled_until = until
+        log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
+
     def _timeout_seconds(self, timeout_ms: float | None) -> float:
         """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
         return (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
 
     def _no_response_error(
-        self, request: Any, version: int, timeout: float
+        self, request: Any, version: int, timeout: float, correlation_id: int = -1
     ) -> errors.KafkaTimeoutError:
         self._stats.request_errors += 1
         log.debug(
-            "%r: %s v%d got no response within %.1fs",
+            "%r: %s v%d (correlation id %d) got no response within %.1fs",
             self,
             api_name(request.API_KEY),
             version,
+            correlation_id,
             timeout,
         )
         return errors.KafkaTimeoutError(
@@ -519,7 +563,7 @@ class BrokerConnection:
         callback = waiter.take_callback()
         assert callback is not None
         self._close_if_mid_frame()
-        callback(None, self._no_response_error(request, version, timeout))
+        callback(None, self._no_response_error(request, version, timeout, waiter.correlation_id))
 
     def _close_if_mid_frame(self) -> None:
         """After a request timeout: if the broker stopped in the middle of a frame, close.
@@ -629,7 +673,9 @@ class BrokerConnection:
                 if exc is not None:
                     raise exc from None
                 return future.result()
-            raise self._no_response_error(request, version, timeout) from None
+            raise self._no_response_error(
+                request, version, timeout, waiter.correlation_id
+            ) from None
         except asyncio.CancelledError:
             self._abandon(waiter)
             raise
@@ -703,13 +749,11 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
-                response = event.response
+                self._note_throttle(event.api_key, event.api_version, event.response)
                 stats.responses += 1
                 ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
                 ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
                 ring.count += 1
-                if getattr(response, "throttle_time_ms", 0):
-                    stats.throttled(response.throttle_time_ms)
                 if self._hooks:
                     self._emit_request(waiter, now, None)
                 if waiter.abandoned:

@@ -560,7 +560,10 @@ class Sender:
                 message = getattr(part, "error_message", None) or (
                     f"Produce to {batch.topic}-{batch.partition}"
                 )
-                self._attempt_failed(batch, errors.error_for_code(code)(message))
+                error: errors.KafkaError = errors.error_for_code(code)(message)
+                if code == errors.MessageTooLargeError.code:
+                    error = _too_large(batch, error)
+                self._attempt_failed(batch, error)
 
     # ---------------------------------------------------------------- outcomes
 
@@ -730,3 +733,15 @@ class Sender:
             txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
+
+
+def _too_large(batch: ProducerBatch, cause: errors.KafkaError) -> errors.RecordTooLargeError:
+    """MESSAGE_TOO_LARGE as the client's typed error (not retried: it would be refused again)."""
+    size = len(batch.payload) if batch.payload is not None else 0
+    error = errors.RecordTooLargeError(
+        f"the broker refused a batch of {batch.count} record(s) ({size} bytes) for "
+        f"{batch.topic}-{batch.partition}: larger than the topic's max.message.bytes "
+        f"(MESSAGE_TOO_LARGE)"
+    )
+    error.__cause__ = cause
+    return error

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -271,22 +273,88 @@ def _names(partitions: Iterable[TopicPartition]) -> str:
 # ---------------------------------------------------------------------- reading (tasks)
 
 
+# ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type, key, value,
+# headers, leader_epoch.  Columns are filled straight from the record tuples by pyarrow (an
+# iterator per column, no intermediate lists).
+_OFFSET = itemgetter(2)
+_TIMESTAMP = itemgetter(3)
+_TIMESTAMP_KIND = itemgetter(4)
+_KEY = itemgetter(5)
+_VALUE = itemgetter(6)
+_HEADERS = itemgetter(7)
+_MS_TIMESTAMP_TYPE = pa.timestamp("ms", tz="UTC")
+
+
+def _compiled_columns() -> Callable[[list[Any]], tuple[Any, ...]] | None:
+    """The C helper that fills the Arrow buffers in one pass, when it was built."""
+    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+        return None
+    try:
+        from aiokafkawire.spark._carrow import record_columns
+    except ImportError:
+        return None
+    return record_columns
+
+
+_record_columns = _compiled_columns()
+
+
+def _binary(count: int, validity: bytes | None, offsets: bytes, data: bytes, nulls: int) -> Any:
+    buffers = [None if validity is None else pa.py_buffer(validity)]
+    buffers += [pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.binary(), count, buffers, null_count=nulls)
+
+
+def _columns_compiled(records: list[Any]) -> list[Any] | None:
+    """Offset, timestamp, type, key and value arrays from the C helper (None: not possible)."""
+    if _record_columns is None:
+        return None
+    try:
+        (offsets, stamps, kinds, kv, ko, kd, kn, vv, vo, vd, vn) = _record_columns(records)
+    except (TypeError, OverflowError):
+        return None  # outside the compiled path (e.g. deserialized keys): pyarrow builds them
+    count = len(records)
+    return [
+        _binary(count, kv, ko, kd, kn),
+        _binary(count, vv, vo, vd, vn),
+        pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(offsets)]),
+        pa.Array.from_buffers(_TIMESTAMP_TYPE, count, [None, pa.py_buffer(stamps)]),
+        pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(kinds)]),
+    ]
+
+
+def _columns_pyarrow(records: list[Any]) -> list[Any]:
+    count = len(records)
+    return [
+        pa.array(map(_KEY, records), pa.binary(), size=count),
+        pa.array(map(_VALUE, records), pa.binary(), size=count),
+        pa.array(map(_OFFSET, records), pa.int64(), size=count),
+        pa.array(map(_TIMESTAMP, records), pa.int64(), size=count)
+        .cast(_MS_TIMESTAMP_TYPE)
+        .cast(_TIMESTAMP_TYPE),
+        pa.array(map(_TIMESTAMP_KIND, records), pa.int32(), size=count),
+    ]
+
+
 def records_to_batch(
     records: list[Any], topic: str, partition: int, include_headers: bool
 ) -> pa.RecordBatch:
-    """Arrow columns of consumer records of one partition (column by column, no row objects)."""
+    """Arrow columns of consumer records of one partition, built column by column.
+
+    The C helper (``_carrow``) writes the key, value, offset and timestamp buffers in one pass
+    over the records; without it, pyarrow converts each column from an iterator.
+    """
     count = len(records)
-    columns = list(zip(*records, strict=True)) if count else [()] * 9
-    # ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type, key, value,
-    # headers, leader_epoch.
+    built = _columns_compiled(records) or _columns_pyarrow(records)
+    key, value, offset, timestamp, kind = built
     arrays = [
-        pa.array(columns[5], pa.binary()),
-        pa.array(columns[6], pa.binary()),
+        key,
+        value,
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
-        pa.array(columns[2], pa.int64()),
-        pa.array(columns[3], pa.timestamp("ms", tz="UTC")).cast(_TIMESTAMP_TYPE),
-        pa.array(columns[4], pa.int32()),
+        offset,
+        timestamp,
+        kind,
     ]
     if include_headers:
         arrays.append(
@@ -294,9 +362,10 @@ def records_to_batch(
                 # No headers is null, not an empty list, as in Spark's Kafka connector.
                 [
                     [{"key": k, "value": v} for k, v in headers] if headers else None
-                    for headers in columns[7]
+                    for headers in map(_HEADERS, records)
                 ],
                 _HEADER_TYPE,
+                size=count,
             )
         )
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers))

@@ -230,10 +230,14 @@ async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(
 
 
 # OPEN BUG, found when this test first ran on Apache Kafka 4.4: the log held 20,045 records for
-# 20,000 sent (one batch per partition written twice, one of them ahead of the first batch).
-# The first Produce to a fresh topic is slow on a cold broker, so a cut often catches the first
-# batches in flight; the retries after OUT_OF_ORDER_SEQUENCE_NUMBER then duplicate a batch.
-# Not reproduced on every run; the fix belongs in the producer's sequence/epoch handling.
+# 20,000 sent: partition 0 held the second batch (sequence 48) at offset 0, then the first, then
+# the second again; partitions 1 and 2 the first, the second, the second again.  The reading so
+# far: the first Produce to a fresh topic is slow on a cold broker and the cut catches the first
+# five requests in flight; on partition 0 the first batch had not been appended when the second
+# was, and Kafka accepts any first sequence from a producer it has no state for.  The retry of
+# sequence 0 then gets OUT_OF_ORDER_SEQUENCE_NUMBER, the producer bumps its epoch (KIP-360) and
+# re-sequences every unacknowledged batch, including second batches that were written but whose
+# answers the cut lost.  Not reproduced on every run; the fix belongs in the producer.
 KAFKA_DUPLICATES = "open bug: cut connections duplicated a batch on Kafka 4.4 (see comment)"
 
 
