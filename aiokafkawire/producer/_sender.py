@@ -120,6 +120,13 @@ class Sender:
         self.gated: set[TopicPartition] = set()
         # Next sequence the broker expects per partition (after our last acknowledged batch).
         self.acked_next: dict[TopicPartition, int] = {}
+        # Per partition, the producer id of which the leader acknowledged a batch, i.e. holds
+        # state.  A leader without state for a producer id accepts ANY sequence as its first
+        # batch (Kafka's ProducerAppendInfo.checkSequence), so until then only one batch of the
+        # partition may be on its way: a later one could overtake it (a cut connection, a
+        # retriable error) and be written first.  Once it has state, the leader refuses
+        # sequences out of order itself and pipelining is safe.
+        self.confirmed: dict[TopicPartition, int] = {}
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self.acked_next.clear
         self._identity_epoch = (-1, -1)
@@ -241,9 +248,15 @@ class Sender:
         for queue in accumulator.batches.values():
             while queue and now - queue[0].created >= limit:
                 batch = queue.popleft()
+                unknown = (
+                    ": sent before, the broker may or may not have written them"
+                    if batch.attempts
+                    else ""
+                )
                 exc = errors.KafkaTimeoutError(
                     f"{batch.count} records for {batch.topic}-{batch.partition} expired after "
                     f"{now - batch.created:.1f}s (delivery_timeout_ms) in {batch.attempts} attempts"
+                    f"{unknown}"
                 )
                 self._fail_batch(batch, exc)
 
@@ -267,6 +280,10 @@ class Sender:
         transactional = self.txn.transactional
         in_txn = self.txn.partitions_in_txn
         in_flight_by_tp = self.in_flight_by_tp
+        gated = self.gated
+        limit = self.partition_limit
+        confirmed = self.confirmed
+        producer_id = self.txn.producer_id
         for tp, queue in accumulator.batches.items():
             if not queue:
                 continue
@@ -281,12 +298,13 @@ class Sender:
                     next_due = due if next_due is None else min(next_due, due)
                     continue
             in_flight = in_flight_by_tp.get(tp, 0)
-            if tp in self.gated:
-                if in_flight:
+            if in_flight:
+                # At the limit, behind a retry (sent once nothing is in flight), or the leader
+                # may not know this producer yet (see ``confirmed``): wait for the answers.
+                if in_flight >= limit or tp in gated or confirmed.get(tp) != producer_id:
                     continue
-                self.gated.discard(tp)
-            if in_flight >= self.partition_limit:
-                continue
+            elif tp in gated:
+                gated.discard(tp)
             if transactional and tp not in in_txn:
                 continue  # AddPartitionsToTxn first
             leader = metadata.leader_for(tp.topic, tp.partition)
@@ -577,6 +595,7 @@ class Sender:
             and batch.producer_epoch == txn.producer_epoch
         ):
             self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
+            self.confirmed[batch.tp] = batch.producer_id
         batch.complete(base_offset, log_append_time)
         self.accumulator.release(batch)
 
@@ -609,6 +628,7 @@ class Sender:
             if same_identity and not self._earlier_batch_pending(batch):
                 # The broker lost our state (or records): nothing earlier is pending, so waiting
                 # will not help.  A new epoch restarts the sequences (KIP-360).
+                self.confirmed.pop(tp, None)  # the new epoch's first batch goes alone again
                 if txn.transactional:
                     self._fail_batch(batch, exc)
                     return
