@@ -30,6 +30,7 @@ PARTITIONS = 2
 PRODUCER_ID = 7
 DUPLICATES_KEPT = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 OUT_OF_ORDER = errors.OutOfOrderSequenceNumberError.code
+NOT_ENOUGH_REPLICAS = errors.NotEnoughReplicasError.code
 INVALID_EPOCH = errors.InvalidProducerEpochError.code
 
 # The broker-side number of the connection a request arrived on (one task per connection).
@@ -59,6 +60,8 @@ class SequenceCheckingBroker(FakeBroker):
         self.states: dict[tuple[int, int], _ProducerState] = {}
         self.epochs: dict[int, int] = {}  # producer id -> newest epoch handed out
         self.lost_connections: set[int] = set()
+        # Per partition, error codes to answer its next batches with (nothing written).
+        self.refusals: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         self.produce_connection = 0  # the connection the last Produce request came on
 
     def values(self, partition: int) -> list[int]:
@@ -128,6 +131,8 @@ class SequenceCheckingBroker(FakeBroker):
         return ProduceResponse(responses=topics)
 
     def _append(self, partition: int, records: bytes) -> tuple[int, int]:
+        if self.refusals[partition]:
+            return self.refusals[partition].pop(0), -1
         (batch,) = iter_batches(records)
         first = batch.base_sequence
         last = first + batch.last_offset_delta
@@ -188,3 +193,25 @@ async def test_a_partitions_first_batch_is_not_overtaken_when_its_connection_is_
     assert all(h.exception() is None for h in handles)
     assert max(h._batch.attempts for h in handles) >= 2, "the first batch was not retried"
     assert broker.values(0) == list(range(len(handles)))
+
+
+async def test_a_partitions_first_batch_refused_is_not_overtaken_by_the_next() -> None:
+    """Without any cut: the leader refuses the first batch with a retriable error (nothing is
+    written).  Had the next batches been pipelined behind it, the leader, with no state for the
+    producer yet, would have written them first."""
+    async with SequenceCheckingBroker() as broker:
+        async with Producer(
+            bootstrap_servers=f"127.0.0.1:{broker.port}",
+            batch_size=512,
+            linger_ms=0,
+            retry_backoff_ms=5,
+            max_in_flight_requests_per_connection=5,
+        ) as producer:
+            await producer.send_and_wait(TOPIC, b"-1", partition=1)
+            broker.refusals[0] = [NOT_ENOUGH_REPLICAS]
+            # Several full batches in one loop turn: all ready to go at once.
+            handles = [await producer.send(TOPIC, b"%d" % i, partition=0) for i in range(300)]
+            await producer.flush(timeout=10)
+    assert all(h.exception() is None for h in handles)
+    assert broker.values(0) == list(range(len(handles)))
+    assert handles[0]._batch.attempts == 2  # refused once, then written
