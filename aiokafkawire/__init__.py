@@ -7,6 +7,7 @@ The clients (:class:`Producer`, :class:`Consumer`, :class:`Admin`) are imported 
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
@@ -23,9 +24,19 @@ if TYPE_CHECKING:
         OffsetAndMetadata,
         OffsetAndTimestamp,
     )
+    from aiokafkawire.consumer.share import (
+        AcknowledgementOutcome,
+        AcknowledgeType,
+        ShareConsumer,
+        ShareRecord,
+    )
     from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 
 __version__ = "0.1.0.dev0"
+
+# Quiet by default, as a library should be: records go to the application's handlers once it
+# configures logging (every logger is under "aiokafkawire"), and nowhere before that.
+logging.getLogger("aiokafkawire").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Admin": "aiokafkawire.admin",
@@ -38,6 +49,10 @@ _LAZY = {
     "ConsumerRecord": "aiokafkawire.consumer",
     "OffsetAndMetadata": "aiokafkawire.consumer",
     "OffsetAndTimestamp": "aiokafkawire.consumer",
+    "AcknowledgeType": "aiokafkawire.consumer.share",
+    "AcknowledgementOutcome": "aiokafkawire.consumer.share",
+    "ShareConsumer": "aiokafkawire.consumer.share",
+    "ShareRecord": "aiokafkawire.consumer.share",
     "DeliveryHandle": "aiokafkawire.producer",
     "Producer": "aiokafkawire.producer",
     "RecordMetadata": "aiokafkawire.producer",
@@ -54,6 +69,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AcknowledgeType",
+    "AcknowledgementOutcome",
     "Admin",
     "ConfigResource",
     "Consumer",
@@ -68,6 +85,8 @@ __all__ = [
     "OffsetSpec",
     "Producer",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareRecord",
     "TopicPartition",
     "__version__",
     "errors",

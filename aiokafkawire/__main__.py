@@ -1,4 +1,4 @@
-"""``python -m aiokafkawire``: see :mod:`aiokafkawire.cli`."""
+"""``python -m aiokafkawire``: the ``aiokafkawire`` command (see :mod:`aiokafkawire.cli`)."""
 
 import sys
 

@@ -1,9 +1,11 @@
 """The admin client: topics, partitions, configs, groups, offsets and records.
 
-Every call returns typed results; an error that concerns one item (a topic that already exists, a
-group that is not empty) is reported on that item's result (``result.error``) instead of failing the
-whole call.  Errors that concern the whole call (no broker reachable, the client is closed, the
-request timed out) are raised.
+Every call returns typed results, one per item (topic, group, partition, resource).  When any item
+failed (a topic that already exists, a group that is not empty), the call raises
+:class:`~aiokafkawire.errors.AdminOperationError`, which carries every item's result
+(``exc.results``) and the failures (``exc.errors``).  Pass ``raise_on_error=False`` to get the
+results back instead, each with its ``error`` (None on success).  Errors that concern the whole
+call (no broker reachable, the client is closed, the request timed out) are always raised.
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ import enum
 import hashlib
 import secrets
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.consumer.share import admin as _share_admin
+from aiokafkawire.consumer.share.admin import (
+    ShareGroupDescription,
+    ShareGroupListing,
+    ShareGroupOffset,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.protocol.messages import (
     AlterClientQuotasRequest,
@@ -73,6 +81,25 @@ from aiokafkawire.structs import TopicPartition
 _RETRY_LIMIT = 5
 # OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
 _OFFSETS_BY_NAME_MAX_VERSION = 9
+
+
+def _item_results(
+    operation: str,
+    results: dict[Any, Any],
+    raise_on_error: bool,
+    error_of: Callable[[Any], errors.KafkaError | None] = lambda result: result.error,
+) -> dict[Any, Any]:
+    """``results``, unless some item failed and the caller wants an exception for that."""
+    if raise_on_error:
+        failures = {item: error for item, r in results.items() if (error := error_of(r))}
+        if failures:
+            raise errors.AdminOperationError(operation, results, failures)
+    return results
+
+
+def _itself(error: errors.KafkaError | None) -> errors.KafkaError | None:
+    """For results that are the item's error (or None) themselves."""
+    return error
 
 
 def _error(code: int, message: str | None = None) -> errors.BrokerResponseError | None:
@@ -235,6 +262,9 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: Group configs (KIP-848/KIP-932: ``share.record.lock.duration.ms``,
+    #: ``share.auto.offset.reset``, ``share.delivery.count.limit``, ...); Kafka 4.0+.
+    GROUP = 32
 
 
 class AlterOp(enum.IntEnum):
@@ -252,6 +282,13 @@ class ConfigResource:
 
     type: ResourceType
     name: str
+
+
+def _config_target(resource: ConfigResource) -> int | None:
+    """The broker a config request about ``resource`` must go to (None: any broker)."""
+    if resource.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        return int(resource.name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -297,7 +334,7 @@ class Admin:
     def __init__(self, **options: Any) -> None:
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown Admin options: {sorted(rest)}")
+            raise unknown_options_error("Admin", rest)
         self._config = common
         self._cluster: Cluster = common.build_cluster()
         self._started = False
@@ -324,6 +361,26 @@ class Admin:
         """Close every connection."""
         self._closed = True
         await self._cluster.close()
+
+    async def stop(self) -> None:
+        """The same as :meth:`close` (aiokafka's name)."""
+        await self.close()
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this client's per-broker counters (see :mod:`aiokafkawire.metrics`)."""
+        return {"brokers": self._config.metrics.snapshot()}
+
+    async def find_coordinator(self, key: str, kind: str = "group") -> BrokerInfo:
+        """The broker coordinating a group (``kind="group"``) or transactional id
+        (``kind="transaction"``), looked up with FindCoordinator (retried while the coordinator
+        is not available, up to ``request_timeout_ms``)."""
+        self._check()
+        if kind not in ("group", "transaction"):
+            raise errors.ConfigError(f"kind must be 'group' or 'transaction', got {kind!r}")
+        if not isinstance(key, str) or not key:
+            raise errors.KafkaTypeError(f"key must be a non-empty str, got {key!r}")
+        self._cluster.invalidate_coordinator(key, kind)  # a fresh answer, not the cache
+        return await self._cluster.coordinator(key, kind)
 
     async def __aenter__(self) -> Admin:
         await self.start()
@@ -363,8 +420,13 @@ class Admin:
         *,
         validate_only: bool = False,
         timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[str, TopicResult]:
-        """Create topics; per-topic errors (e.g. TopicAlreadyExistsError) are in the results."""
+        """Create topics; returns each topic's :class:`TopicResult`.
+
+        Raises :class:`~aiokafkawire.errors.AdminOperationError` when any topic failed (e.g.
+        :class:`~aiokafkawire.errors.TopicAlreadyExistsError`), unless ``raise_on_error=False``.
+        """
         self._check()
         wanted = [t if isinstance(t, NewTopic) else NewTopic(t) for t in topics]
         connection = await self._cluster.any_connection()
@@ -411,12 +473,13 @@ class Admin:
         }
         if not validate_only and any(r.ok for r in results.values()):
             await self._cluster.refresh_metadata()
-        return results
+        return _item_results("create_topics", results, raise_on_error)
 
     async def delete_topics(
-        self, topics: Iterable[str], *, timeout_ms: int | None = None
+        self, topics: Iterable[str], *, timeout_ms: int | None = None, raise_on_error: bool = True
     ) -> dict[str, TopicResult]:
-        """Delete topics by name; per-topic errors are in the results."""
+        """Delete topics by name; raises AdminOperationError when any failed (unless
+        ``raise_on_error=False``), e.g. with UnknownTopicOrPartitionError."""
         self._check()
         names = list(topics)
         connection = await self._cluster.any_connection()
@@ -435,7 +498,7 @@ class Admin:
             if r.name is not None
         }
         await self._cluster.refresh_metadata()
-        return results
+        return _item_results("delete_topics", results, raise_on_error)
 
     async def create_partitions(
         self,
@@ -444,6 +507,7 @@ class Admin:
         assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
         validate_only: bool = False,
         timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[str, TopicResult]:
         """Grow topics to the given total partition counts."""
         self._check()
@@ -471,7 +535,7 @@ class Admin:
             for r in response.results
         }
         await self._cluster.refresh_metadata()
-        return results
+        return _item_results("create_partitions", results, raise_on_error)
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """Names of all topics in the cluster, sorted."""
@@ -483,10 +547,13 @@ class Admin:
             if info.error_code == 0 and (include_internal or not info.is_internal)
         )
 
-    async def describe_topics(self, topics: Iterable[str] | None = None) -> dict[str, TopicInfo]:
+    async def describe_topics(
+        self, topics: Iterable[str] | None = None, *, raise_on_error: bool = True
+    ) -> dict[str, TopicInfo]:
         """Partitions, leaders and replicas of the named topics (all topics when None).
 
-        An unknown topic maps to a ``TopicInfo`` with its ``error_code`` set.
+        An unknown topic raises AdminOperationError; with ``raise_on_error=False`` it maps to a
+        ``TopicInfo`` with its ``error_code`` set.
         """
         self._check()
         metadata = await self._cluster.refresh_metadata()
@@ -500,7 +567,9 @@ class Admin:
             if info is None:
                 info = TopicInfo(name, None, False, {}, errors.UnknownTopicOrPartitionError.code)
             result[name] = info
-        return result
+        return _item_results(
+            "describe_topics", result, raise_on_error, lambda info: _error(info.error_code)
+        )
 
     async def describe_cluster(self) -> ClusterDescription:
         """Cluster id, controller and brokers (DescribeCluster where supported, else Metadata)."""
@@ -521,13 +590,17 @@ class Admin:
     # ---------------------------------------------------------------- configs
 
     async def describe_configs(
-        self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False
+        self,
+        resources: Iterable[ConfigResource],
+        *,
+        include_synonyms: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[ConfigResource, ConfigResult]:
         """The configuration of topics and brokers (broker resources go to that broker)."""
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in resources:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -561,20 +634,21 @@ class Admin:
                 results[resource] = ConfigResult(
                     resource, entries, _error(item.error_code, item.error_message)
                 )
-        return results
+        return _item_results("describe_configs", results, raise_on_error)
 
     async def alter_configs(
         self,
         changes: Mapping[ConfigResource, Mapping[str, str | tuple[AlterOp, str | None] | None]],
         *,
         validate_only: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[ConfigResource, ConfigResult]:
         """Change configuration incrementally.  A value of None deletes the key; a tuple
         ``(AlterOp.APPEND, "x")`` names the operation explicitly."""
         self._check()
         by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for resource in changes:
-            target = int(resource.name) if resource.type != ResourceType.TOPIC else None
+            target = _config_target(resource)
             by_target[target].append(resource)
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in by_target.items():
@@ -610,7 +684,7 @@ class Admin:
                 results[resource] = ConfigResult(
                     resource, {}, _error(item.error_code, item.error_message)
                 )
-        return results
+        return _item_results("alter_configs", results, raise_on_error)
 
     # ---------------------------------------------------------------- groups
 
@@ -658,7 +732,9 @@ class Admin:
             return response, broker.node_id
         raise errors.KafkaTimeoutError(f"the coordinator of group {group_id!r} is not available")
 
-    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+    async def describe_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, GroupDescription]:
         """State, protocol and members of groups; decodes consumer-protocol assignments."""
         self._check()
         from aiokafkawire.protocol.messages.consumer_protocol_assignment import (
@@ -706,9 +782,64 @@ class Admin:
                     node,
                     _error(group.error_code),
                 )
-        return results
+        return _item_results("describe_groups", results, raise_on_error)
 
-    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, GroupResult]:
+    # ---------------------------------------------------------------- share groups (KIP-932)
+
+    async def list_share_groups(self) -> list[ShareGroupListing]:
+        """Every share group of the cluster (ListGroups filtered to the "share" type)."""
+        self._check()
+        return await _share_admin.list_share_groups(self._cluster)
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs, assignor and members (with their assignments) of share groups."""
+        self._check()
+        results = await _share_admin.describe_share_groups(self._coordinator_call, group_ids)
+        return _item_results("describe_share_groups", results, raise_on_error)
+
+    async def list_share_group_offsets(
+        self,
+        group_id: str,
+        topics: Iterable[str] | None = None,
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, ShareGroupOffset]:
+        """A share group's start offsets per partition (of ``topics``, or all it has)."""
+        self._check()
+        results = await _share_admin.list_share_group_offsets(
+            self._coordinator_call, self._cluster, group_id, topics
+        )
+        return _item_results("list_share_group_offsets", results, raise_on_error)
+
+    async def alter_share_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, errors.KafkaError | None]:
+        """Set a share group's start offsets (the group must have no members)."""
+        self._check()
+        results = await _share_admin.alter_share_group_offsets(
+            self._coordinator_call, group_id, offsets
+        )
+        return _item_results("alter_share_group_offsets", results, raise_on_error, _itself)
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, errors.KafkaError | None]:
+        """Forget a share group's state for whole topics (the group must have no members)."""
+        self._check()
+        results = await _share_admin.delete_share_group_offsets(
+            self._coordinator_call, group_id, topics
+        )
+        return _item_results("delete_share_group_offsets", results, raise_on_error, _itself)
+
+    async def delete_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, GroupResult]:
         """Delete empty groups; a non-empty group reports NonEmptyGroupError."""
         self._check()
         results: dict[str, GroupResult] = {}
@@ -718,10 +849,14 @@ class Admin:
             )
             for r in response.results:
                 results[r.group_id] = GroupResult(r.group_id, _error(r.error_code))
-        return results
+        return _item_results("delete_groups", results, raise_on_error)
 
     async def list_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, GroupOffset]:
         """A group's committed offsets (all of them when ``partitions`` is None)."""
         self._check()
@@ -781,10 +916,14 @@ class Admin:
                     getattr(p, "committed_leader_epoch", -1),
                     _error(p.error_code),
                 )
-        return result
+        return _item_results("list_group_offsets", result, raise_on_error)
 
     async def alter_group_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, int | GroupOffset]
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int | GroupOffset],
+        *,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, PartitionResult]:
         """Set a (inactive) group's committed offsets."""
         self._check()
@@ -813,16 +952,17 @@ class Admin:
             OffsetCommitRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
         )
         response, _ = await self._coordinator_call(group_id, request, version)
-        return {
+        results = {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, _error(p.error_code)
             )
             for t in response.topics
             for p in t.partitions
         }
+        return _item_results("alter_group_offsets", results, raise_on_error)
 
     async def delete_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition]
+        self, group_id: str, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
     ) -> dict[TopicPartition, PartitionResult]:
         """Delete a group's committed offsets for partitions it no longer consumes."""
         self._check()
@@ -843,13 +983,14 @@ class Admin:
         )
         response, _ = await self._coordinator_call(group_id, request)
         group_error = _error(response.error_code)
-        return {
+        results = {
             TopicPartition(t.name, p.partition_index): PartitionResult(
                 t.name, p.partition_index, group_error or _error(p.error_code)
             )
             for t in response.topics
             for p in t.partitions
         }
+        return _item_results("delete_group_offsets", results, raise_on_error)
 
     # ---------------------------------------------------------------- offsets and records
 
@@ -876,6 +1017,7 @@ class Admin:
         specs: Mapping[TopicPartition, OffsetSpec | int],
         *,
         isolation_level: str = "read_uncommitted",
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, ListedOffset]:
         """Look up offsets by spec (earliest, latest, max-timestamp or a timestamp)."""
         self._check()
@@ -914,7 +1056,7 @@ class Admin:
                 self._cluster.request_update()
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
                 await self._cluster.refresh_metadata()
-        return results
+        return _item_results("list_offsets", results, raise_on_error)
 
     async def _list_offsets_on(
         self,
@@ -943,6 +1085,8 @@ class Admin:
             topics=[
                 m_list_offsets.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
             ],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 fails at once.
+            timeout_ms=self._timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0
@@ -962,7 +1106,11 @@ class Admin:
         return results
 
     async def delete_records(
-        self, before_offsets: Mapping[TopicPartition, int], *, timeout_ms: int | None = None
+        self,
+        before_offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int | None = None,
+        raise_on_error: bool = True,
     ) -> dict[TopicPartition, tuple[int, errors.KafkaError | None]]:
         """Delete records before the given offsets; returns each partition's new low watermark."""
         self._check()
@@ -992,14 +1140,16 @@ class Admin:
                         p.low_watermark,
                         _error(p.error_code),
                     )
-        return results
+        return _item_results("delete_records", results, raise_on_error, lambda r: r[1])
 
     # ---------------------------------------------------------------- ACLs
 
-    async def create_acls(self, bindings: Iterable[AclBinding]) -> dict[AclBinding, AclResult]:
+    async def create_acls(
+        self, bindings: Iterable[AclBinding], *, raise_on_error: bool = True
+    ) -> dict[AclBinding, AclResult]:
         """Create ACL bindings (through any broker: the controller applies them).
 
-        Needs an authorizer on the cluster; without one each result carries
+        Needs an authorizer on the cluster; without one each binding fails with
         :class:`~aiokafkawire.errors.SecurityDisabledError`.
         """
         self._check()
@@ -1031,10 +1181,11 @@ class Admin:
             raise errors.ProtocolError(
                 f"CreateAcls answered {len(response.results)} results for {len(wanted)} bindings"
             )
-        return {
+        results = {
             b: AclResult(b, _error(r.error_code, r.error_message))
             for b, r in zip(wanted, response.results, strict=True)
         }
+        return _item_results("create_acls", results, raise_on_error)
 
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         """The ACL bindings matching ``acl_filter`` (all of them by default).
@@ -1074,9 +1225,12 @@ class Admin:
         ]
 
     async def delete_acls(
-        self, filters: Iterable[AclBindingFilter]
+        self, filters: Iterable[AclBindingFilter], *, raise_on_error: bool = True
     ) -> dict[AclBindingFilter, DeleteAclsResult]:
-        """Delete every ACL binding matching each filter; returns what each filter deleted."""
+        """Delete every ACL binding matching each filter; returns what each filter deleted.
+
+        A filter fails with its own error or the first error of deleting a binding it matched.
+        """
         self._check()
         wanted = list(dict.fromkeys(filters))
         if not wanted:
@@ -1127,16 +1281,17 @@ class Admin:
             results[flt] = DeleteAclsResult(
                 flt, matches, _error(answer.error_code, answer.error_message)
             )
-        return results
+        return _item_results("delete_acls", results, raise_on_error, DeleteAclsResult.first_error)
 
     # ---------------------------------------------------------------- SCRAM credentials
 
     async def describe_user_scram_credentials(
-        self, users: Iterable[str] | None = None
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
     ) -> dict[str, UserScramCredentials]:
         """The SCRAM mechanisms and iteration counts of ``users`` (every user by default).
 
-        A user without credentials reports :class:`~aiokafkawire.errors.ResourceNotFoundError`.
+        A named user without credentials fails with
+        :class:`~aiokafkawire.errors.ResourceNotFoundError`.
         """
         self._check()
         names = None if users is None else list(dict.fromkeys(users))
@@ -1147,7 +1302,7 @@ class Admin:
         errors.raise_for_code(
             response.error_code, response.error_message or "DescribeUserScramCredentials"
         )
-        return {
+        results = {
             r.user: UserScramCredentials(
                 r.user,
                 tuple(
@@ -1158,9 +1313,13 @@ class Admin:
             )
             for r in response.results
         }
+        return _item_results("describe_user_scram_credentials", results, raise_on_error)
 
     async def alter_user_scram_credentials(
-        self, alterations: Iterable[ScramUpsertion | ScramDeletion]
+        self,
+        alterations: Iterable[ScramUpsertion | ScramDeletion],
+        *,
+        raise_on_error: bool = True,
     ) -> dict[str, ScramAlterationResult]:
         """Create, replace or delete users' SCRAM credentials.
 
@@ -1197,10 +1356,11 @@ class Admin:
                 )
         request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             r.user: ScramAlterationResult(r.user, _error(r.error_code, r.error_message))
             for r in response.results
         }
+        return _item_results("alter_user_scram_credentials", results, raise_on_error)
 
     # ---------------------------------------------------------------- client quotas
 
@@ -1231,7 +1391,11 @@ class Admin:
         }
 
     async def alter_client_quotas(
-        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False
+        self,
+        alterations: Iterable[QuotaAlteration],
+        *,
+        validate_only: bool = False,
+        raise_on_error: bool = True,
     ) -> dict[QuotaEntity, QuotaAlterationResult]:
         """Set (a float) or remove (None) quota values of entities."""
         self._check()
@@ -1259,16 +1423,17 @@ class Admin:
             validate_only=validate_only,
         )
         response = await (await self._cluster.any_connection()).send(request)
-        return {
+        results = {
             entity: QuotaAlterationResult(entity, _error(e.error_code, e.error_message))
             for e in response.entries
             for entity in (QuotaEntity.of({d.entity_type: d.entity_name for d in e.entity}),)
         }
+        return _item_results("alter_client_quotas", results, raise_on_error)
 
     # ---------------------------------------------------------------- producers and transactions
 
     async def describe_producers(
-        self, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartition], *, raise_on_error: bool = True
     ) -> dict[TopicPartition, ProducerStates]:
         """The active idempotent/transactional producers of each partition (asks its leader)."""
         self._check()
@@ -1306,7 +1471,7 @@ class Admin:
                     )
 
         await asyncio.gather(*(ask(node, tps) for node, tps in leaders.items()))
-        return results
+        return _item_results("describe_producers", results, raise_on_error)
 
     async def list_transactions(
         self,
@@ -1357,7 +1522,7 @@ class Admin:
         return sorted(listings, key=lambda t: t.transactional_id)
 
     async def describe_transactions(
-        self, transactional_ids: Iterable[str]
+        self, transactional_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, TransactionDescription]:
         """State, producer, timeout and partitions of transactions (asks each coordinator)."""
         self._check()
@@ -1390,20 +1555,21 @@ class Admin:
                     state.producer_epoch,
                     state.transaction_timeout_ms,
                     _unless_negative(state.transaction_start_time_ms),
-                    tuple(
-                        TopicPartition(t.topic, p) for t in state.topics for p in t.partitions
-                    ),
+                    tuple(TopicPartition(t.topic, p) for t in state.topics for p in t.partitions),
                     coordinator.node_id,
                     error,
                 )
-        return results
+        return _item_results("describe_transactions", results, raise_on_error)
 
     # ---------------------------------------------------------------- log directories
 
     async def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None
+        self, brokers: Iterable[int] | None = None, *, raise_on_error: bool = True
     ) -> dict[int, dict[str, LogDirDescription]]:
-        """Each broker's log directories: error, space, and the size of each replica in them."""
+        """Each broker's log directories: error, space, and the size of each replica in them.
+
+        A broker fails with the error of its first failed (e.g. offline) log directory.
+        """
         self._check()
         metadata = await self._cluster.refresh_metadata()
         node_ids = list(metadata.brokers) if brokers is None else list(dict.fromkeys(brokers))
@@ -1431,7 +1597,13 @@ class Admin:
             }
 
         answers = await asyncio.gather(*(ask(n) for n in node_ids))
-        return dict(zip(node_ids, answers, strict=True))
+        results = dict(zip(node_ids, answers, strict=True))
+        return _item_results(
+            "describe_log_dirs",
+            results,
+            raise_on_error,
+            lambda dirs: next((d.error for d in dirs.values() if d.error is not None), None),
+        )
 
 
 _COORDINATOR_ERRORS = frozenset(
@@ -1622,7 +1794,13 @@ class DeleteAclsResult:
     @property
     def ok(self) -> bool:
         """True when the filter and every deletion it made succeeded."""
-        return self.error is None and all(d.error is None for d in self.deleted)
+        return self.first_error() is None
+
+    def first_error(self) -> errors.KafkaError | None:
+        """The filter's error, else the first error of deleting a binding it matched."""
+        if self.error is not None:
+            return self.error
+        return next((d.error for d in self.deleted if d.error is not None), None)
 
 
 class ScramMechanism(enum.IntEnum):

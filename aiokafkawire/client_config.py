@@ -11,14 +11,45 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.cluster.metadata import parse_bootstrap
+from aiokafkawire.metrics import ClientMetrics
 from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.net.versions import ApiVersionCap
 
 
 @dataclass
 class CommonConfig:
-    """Connection and metadata options common to all clients.  Secrets stay out of ``repr``."""
+    """Connection and metadata options common to all clients.  Secrets stay out of ``repr``.
+
+    - ``bootstrap_servers``: ``"host:port,host:port"`` or a list of ``"host:port"``; brokers to
+      fetch the first metadata from (``[v6]:port`` for IPv6; listener prefixes such as
+      ``SSL://`` are accepted, other URL schemes are refused).
+    - ``client_id``: the name brokers log and use for quotas.
+    - ``request_timeout_ms``: how long a request may wait for its response.
+    - ``connect_timeout_ms``: how long opening a connection (TCP, TLS, ApiVersions) may take.
+    - ``metadata_max_age_ms``: refresh the cluster metadata at least this often.
+    - ``metadata_wait_ms``: how long to wait for an unknown topic's metadata before
+      :class:`~aiokafkawire.errors.UnknownTopicError`.
+    - ``retry_backoff_ms``: the first wait before a retry; ``retry_backoff_max_ms``: the
+      longest, as a subscribed topic that does not exist yet is looked for again (doubling).
+    - ``reconnect_backoff_ms``, ``reconnect_backoff_max_ms``: the wait before reconnecting to a
+      broker, doubling (with jitter) after each failure up to the maximum.
+    - ``max_in_flight_requests_per_connection``: requests pipelined on one connection.
+    - ``api_version``: cap the protocol versions: ``"0.10"``, ``"2.8"``, ... (a release) or a
+      mapping ``{api_key: max_version}``; ``None`` negotiates through ApiVersions.
+    - ``security_protocol``: ``"PLAINTEXT"``, ``"SSL"``, ``"SASL_PLAINTEXT"`` or ``"SASL_SSL"``.
+    - ``ssl_context``: an :class:`ssl.SSLContext` (default for SSL: the system's trust store;
+      see :func:`~aiokafkawire.net.tls.create_ssl_context`).
+    - ``sasl_mechanism``: ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"`` or
+      ``"OAUTHBEARER"``; ``sasl_plain_username`` and ``sasl_plain_password`` for PLAIN and
+      SCRAM; ``sasl_oauth_token_provider`` for OAUTHBEARER.
+    - ``allow_auto_create_topics``: let Metadata requests create missing topics (where the
+      broker allows it).
+    - ``hooks``: an object (or list of objects) with ``on_connect``, ``on_disconnect``,
+      ``on_request``, ``on_batch`` or ``on_rebalance`` methods; see :mod:`aiokafkawire.metrics`.
+    """
 
     bootstrap_servers: str | Iterable[str] = "localhost:9092"
     client_id: str = "aiokafkawire"
@@ -38,6 +69,44 @@ class CommonConfig:
     sasl_oauth_token_provider: Any = field(default=None, repr=False)
     allow_auto_create_topics: bool = False
     metadata_wait_ms: int = 10_000
+    retry_backoff_max_ms: int = 1_000
+    hooks: Any = field(default=None, repr=False)
+    metrics: ClientMetrics = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = ClientMetrics(self.hooks)
+        servers = self.bootstrap_servers
+        if not isinstance(servers, str):
+            if not isinstance(servers, Iterable) or isinstance(servers, (bytes, bytearray)):
+                raise errors.ConfigTypeError(
+                    "bootstrap_servers must be a 'host:port[,host:port...]' string or a list "
+                    f"of such strings, got {type(servers).__name__}"
+                )
+            servers = self.bootstrap_servers = list(servers)
+            for item in servers:
+                check_type("bootstrap_servers item", item, str)
+        parse_bootstrap(servers)  # a malformed address fails here, not at start()
+        check_type("client_id", self.client_id, str)
+        check_number("request_timeout_ms", self.request_timeout_ms, minimum=1)
+        check_number("connect_timeout_ms", self.connect_timeout_ms, minimum=1)
+        check_number("metadata_max_age_ms", self.metadata_max_age_ms, minimum=1)
+        check_number("retry_backoff_ms", self.retry_backoff_ms, minimum=0)
+        check_number("retry_backoff_max_ms", self.retry_backoff_max_ms, minimum=0)
+        check_number("reconnect_backoff_ms", self.reconnect_backoff_ms, minimum=0)
+        check_number("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, minimum=0)
+        check_number("metadata_wait_ms", self.metadata_wait_ms, minimum=0)
+        check_int(
+            "max_in_flight_requests_per_connection",
+            self.max_in_flight_requests_per_connection,
+            minimum=1,
+        )
+        check_type("security_protocol", self.security_protocol, str)
+        check_type("sasl_mechanism", self.sasl_mechanism, str, none_ok=True)
+        check_type("allow_auto_create_topics", self.allow_auto_create_topics, bool)
+        if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
+            raise errors.ConfigTypeError(
+                f"ssl_context must be an ssl.SSLContext, got {type(self.ssl_context).__name__}"
+            )
 
     def connection_config(self) -> ConnectionConfig:
         """The per-connection part of these options."""
@@ -55,6 +124,7 @@ class CommonConfig:
             sasl_password=self.sasl_plain_password,
             sasl_oauth_token_provider=self.sasl_oauth_token_provider,
             api_version=self.api_version,
+            metrics=self.metrics,
         )
 
     def build_cluster(self) -> Cluster:
@@ -64,15 +134,92 @@ class CommonConfig:
             self.connection_config(),
             metadata_max_age_ms=self.metadata_max_age_ms,
             retry_backoff_ms=self.retry_backoff_ms,
+            retry_backoff_max_ms=self.retry_backoff_max_ms,
             allow_auto_topic_creation=self.allow_auto_create_topics,
             topic_wait_ms=self.metadata_wait_ms,
         )
 
 
-COMMON_OPTION_NAMES = frozenset(CommonConfig.__dataclass_fields__)
+COMMON_OPTION_NAMES = frozenset(
+    name for name, spec in CommonConfig.__dataclass_fields__.items() if spec.init
+)
 
 
 def split_common_options(options: dict[str, Any]) -> tuple[CommonConfig, dict[str, Any]]:
     """Separate the common options from a client's own; the rest is returned untouched."""
     common = {k: options.pop(k) for k in list(options) if k in COMMON_OPTION_NAMES}
     return CommonConfig(**common), options
+
+
+# ------------------------------------------------------------------------ option checks
+# Shared by every client so that a wrong option fails at construction with a message naming it,
+# as a ConfigError (ValueError) or ConfigTypeError (also a TypeError).
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    if isinstance(types, type):
+        return types.__name__
+    return " or ".join(t.__name__ for t in types)
+
+
+def check_type(
+    name: str, value: Any, types: type | tuple[type, ...], *, none_ok: bool = False
+) -> None:
+    """Raise :class:`~aiokafkawire.errors.ConfigTypeError` unless ``value`` is of ``types``."""
+    if value is None and none_ok:
+        return
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        expected = _type_names(types) + (" or None" if none_ok else "")
+        raise errors.ConfigTypeError(
+            f"{name} must be {expected}, got {type(value).__name__} ({value!r})"
+        )
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return (types,) if isinstance(types, type) else types
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, none_ok: bool = False) -> None:
+    """An ``int`` option (``bool`` refused) with an optional lower bound."""
+    check_type(name, value, int, none_ok=none_ok)
+    if value is not None and minimum is not None and value < minimum:
+        raise errors.ConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_number(
+    name: str, value: Any, *, minimum: float | None = None, none_ok: bool = False
+) -> None:
+    """An ``int`` or ``float`` option (a duration, usually) with an optional lower bound."""
+    check_type(name, value, (int, float), none_ok=none_ok)
+    if value is not None and minimum is not None and value < minimum:
+        raise errors.ConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> None:
+    """One of a fixed set of values."""
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise errors.ConfigError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+# Options of aiokafka (and the Java client) that have another name here, or no counterpart.
+_OPTION_HINTS = {
+    "max_batch_size": "use batch_size",
+    "loop": "not needed: clients use the running event loop",
+    "connections_max_idle_ms": "not supported: connections stay open until close()",
+    "consumer_timeout_ms": "not needed: getmany(timeout_ms=...) bounds each wait",
+    "exclude_internal_topics": "not needed: pattern subscriptions never match internal topics",
+    "sasl_kerberos_service_name": "not supported: GSSAPI (Kerberos) is not implemented",
+    "sasl_kerberos_domain_name": "not supported: GSSAPI (Kerberos) is not implemented",
+    "enable_auto_create_topics": "use allow_auto_create_topics",
+    "ssl_cafile": "build an ssl_context (aiokafkawire.net.tls.create_ssl_context)",
+}
+
+
+def unknown_options_error(client: str, names: Iterable[str]) -> errors.ConfigError:
+    """The error for options ``client`` does not know, with hints for aiokafka's names."""
+    hints = [f"{name}: {_OPTION_HINTS[name]}" for name in sorted(names) if name in _OPTION_HINTS]
+    message = f"unknown {client} options: {sorted(names)}"
+    if hints:
+        message += " (" + "; ".join(hints) + ")"
+    return errors.ConfigError(message + "; see docs/configuration.md")

@@ -5,11 +5,15 @@ Run from the repository root::
     python benchmarks/run.py                 # the issue's sizes (1,000,000 records), 3 repetitions
     python benchmarks/run.py --quick         # 1/10 of the records: a few minutes on 2 cores
     python benchmarks/run.py --records 20000 --repetitions 1 --workloads 1,4
+    python benchmarks/run.py --quick --broker kafka   # the same on Apache Kafka 4.x
 
-One embedded Tansu broker serves every run.  Each (workload, client, repetition) runs in its own
-child process (``python -m workloads.worker``) with a time limit, on fresh topics that are deleted
-afterwards; repetitions are interleaved across clients.  The median of the repetitions is
-reported.  Outputs: a table on stdout, ``<output-dir>/latest.json`` and ``latest.png``.
+One broker serves every run: an embedded Tansu (``--broker tansu``, the default) or a 1-broker
+Apache Kafka started by ``aiokafkawire.testing.KafkaCluster`` with full-JIT JVM options
+(``--broker kafka``; its results go to ``latest-kafka.json``).  Each (workload, client,
+repetition) runs in its own child process (``python -m workloads.worker``) with a time limit, on
+fresh topics that are deleted afterwards; repetitions are interleaved across clients.  The
+median of the repetitions is reported.  Outputs: a table on stdout, ``<output-dir>/latest.json``
+and ``latest.png``.
 """
 
 from __future__ import annotations
@@ -143,6 +147,17 @@ def ratio(workload: Workload, ours: float | None, theirs: float | None) -> float
 
 # --------------------------------------------------------------------------------- the suite
 
+TANSU_DESCRIPTION = "Tansu (aiokafkawire.testing.TansuBroker, memory storage, one broker)"
+# A benchmark broker gets a real heap and the full JIT (the test fixture's defaults trade peak
+# speed for start-up time on 2 cores: serial GC, C1 only).
+KAFKA_JVM_OPTIONS = (
+    "-Xms1g",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+)
+
 
 class Suite:
     def __init__(self, args: argparse.Namespace) -> None:
@@ -155,6 +170,7 @@ class Suite:
         self.bootstrap = ""
         self.results: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
+        self.broker_description = TANSU_DESCRIPTION
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -395,13 +411,25 @@ class Suite:
 
     async def run(self) -> None:
         from aiokafkawire.admin import Admin
-        from aiokafkawire.testing import TansuBroker
+        from aiokafkawire.testing import KafkaCluster, TansuBroker
 
         self.shared_source: str | None = None
         self.source_tried = False
-        async with TansuBroker() as broker:
+        broker: TansuBroker | KafkaCluster
+        if self.args.broker == "kafka":
+            broker = KafkaCluster(jvm_options=KAFKA_JVM_OPTIONS)
+        else:
+            broker = TansuBroker()
+        async with broker:
             self.bootstrap = broker.bootstrap_servers
-            self.log(f"Tansu broker at {self.bootstrap} (pid {broker.pid})")
+            if isinstance(broker, KafkaCluster):
+                self.broker_description = (
+                    f"Apache Kafka {broker.version} (aiokafkawire.testing.KafkaCluster, one "
+                    f"KRaft node, JVM {' '.join(KAFKA_JVM_OPTIONS)})"
+                )
+                self.log(f"Apache Kafka {broker.version} at {self.bootstrap} (pid {broker.pid(1)})")
+            else:
+                self.log(f"Tansu broker at {self.bootstrap} (pid {broker.pid})")
             self.admin = Admin(bootstrap_servers=self.bootstrap)
             await self.admin.start()
             try:
@@ -567,7 +595,7 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
         ax.tick_params(axis="y", labelsize=7)
         ax.margins(y=0.15)
     fig.suptitle(
-        f"aiokafkawire side-by-side on Tansu — {report['date'][:16]} UTC, "
+        f"aiokafkawire side-by-side on {broker_name(report)} — {report['date'][:16]} UTC, "
         f"{report['cpu_count']} cores, Python {report['python']}, loop {report['event_loop']}, "
         f"{report['records']:,} records, median of {report['repetitions']}",
         fontsize=10,
@@ -578,6 +606,12 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------- main
+
+
+def broker_name(report: dict[str, Any]) -> str:
+    """The broker of a results file, short ("Tansu", "Apache Kafka 4.4.0")."""
+    described = str(report.get("broker", "Tansu"))
+    return described.split(" (")[0].removesuffix(" 0.6")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -593,6 +627,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--timeout", type=float, help="seconds per run (default 600, quick 180)")
     parser.add_argument("--uvloop", action="store_true", help="uvloop for the asyncio clients")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="embedded Tansu (default) or a 1-broker Apache Kafka 4.x (KafkaCluster)",
+    )
     parser.add_argument("--output-dir", type=Path, default=HERE / "results")
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG")
     parser.add_argument(
@@ -674,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "repetitions": args.repetitions,
         "timeout_s": args.timeout,
-        "broker": "Tansu (aiokafkawire.testing.TansuBroker, memory storage, one broker)",
+        "broker": suite.broker_description,
         "libraries": library_versions(),
         "git_revision": revision,
         "git_revision_at_end": git_revision(),
@@ -689,11 +729,12 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"note: {note}")
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    json_path = args.output_dir / "latest.json"
+    stem = "latest" if args.broker == "tansu" else f"latest-{args.broker}"
+    json_path = args.output_dir / f"{stem}.json"
     json_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(f"\nwrote {json_path}")
     if not args.no_chart:
-        png_path = args.output_dir / "latest.png"
+        png_path = args.output_dir / f"{stem}.png"
         draw_chart(report, png_path)
         print(f"wrote {png_path}")
     return 0

@@ -246,7 +246,7 @@ def merge_legacy_fields(
                 # Kafka dropped "ignorable" where the field is absent only in removed versions;
                 # those versions are back, so is their leniency.
                 bounds = version_bounds(new["versions"])
-                if bounds is None or bounds[0] > below:
+                if bounds is None or bounds[0] > below or bounds[1] is not None:
                     raise SystemExit(f"{where}: {old['name']} lost 'ignorable' in kept versions")
                 target["ignorable"] = True
             if "fields" in old and "fields" in new:

@@ -2,8 +2,11 @@
 
 Metadata is refreshed on demand (a stale-metadata error, a socket error to a leader, an unknown
 topic) and every ``metadata_max_age_ms``; concurrent triggers coalesce into one request, with
-``retry_backoff_ms`` between refreshes.  Coordinators (group and transaction) are cached until a
-coordinator error invalidates them.
+``retry_backoff_ms`` between refreshes.  While an *awaited* topic (one a consumer subscribed to)
+is missing, refreshes repeat with exponential backoff from ``retry_backoff_ms`` up to
+``retry_backoff_max_ms``, as the Java client does; while all topics are wanted (pattern
+subscriptions) an interval shorter than ``metadata_max_age_ms`` may bound how late a new topic is
+seen.  Coordinators (group and transaction) are cached until a coordinator error invalidates them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class Cluster:
         *,
         metadata_max_age_ms: int = 300_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
         allow_auto_topic_creation: bool = False,
         topic_wait_ms: int = 10_000,
     ) -> None:
@@ -61,10 +65,15 @@ class Cluster:
         self.metadata = ClusterMetadata()
         self.metadata_max_age_ms = metadata_max_age_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.topic_wait_ms = topic_wait_ms
         self._topics: set[str] = set()
         self._want_all_topics = False
+        self._all_topics_refresh_s: float | None = None
+        self._awaited: frozenset[str] = frozenset()
+        self._missing_backoff = retry_backoff_ms / 1000
+        self._reschedule: asyncio.Future[None] | None = None
         self._refresh: asyncio.Future[ClusterMetadata] | None = None
         self._last_refresh = 0.0
         self._updated: asyncio.Condition | None = None
@@ -113,14 +122,47 @@ class Cluster:
             self._tasks.restart(name, self._periodic_refresh)
 
     async def _periodic_refresh(self) -> None:
-        period = self.metadata_max_age_ms / 1000
+        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(max(period - (time.monotonic() - self._last_refresh), 0.05))
-            if time.monotonic() - self._last_refresh >= period:
+            due = self._next_refresh_due()
+            delay = max(due - time.monotonic(), 0.05)
+            # Sleep until due, or until the schedule changes (new awaited topics, a refresh).
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._reschedule = waiter
+            timer = loop.call_later(delay, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._reschedule = None
+            if time.monotonic() >= self._next_refresh_due():
                 try:
                     await self.refresh_metadata()
                 except errors.KafkaError as exc:
                     log.warning("periodic metadata refresh failed: %s", exc)
+
+    def _next_refresh_due(self) -> float:
+        """When the background loop refreshes next (monotonic seconds)."""
+        period = self.metadata_max_age_ms / 1000
+        if self._want_all_topics and self._all_topics_refresh_s is not None:
+            period = min(period, self._all_topics_refresh_s)
+        if self.missing_awaited_topics():
+            period = min(period, self._missing_backoff)
+        return self._last_refresh + period
+
+    def _wake_scheduler(self) -> None:
+        waiter = self._reschedule
+        if waiter is not None:
+            _resolve(waiter)
+
+    def missing_awaited_topics(self) -> set[str]:
+        """Awaited topics that the last metadata did not show with partitions."""
+        topics = self.metadata.topics
+        return {
+            name
+            for name in self._awaited
+            if (info := topics.get(name)) is None or info.error_code or not info.partitions
+        }
 
     # ---------------------------------------------------------------- topics of interest
 
@@ -134,9 +176,26 @@ class Cluster:
         """Replace the tracked topics."""
         self._topics = set(topics)
 
-    def want_all_topics(self, value: bool = True) -> None:
-        """Ask for every topic on each refresh (pattern subscriptions, admin listing)."""
+    def want_all_topics(self, value: bool = True, *, refresh_ms: float | None = None) -> None:
+        """Ask for every topic on each refresh (pattern subscriptions, admin listing).
+
+        ``refresh_ms`` refreshes at least that often while all topics are wanted, so that new
+        topics are seen within a bounded time (pattern subscriptions).
+        """
         self._want_all_topics = value
+        self._all_topics_refresh_s = refresh_ms / 1000 if value and refresh_ms else None
+        self._wake_scheduler()
+
+    def set_awaited_topics(self, topics: Iterable[str]) -> None:
+        """Topics to look for promptly: while any is missing, refresh with backoff.
+
+        The consumer awaits the topics it subscribes to, so that a topic created after the
+        subscription is picked up within about ``retry_backoff_max_ms``.
+        """
+        self._awaited = frozenset(topics)
+        self.add_topics(self._awaited)
+        self._missing_backoff = self.retry_backoff_ms / 1000
+        self._wake_scheduler()
 
     # ---------------------------------------------------------------- metadata
 
@@ -214,6 +273,16 @@ class Cluster:
             old = self.metadata
             self.metadata = old.merged(response, full=full or not topics)
             self._drop_gone_brokers(old)
+            if self._awaited:
+                missing = self.missing_awaited_topics()
+                if missing:
+                    log.debug("awaited topics not in the metadata yet: %s", sorted(missing))
+                    self._missing_backoff = min(
+                        self._missing_backoff * 2, self.retry_backoff_max_ms / 1000
+                    )
+                else:
+                    self._missing_backoff = self.retry_backoff_ms / 1000
+            self._wake_scheduler()
             assert self._updated is not None
             async with self._updated:
                 self._updated.notify_all()
@@ -223,6 +292,21 @@ class Cluster:
             f"no broker answered a metadata request (tried {self._describe_candidates()})"
             + (f"; last error: {last_error}" if last_error else "")
         ) from last_error
+
+    async def list_all_topics(self) -> dict[str, TopicInfo]:
+        """Every topic of the cluster, from a Metadata request for all topics.
+
+        The cache is left as it is unless all topics are wanted anyway: a client that tracks a
+        few topics keeps tracking only those.
+        """
+        if self._want_all_topics:
+            metadata = await self.refresh_metadata()
+            return dict(metadata.topics)
+        connection = await self.any_connection()
+        version = connection.versions.version_for(MetadataRequest.API_KEY)
+        response = await connection.send(self._metadata_request(version, None), version)
+        snapshot = ClusterMetadata().merged(response, full=True)
+        return {name: info for name, info in snapshot.topics.items() if not info.error_code}
 
     def _metadata_request(self, version: int, topics: list[str] | None) -> Any:
         wanted: list[MetadataRequestTopic] | None
@@ -418,3 +502,8 @@ class Cluster:
         except errors.KafkaConnectionError:
             self.invalidate_coordinator(key, kind)
             raise
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -55,6 +55,9 @@ class TopicInfo:
         return sorted(p for p, info in self.partitions.items() if info.leader >= 0)
 
 
+_LISTENER_SCHEMES = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+
 def parse_bootstrap(
     servers: str | Iterable[str], default_port: int = 9092
 ) -> list[tuple[str, int]]:
@@ -65,9 +68,19 @@ def parse_bootstrap(
         item = raw.strip()
         if not item:
             continue
-        for scheme in ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://"):
-            if item.upper().startswith(scheme):
-                item = item[len(scheme) :]
+        if "://" in item:
+            # Listener-style prefixes name the protocol (which security_protocol chooses);
+            # anything else (kafka://, http://) is not an address form this client reads.
+            scheme, _, rest = item.partition("://")
+            if scheme.upper() not in _LISTENER_SCHEMES:
+                raise errors.ConfigError(
+                    f"bad bootstrap address {raw!r}: {scheme}:// is not supported; give "
+                    "'host:port' (optionally prefixed by PLAINTEXT://, SSL://, "
+                    "SASL_PLAINTEXT:// or SASL_SSL://) and set security_protocol"
+                )
+            item = rest
+        if "/" in item or "?" in item or "@" in item or any(c.isspace() for c in item):
+            raise errors.ConfigError(f"bad bootstrap address {raw!r}: expected 'host:port'")
         host, port_text = item, ""
         if item.startswith("["):
             end = item.find("]")

@@ -22,7 +22,14 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import (
+    check_choice,
+    check_int,
+    check_number,
+    check_type,
+    split_common_options,
+    unknown_options_error,
+)
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
@@ -36,6 +43,7 @@ from aiokafkawire.consumer.records import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
@@ -73,21 +81,39 @@ class Consumer:
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
     ``client_id``, ``security_protocol``, ``api_version``):
 
-    - ``group_id``: the consumer group (``None``: no group, no commits);
-      ``group_instance_id``: static membership (KIP-345);
-      ``group_protocol``: ``"classic"`` (default) or ``"consumer"`` (KIP-848);
-      ``group_remote_assignor``: the broker-side assignor for ``"consumer"`` groups.
-    - ``partition_assignment_strategy``: assignor names or objects (default range and
-      cooperative-sticky, as the Java client), ``session_timeout_ms``,
-      ``heartbeat_interval_ms``, ``max_poll_interval_ms``, ``rebalance_timeout_ms``.
-    - ``auto_offset_reset``: ``"earliest"``, ``"latest"`` or ``"none"`` (raise
-      :class:`~aiokafkawire.errors.NoOffsetForPartitionError` /
-      :class:`~aiokafkawire.errors.OffsetOutOfRangeClientError`).
-    - ``enable_auto_commit``, ``auto_commit_interval_ms``; ``isolation_level``
-      (``"read_uncommitted"`` / ``"read_committed"``).
-    - ``fetch_min_bytes``, ``fetch_max_wait_ms``, ``fetch_max_bytes``,
-      ``max_partition_fetch_bytes``, ``max_poll_records``, ``check_crcs``, ``client_rack``,
-      ``fetch_sessions`` (KIP-227 incremental fetches).
+    - ``group_id``: the consumer group (``None``: no group, no commits; ``""`` is refused).
+    - ``group_instance_id``: a static member id (KIP-345): a restart within the session
+      timeout keeps the assignment without a rebalance.
+    - ``group_protocol``: ``"classic"`` (default) or ``"consumer"`` (KIP-848, broker-side
+      assignment).
+    - ``group_remote_assignor``: the broker-side assignor for ``"consumer"`` groups.
+    - ``partition_assignment_strategy``: assignor names or objects, in order of preference
+      (default range and cooperative-sticky, as the Java client).
+    - ``session_timeout_ms``: the coordinator drops a member it has not heard from this long.
+    - ``heartbeat_interval_ms``: how often the member heartbeats (below the session timeout).
+    - ``max_poll_interval_ms``: a member that does not poll for this long leaves the group
+      (and rejoins at its next poll).
+    - ``rebalance_timeout_ms``: how long the coordinator waits for members to rejoin
+      (default: ``max_poll_interval_ms``).
+    - ``auto_offset_reset``: where to start without a committed offset: ``"earliest"``,
+      ``"latest"`` or ``"none"`` (raise :class:`~aiokafkawire.errors.NoOffsetForPartitionError`
+      / :class:`~aiokafkawire.errors.OffsetOutOfRangeClientError`).
+    - ``enable_auto_commit``: commit the positions every ``auto_commit_interval_ms``, on
+      revocation and on close.
+    - ``auto_commit_interval_ms``: the period of automatic commits.
+    - ``isolation_level``: ``"read_uncommitted"`` or ``"read_committed"`` (records of aborted
+      transactions are dropped, open transactions hold reading back at the last stable offset).
+    - ``fetch_min_bytes``: the broker answers a fetch once it has this many bytes...
+    - ``fetch_max_wait_ms``: ...or after this long.
+    - ``fetch_max_bytes``: the most bytes a fetch response may carry.
+    - ``max_partition_fetch_bytes``: the most bytes per partition in a fetch response.
+    - ``max_poll_records``: the most records one ``getmany`` (or iteration step) hands out.
+    - ``check_crcs``: verify the CRC of every record batch.
+    - ``client_rack``: the consumer's rack, to fetch from a replica in it (KIP-392).
+    - ``fetch_sessions``: incremental fetch sessions (KIP-227): brokers send only what changed.
+    - ``pattern_refresh_interval_ms``: with a pattern subscription, how often the topic list is
+      fetched again, so that new matching topics are joined within this time (subscribed
+      topics that do not exist yet are looked for with backoff up to ``retry_backoff_max_ms``).
     - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
     """
 
@@ -118,23 +144,65 @@ class Consumer:
         check_crcs: bool = True,
         client_rack: str | None = None,
         fetch_sessions: bool = True,
+        pattern_refresh_interval_ms: int = 5_000,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
         value_deserializer: Callable[[bytes | None], Any] | None = None,
         **options: Any,
     ) -> None:
+        """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
+
+        Wrong option types raise :class:`~aiokafkawire.errors.ConfigTypeError`, bad values
+        :class:`~aiokafkawire.errors.ConfigError`, naming the option.
+        """
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown Consumer options: {sorted(rest)}")
-        if auto_offset_reset not in _RESETS:
-            raise errors.ConfigError(f"auto_offset_reset must be one of {_RESETS}")
-        if isolation_level not in _ISOLATION:
-            raise errors.ConfigError(f"isolation_level must be one of {_ISOLATION}")
-        if group_protocol not in ("classic", "consumer"):
-            raise errors.ConfigError("group_protocol must be 'classic' or 'consumer'")
-        if max_poll_records < 1:
-            raise errors.ConfigError("max_poll_records must be at least 1")
+            raise unknown_options_error("Consumer", rest)
+        for topic in topics:
+            check_type("topic", topic, str)
+        check_type("group_id", group_id, str, none_ok=True)
+        if group_id is not None and not group_id.strip():
+            # The Java client refuses it too: such a group never gets an assignment.
+            raise errors.ConfigError(
+                "group_id must not be empty; pass group_id=None to consume without a group"
+            )
+        check_type("group_instance_id", group_instance_id, str, none_ok=True)
+        check_choice("auto_offset_reset", auto_offset_reset, _RESETS)
+        check_choice("isolation_level", isolation_level, _ISOLATION)
+        check_choice("group_protocol", group_protocol, ("classic", "consumer"))
+        check_int("max_poll_records", max_poll_records, minimum=1)
+        for name, value, minimum in (
+            ("session_timeout_ms", session_timeout_ms, 1),
+            ("heartbeat_interval_ms", heartbeat_interval_ms, 1),
+            ("max_poll_interval_ms", max_poll_interval_ms, 1),
+            ("auto_commit_interval_ms", auto_commit_interval_ms, 1),
+            ("fetch_max_wait_ms", fetch_max_wait_ms, 0),
+            ("pattern_refresh_interval_ms", pattern_refresh_interval_ms, 1),
+        ):
+            check_number(name, value, minimum=minimum)
+        check_number("rebalance_timeout_ms", rebalance_timeout_ms, minimum=1, none_ok=True)
+        for name, value, minimum in (
+            ("fetch_min_bytes", fetch_min_bytes, 0),
+            ("fetch_max_bytes", fetch_max_bytes, 1),
+            ("max_partition_fetch_bytes", max_partition_fetch_bytes, 1),
+        ):
+            check_int(name, value, minimum=minimum)
+        for name, flag in (
+            ("enable_auto_commit", enable_auto_commit),
+            ("check_crcs", check_crcs),
+            ("fetch_sessions", fetch_sessions),
+        ):
+            check_type(name, flag, bool)
+        for name, function in (
+            ("key_deserializer", key_deserializer),
+            ("value_deserializer", value_deserializer),
+        ):
+            if function is not None and not callable(function):
+                raise errors.ConfigTypeError(
+                    f"{name} must be a callable taking bytes or None, got {type(function).__name__}"
+                )
         if heartbeat_interval_ms >= session_timeout_ms:
             raise errors.ConfigError("heartbeat_interval_ms must be below session_timeout_ms")
+        self._pattern_refresh_ms = pattern_refresh_interval_ms
         self._common = common
         self._group_id = group_id
         self._group_protocol = group_protocol
@@ -186,6 +254,8 @@ class Consumer:
         self._last_committed: dict[TopicPartition, int] = {}
         self._started = False
         self._closed = False
+        self._records_consumed = 0
+        self._consume_rate = Rate()
 
     def __repr__(self) -> str:
         return f"<Consumer group={self._group_id!r} state={self.state}>"
@@ -245,6 +315,10 @@ class Consumer:
             if self._cluster is not None:
                 await self._cluster.close()
 
+    async def stop(self) -> None:
+        """The same as :meth:`close` (aiokafka's name)."""
+        await self.close()
+
     async def __aenter__(self) -> Consumer:
         await self.start()
         return self
@@ -281,18 +355,31 @@ class Consumer:
         cluster, subs, _ = self._require_started()
         if self._group_config is None:
             raise errors.IllegalStateError("subscribe() needs a group_id; use assign() without one")
-        topics = list(topics)
+        topics = [topics] if isinstance(topics, str) else list(topics)
         if pattern is not None:
             if topics:
                 raise errors.ConfigError("give either topics or pattern, not both")
+            if not isinstance(pattern, (str, re.Pattern)):
+                raise errors.KafkaTypeError(
+                    f"pattern must be a str or re.Pattern, got {type(pattern).__name__}"
+                )
             subs.subscribe_pattern(pattern, listener)
-            cluster.want_all_topics(True)
+            cluster.set_awaited_topics(())
+            # New matching topics are seen within pattern_refresh_interval_ms.
+            cluster.want_all_topics(True, refresh_ms=self._pattern_refresh_ms)
         else:
             if not topics:
                 raise errors.ConfigError("subscribe() needs topics or a pattern")
+            for topic in topics:
+                if not isinstance(topic, str) or not topic:
+                    raise errors.KafkaTypeError(
+                        f"topics must be non-empty strings, got {topic!r}; "
+                        "pass a list of names (or pattern=...)"
+                    )
             subs.subscribe(topics, listener)
             cluster.want_all_topics(False)
-            cluster.add_topics(topics)
+            # A subscribed topic that does not exist yet is looked for with backoff.
+            cluster.set_awaited_topics(topics)
         cluster.request_update()
         if self._membership is None:
             self._membership = self._new_membership()
@@ -335,6 +422,10 @@ class Consumer:
         fetcher.discard(list(subs.assignment))
         self._iter_records.clear()
         subs.unsubscribe()
+        cluster = self._cluster
+        assert cluster is not None
+        cluster.set_awaited_topics(())
+        cluster.want_all_topics(False)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly these partitions, without group management."""
@@ -353,6 +444,65 @@ class Consumer:
     def subscription(self) -> set[str]:
         """The subscribed topics."""
         return set(self._subs.topics) if self._subs is not None else set()
+
+    async def topics(self) -> set[str]:
+        """Every topic of the cluster (internal topics excluded); fetches fresh metadata."""
+        cluster, _, _ = self._require_started()
+        response = await cluster.list_all_topics()
+        return {name for name, info in response.items() if not info.is_internal}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The partition ids of ``topic`` from the metadata at hand (None when unknown).
+
+        Like aiokafka's, this does not wait: call :meth:`topics` first (or subscribe) to
+        refresh the metadata.
+        """
+        cluster, _, _ = self._require_started()
+        info = cluster.metadata.topics.get(topic)
+        if info is None or info.error_code:
+            return None
+        return set(info.partitions)
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When the last fetch response for ``partition`` arrived (ms since the epoch).
+
+        The :meth:`highwater` seen then is that fresh; None before the first response.
+        """
+        _, subs, _ = self._require_started()
+        return subs.state(partition).last_poll_ms
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this consumer's counters (see :mod:`aiokafkawire.metrics`).
+
+        ``brokers``: per broker request counts, latency percentiles per API (``Fetch`` is the
+        fetch latency), in-flight requests, bytes in/out, throttle time.  ``consumer``: records
+        consumed and their rate since the previous call, lag per assigned partition (high
+        watermark minus position, None until both are known), rebalances and their duration.
+        """
+        lag: dict[str, int | None] = {}
+        if self._subs is not None:
+            for tp, state in self._subs.assignment.items():
+                known = state.highwater is not None and state.position is not None
+                lag[f"{tp.topic}-{tp.partition}"] = (
+                    max(state.highwater - state.position, 0) if known else None  # type: ignore[operator]
+                )
+        membership = self._membership
+        return {
+            "brokers": self._common.metrics.snapshot(),
+            "consumer": {
+                "records_consumed": self._records_consumed,
+                "records_per_sec": self._consume_rate.per_second(self._records_consumed),
+                "assigned_partitions": len(lag),
+                "lag": lag,
+                "lag_total": sum(v for v in lag.values() if v is not None),
+                "state": self.state,
+                "rebalances": membership.rebalances if membership else 0,
+                "rebalance_time_total_s": round(membership.rebalance_time_total_s, 3)
+                if membership
+                else 0.0,
+                "last_rebalance_s": round(membership.last_rebalance_s, 3) if membership else 0.0,
+            },
+        }
 
     @property
     def state(self) -> str:
@@ -402,6 +552,7 @@ class Consumer:
                 await self._membership.on_poll()
             data, _ = fetcher.drain(limit, wanted)
             if data:
+                self._records_consumed += sum(map(len, data.values()))
                 return data
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._closed:
@@ -446,6 +597,7 @@ class Consumer:
                         fetcher.apply_position(tp, update)
                 for records in data.values():
                     pending.extend(records)
+                self._records_consumed += len(pending)
                 if pending:
                     record = pending.popleft()
                     self._advance_iterated(record)

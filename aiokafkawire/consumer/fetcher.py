@@ -600,6 +600,7 @@ class Fetcher:
                             position,
                         )
                         state.seek(result.end_offset, result.leader_epoch)
+                        self._buffer.pop(tp, None)  # stale after the seek
         subs.notify()
 
     def _leader_epoch(self, tp: TopicPartition) -> int:
@@ -680,6 +681,9 @@ class Fetcher:
         request = ListOffsetsRequest(
             replica_id=-1,
             topics=[ListOffsetsTopic(name=t, partitions=p) for t, p in topics.items()],
+            # v10+: how long the broker may wait for tiered storage (KIP-1075); 0 would fail
+            # such lookups at once.  Dropped by older versions.
+            timeout_ms=self._config.request_timeout_ms,
         )
         if version >= 2:
             request.isolation_level = 1 if self._config.read_committed else 0
@@ -793,10 +797,14 @@ class Fetcher:
         versions: dict[TopicPartition, int] = {}
         for tp, state in partitions:
             assert state.fetch_position is not None
+            # The epoch of the last batch *fetched*, not consumed: with records still buffered,
+            # the consumed one may be of an older epoch that ends before the fetch position, and
+            # the broker would report a divergence that is not there.
+            last_fetched = state.fetch_epoch
             wanted[tp] = (
                 state.fetch_position,
                 self._leader_epoch(tp),
-                state.leader_epoch if state.leader_epoch is not None else -1,
+                last_fetched if last_fetched is not None else -1,
                 state.fetch_size or config.max_partition_fetch_bytes,
             )
             versions[tp] = state.version
@@ -899,6 +907,7 @@ class Fetcher:
             return self._partition_error(tp, state, code)
         if data.high_watermark >= 0:
             state.highwater = data.high_watermark
+            state.last_poll_ms = int(time.time() * 1000)
         lso = getattr(data, "last_stable_offset", -1)
         if lso >= 0:
             state.last_stable_offset = lso
@@ -919,20 +928,38 @@ class Fetcher:
         diverging = getattr(data, "diverging_epoch", None)
         if diverging is not None and diverging.epoch >= 0 and diverging.end_offset >= 0:
             if diverging.end_offset < fetch_offset:
-                log.warning(
-                    "log of %s diverged at epoch %d; resuming at offset %d",
-                    tp,
-                    diverging.epoch,
-                    diverging.end_offset,
-                )
-                state.seek(diverging.end_offset, diverging.epoch)
+                position = state.position
+                if position is not None and position <= diverging.end_offset:
+                    # Only records fetched ahead and not handed out lie past the divergence:
+                    # fetch again from what the user consumed, skipping nothing.
+                    log.info(
+                        "log of %s diverged at epoch %d offset %d, past the position %d; "
+                        "fetching again from the position",
+                        tp,
+                        diverging.epoch,
+                        diverging.end_offset,
+                        position,
+                    )
+                    state.seek(position, state.leader_epoch)
+                else:
+                    log.warning(
+                        "log of %s diverged at epoch %d; records consumed past offset %d were "
+                        "truncated; resuming there",
+                        tp,
+                        diverging.epoch,
+                        diverging.end_offset,
+                    )
+                    state.seek(diverging.end_offset, diverging.epoch)
+                # Buffered chunks are stale now; dropped here, not left in front of the data
+                # the next fetch brings (drain clears a partition's chunks behind a stale one).
+                self._buffer.pop(tp, None)
                 self._subs.notify()
                 return False
         raw = data.records
         if not raw:
             return False
         aborted = getattr(data, "aborted_transactions", None)
-        next_offset = _next_offset(raw, fetch_offset)
+        next_offset, fetched_epoch = _next_offset_and_epoch(raw, fetch_offset)
         if next_offset == fetch_offset:
             # Only a partial batch: it is larger than the size we asked for, so ask for more.
             current = plan[3]
@@ -947,6 +974,8 @@ class Fetcher:
             return False
         state.fetch_size = None
         state.fetch_position = next_offset
+        if fetched_epoch is not None:
+            state.fetch_epoch = fetched_epoch
         chunks = self._buffer.get(tp)
         if chunks is None:
             chunks = self._buffer[tp] = deque()
@@ -1094,12 +1123,19 @@ _V2_MIN_LENGTH = 49  # a v2 batch header is 61 bytes; batchLength excludes the f
 
 
 def _next_offset(raw: bytes, fetch_offset: int) -> int:
-    """The offset after the last whole batch in ``raw`` (headers only, nothing decoded).
+    """The offset after the last whole batch in ``raw`` (headers only, nothing decoded)."""
+    return _next_offset_and_epoch(raw, fetch_offset)[0]
+
+
+def _next_offset_and_epoch(raw: bytes, fetch_offset: int) -> tuple[int, int | None]:
+    """The offset after the last whole batch in ``raw``, and that batch's leader epoch.
 
     Reads the v2 batch headers in place; anything else (legacy message sets, malformed
-    headers) goes to :func:`_next_offset_of_batches`, which raises what decoding would raise.
+    headers) goes to :func:`_next_offset_of_batches`, which raises what decoding would raise
+    (legacy data carries no leader epoch: None).
     """
     next_offset = fetch_offset
+    epoch: int | None = None
     pos = 0
     total = len(raw)
     prefix = _BATCH_PREFIX.unpack_from
@@ -1107,18 +1143,19 @@ def _next_offset(raw: bytes, fetch_offset: int) -> int:
     while total - pos >= 12:
         size = prefix(raw, pos)[1]
         if size < _V2_MIN_LENGTH:
-            return _next_offset_of_batches(raw, fetch_offset)
+            return _next_offset_of_batches(raw, fetch_offset), None
         end = pos + 12 + size
         if end > total:
             break  # partial trailing batch
         if raw[pos + 16] != 2:
-            return _next_offset_of_batches(raw, fetch_offset)
-        base, _, _, _, _, _, last_delta = header(raw, pos)
+            return _next_offset_of_batches(raw, fetch_offset), None
+        base, _, batch_epoch, _, _, _, last_delta = header(raw, pos)
         last = base + last_delta
         if last >= fetch_offset and last + 1 > next_offset:
             next_offset = last + 1
+            epoch = batch_epoch if batch_epoch >= 0 else None
         pos = end
-    return next_offset
+    return next_offset, epoch
 
 
 def _next_offset_of_batches(raw: bytes, fetch_offset: int) -> int:

@@ -21,15 +21,19 @@ class PartitionState:
     """Consumption state of one assigned partition.
 
     ``position`` is the offset of the next record to hand to the user (``None`` until known);
-    ``fetch_position`` runs ahead of it while fetched records wait in the buffer.  ``version``
+    ``fetch_position`` runs ahead of it while fetched records wait in the buffer; ``leader_epoch``
+    is the epoch of the record before ``position`` and ``fetch_epoch`` that of the batch before
+    ``fetch_position`` (what Fetch sends as ``last_fetched_epoch``, KIP-320).  ``version``
     changes on every seek so fetched data for an old position is recognised and dropped.
     """
 
     __slots__ = (
         "awaiting_validation",
+        "fetch_epoch",
         "fetch_position",
         "fetch_size",
         "highwater",
+        "last_poll_ms",
         "last_stable_offset",
         "leader_epoch",
         "log_start_offset",
@@ -44,8 +48,10 @@ class PartitionState:
         self.position: int | None = None
         self.fetch_position: int | None = None
         self.leader_epoch: int | None = None
+        self.fetch_epoch: int | None = None
         self.paused = False
         self.highwater: int | None = None
+        self.last_poll_ms: int | None = None
         self.last_stable_offset: int | None = None
         self.log_start_offset: int | None = None
         self.reset_strategy: str | None = None
@@ -59,6 +65,7 @@ class PartitionState:
         self.position = offset
         self.fetch_position = offset
         self.leader_epoch = leader_epoch
+        self.fetch_epoch = leader_epoch
         self.reset_strategy = None
         self.pending_error = None
         self.version += 1
@@ -67,6 +74,7 @@ class PartitionState:
         """Forget the position; it will be looked up with ``strategy`` (earliest/latest/...)."""
         self.position = None
         self.fetch_position = None
+        self.fetch_epoch = None
         self.reset_strategy = strategy
         self.version += 1
 

@@ -7,15 +7,28 @@ Broker error codes map to generated classes (:mod:`aiokafkawire.errors.codes`); 
 from __future__ import annotations
 
 from aiokafkawire.errors.base import *  # noqa: F403
-from aiokafkawire.errors.base import BrokerResponseError
+from aiokafkawire.errors.base import BrokerResponseError, UnsupportedVersionForBrokerError
 from aiokafkawire.errors.codes import *  # noqa: F403
-from aiokafkawire.errors.codes import ERRORS_BY_CODE
+from aiokafkawire.errors.codes import ERRORS_BY_CODE, InvalidRecordStateError
 
 
 class UnknownBrokerError(BrokerResponseError):
     """A broker returned an error code this client's error table does not know."""
 
     name = "UNKNOWN"
+
+
+class AcquisitionLockTimeoutError(InvalidRecordStateError):
+    """A share-group record was acknowledged after its acquisition lock had expired.
+
+    The broker has made the record available again (it may already be with another consumer),
+    so the acknowledgement was not applied.  Raised or reported by the share consumer; it is an
+    :class:`InvalidRecordStateError`, as the broker would answer.
+    """
+
+
+class ShareGroupsUnsupportedError(UnsupportedVersionForBrokerError):
+    """The cluster does not serve share groups (KIP-932)."""
 
 
 _UNKNOWN_BY_CODE: dict[int, type[BrokerResponseError]] = {}

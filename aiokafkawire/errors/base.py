@@ -7,9 +7,11 @@ official error table into :mod:`aiokafkawire.errors.codes`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 __all__ = [
+    "AdminOperationError",
     "AuthenticationError",
     "AuthorizationError",
     "BackgroundTaskError",
@@ -19,6 +21,7 @@ __all__ = [
     "CommitFailedError",
     "CompressionLibraryMissingError",
     "ConfigError",
+    "ConfigTypeError",
     "ConnectionClosedError",
     "CorruptRecordError",
     "EncodeError",
@@ -27,6 +30,8 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "KafkaTypeError",
+    "KafkaValueError",
     "NoBrokersAvailableError",
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeClientError",
@@ -92,8 +97,20 @@ class BrokerResponseError(KafkaError):
 # ---------------------------------------------------------------------------------------------
 
 
-class ConfigError(KafkaError, ValueError):
-    """A configuration value is invalid."""
+class KafkaValueError(KafkaError, ValueError):
+    """An argument has the right type but a value the call cannot accept."""
+
+
+class KafkaTypeError(KafkaError, TypeError):
+    """An argument has the wrong type (the message names it and what was expected)."""
+
+
+class ConfigError(KafkaValueError):
+    """A configuration value is invalid (a ``ValueError``; see also :class:`ConfigTypeError`)."""
+
+
+class ConfigTypeError(ConfigError, KafkaTypeError):
+    """A configuration option has the wrong type; both a ``ValueError`` and a ``TypeError``."""
 
 
 class KafkaConnectionError(KafkaError):
@@ -124,7 +141,7 @@ class FrameTooLargeError(ProtocolError):
     """A frame exceeded the configured maximum size."""
 
 
-class EncodeError(KafkaError, ValueError):
+class EncodeError(KafkaValueError):
     """A value cannot be expressed in the protocol version chosen for a request."""
 
 
@@ -152,7 +169,7 @@ class BufferFullError(KafkaTimeoutError):
     """The producer's buffer stayed full for longer than ``max_block_ms``."""
 
 
-class RecordTooLargeError(KafkaError, ValueError):
+class RecordTooLargeError(KafkaValueError):
     """A record is larger than the producer's ``max_request_size`` (or ``buffer_memory``)."""
 
 
@@ -198,3 +215,30 @@ class OffsetOutOfRangeClientError(KafkaError):
 
 class NoOffsetForPartitionError(KafkaError):
     """A partition has no committed offset and ``auto_offset_reset`` is ``"none"``."""
+
+
+class AdminOperationError(KafkaError):
+    """An admin call failed for at least one of its items (topics, groups, partitions, ...).
+
+    ``results`` holds every item's result, successful ones included, keyed as the call returns
+    them; ``errors`` maps each failed item to its error.  Pass ``raise_on_error=False`` to the
+    admin call to get the results back instead of this exception.  ``retriable`` is true when
+    every failure is retriable.
+    """
+
+    def __init__(
+        self, operation: str, results: Mapping[Any, Any], failures: Mapping[Any, KafkaError]
+    ) -> None:
+        self.operation = operation
+        self.results: Mapping[Any, Any] = results
+        self.errors: Mapping[Any, KafkaError] = failures
+        shown = "; ".join(f"{item}: {error}" for item, error in list(failures.items())[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(
+            f"{operation} failed for {len(failures)} of {len(results)} items: {shown}{more}"
+        )
+
+    @property
+    def retriable(self) -> bool:  # type: ignore[override]
+        """True when every failed item may succeed if the call is repeated."""
+        return bool(self.errors) and all(e.retriable for e in self.errors.values())

@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire.metrics import (
+    LATENCY_MASK,
+    BrokerStats,
+    ClientMetrics,
+    ConnectionEvent,
+    RequestEvent,
+    api_name,
+)
 from aiokafkawire.net.credentials import Secret
 from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
 from aiokafkawire.net.tls import create_ssl_context
@@ -51,6 +59,16 @@ _DIRECT_READ_SIZE = 256 * 1024
 # At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
 _DIRECT_READS_MAX = 8
 
+# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
+# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
+# to it until then.  Before them the broker delayed the answer itself.  APIs added after
+# KIP-219 (Kafka 2.0) work the new way from their first version.
+_CLIENT_THROTTLES_SINCE: dict[int, int] = {
+    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
+    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
+}  # fmt: skip
+
 ResponseCallback = Callable[[Any, "BaseException | None"], None]
 """``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
 
@@ -75,6 +93,8 @@ class ConnectionConfig:
     api_version: ApiVersionCap = None
     client_software_name: str = "aiokafkawire"
     client_software_version: str = "0.1.0"
+    # The client's counters and hooks (None: counted per connection, reported nowhere).
+    metrics: ClientMetrics | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.security_protocol = self.security_protocol.upper()
@@ -144,17 +164,20 @@ class ReconnectBackoff:
 class _Waiter:
     """A request awaiting its response: a future to resolve, or a callback to call."""
 
-    __slots__ = ("abandoned", "api_key", "callback", "future", "timer")
+    __slots__ = ("abandoned", "api_key", "callback", "correlation_id", "future", "sent_at", "timer")
 
     def __init__(
         self,
         future: asyncio.Future[Any] | None,
         api_key: int,
         callback: ResponseCallback | None = None,
+        correlation_id: int = -1,
     ) -> None:
         self.future = future
         self.api_key = api_key
         self.callback = callback
+        self.correlation_id = correlation_id
+        self.sent_at = time.monotonic()
         self.timer: asyncio.TimerHandle | None = None  # callback waiters' request timeout
         self.abandoned = False
 
@@ -243,6 +266,21 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
+<<<<<<< HEAD
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
+        self.throttled_until = 0.0
+        self.throttle_time_ms_total = 0
+        self.throttle_count = 0
+=======
+        metrics = self.config.metrics
+        self._metrics = metrics
+        self._hooks = bool(metrics is not None and metrics.hooks)
+        self._stats: BrokerStats = (
+            metrics.broker(host, port, node_id)
+            if metrics is not None
+            else BrokerStats(host, port, node_id)
+        )
+>>>>>>> main
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -310,6 +348,12 @@ class BrokerConnection:
         await self._negotiate_versions()
         if self.config.uses_sasl:
             await self._authenticate()
+        stats = self._stats
+        stats.connections_opened += 1
+        stats.connections.add(self)
+        log.debug("%r ready", self)
+        if self._hooks:
+            self._emit_connection("on_connect", None)
 
     @property
     def closed(self) -> bool:
@@ -357,6 +401,7 @@ class BrokerConnection:
             version = self.versions.version_for(request.API_KEY)
         timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._error is not None:
             self._slots.release()
@@ -368,10 +413,12 @@ class BrokerConnection:
             raise
         if not expects_response:
             self._slots.release()
+            self._stats.requests += 1
             await self._write(frame)
             return None
         assert self._loop is not None
-        waiter = _Waiter(self._loop.create_future(), request.API_KEY)
+        self._stats.requests += 1
+        waiter = _Waiter(self._loop.create_future(), request.API_KEY, None, correlation_id)
         self._by_correlation[correlation_id] = waiter
         await self._write(frame)
         return await self._response(waiter, deadline, timeout, request, version)
@@ -401,6 +448,7 @@ class BrokerConnection:
             self._transport is None
             or self._slots.locked()
             or (self._writable is not None and not self._writable.is_set())
+            or self.throttled
         ):
             return False
         _acquire_now(self._slots)
@@ -425,6 +473,7 @@ class BrokerConnection:
         if self._error is not None:
             raise self._error
         timeout = self._timeout_seconds(timeout_ms)
+        await self._wait_throttle()
         await self._acquire_slot(timeout)
         if self._writable is not None and not self._writable.is_set():
             try:
@@ -438,6 +487,31 @@ class BrokerConnection:
         self._register(request, version, callback, timeout)
         self._flush()
 
+    @property
+    def throttled(self) -> bool:
+        """Whether the broker throttled this connection (KIP-219) and the time is not over."""
+        return self.throttled_until > 0.0 and time.monotonic() < self.throttled_until
+
+    async def _wait_throttle(self) -> None:
+        """Sleep until the broker's throttle time is over (no request may go out before)."""
+        while True:
+            remaining = self.throttled_until - time.monotonic()
+            if remaining <= 0:
+                return
+            await asyncio.sleep(remaining)
+
+    def _note_throttle(self, api_key: int, version: int, response: Any) -> None:
+        throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
+        if throttle_ms <= 0:
+            return
+        self.throttle_count += 1
+        self.throttle_time_ms_total += throttle_ms
+        if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+            until = time.monotonic() + throttle_ms / 1000
+            if until > self.throttled_until:
+                self.throttled_until = until
+        log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
+
     def _timeout_seconds(self, timeout_ms: float | None) -> float:
         """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
         return (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
@@ -445,6 +519,14 @@ class BrokerConnection:
     def _no_response_error(
         self, request: Any, version: int, timeout: float
     ) -> errors.KafkaTimeoutError:
+        self._stats.request_errors += 1
+        log.debug(
+            "%r: %s v%d got no response within %.1fs",
+            self,
+            api_name(request.API_KEY),
+            version,
+            timeout,
+        )
         return errors.KafkaTimeoutError(
             f"{type(request).__name__} v{version} to {self.host}:{self.port} got no "
             f"response within {timeout:.1f}s"
@@ -462,11 +544,12 @@ class BrokerConnection:
         self._write_buffer.append(frame)
         loop = self._loop
         assert loop is not None
+        self._stats.requests += 1
         if not expects_response:
             self._slots.release()
             loop.call_soon(callback, None, None)
             return
-        waiter = _Waiter(None, request.API_KEY, callback)
+        waiter = _Waiter(None, request.API_KEY, callback, correlation_id)
         waiter.timer = loop.call_later(
             timeout, self._callback_timed_out, waiter, request, version, timeout
         )
@@ -631,6 +714,7 @@ class BrokerConnection:
             self._write_buffer[0] if len(self._write_buffer) == 1 else b"".join(self._write_buffer)
         )
         self._write_buffer.clear()
+        self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
     # ---------------------------------------------------------------- receive path
@@ -639,13 +723,20 @@ class BrokerConnection:
         if self._raw_mode:
             self._raw_data_received(data)
             return
+        stats = self._stats
+        stats.bytes_received += len(data)
         try:
             events = self._framing.receive_data(data)
         except errors.KafkaError as exc:
             self._fail(exc)
             return
+        if not events:
+            return
         by_correlation = self._by_correlation
         self._receiving = True
+        # One clock reading per chunk: the answers in it arrived together.
+        now = time.monotonic()
+        latencies = stats.latencies
         try:
             for event in events:
                 waiter = by_correlation.pop(event.correlation_id, None)
@@ -657,6 +748,19 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
+<<<<<<< HEAD
+                self._note_throttle(event.api_key, event.api_version, event.response)
+=======
+                response = event.response
+                stats.responses += 1
+                ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
+                ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
+                ring.count += 1
+                if getattr(response, "throttle_time_ms", 0):
+                    stats.throttled(response.throttle_time_ms)
+                if self._hooks:
+                    self._emit_request(waiter, now, None)
+>>>>>>> main
                 if waiter.abandoned:
                     self._abandoned -= 1
                 elif waiter.future is not None:
@@ -699,6 +803,18 @@ class BrokerConnection:
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
         self._close_direct_socket()
+        stats = self._stats
+        if self in stats.connections:
+            stats.connections.discard(self)
+            stats.connections_closed += 1
+            if self._hooks:
+                self._emit_connection("on_disconnect", error)
+        if waiters:
+            stats.request_errors += len(waiters)
+            if self._hooks:
+                now = time.monotonic()
+                for waiter in waiters:
+                    self._emit_request(waiter, now, error)
         for waiter in waiters:
             self._slots.release()
             if waiter.future is not None:
@@ -721,6 +837,28 @@ class BrokerConnection:
         elif self._closed_future is not None and not self._closed_future.done():
             self._closed_future.set_result(None)
         log.debug("%r closed: %s", self, error)
+
+    def _emit_connection(self, method: str, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            method, ConnectionEvent(self.node_id, self.host, self.port, self.purpose, error)
+        )
+
+    def _emit_request(self, waiter: _Waiter, now: float, error: BaseException | None) -> None:
+        assert self._metrics is not None
+        self._metrics.emit(
+            "on_request",
+            RequestEvent(
+                self.node_id,
+                self.host,
+                self.port,
+                waiter.api_key,
+                api_name(waiter.api_key),
+                waiter.correlation_id,
+                now - waiter.sent_at,
+                error,
+            ),
+        )
 
     # ---------------------------------------------------------------- handshake
 

@@ -163,11 +163,6 @@ CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
         "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
         "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
     ),
-    28: (
-        5,
-        "TxnOffsetCommit v6 names topics by id (KIP-1319); the transaction manager names them "
-        "(and sends v5, which implies AddOffsetsToTxn, only under transactions v2)",
-    ),
 }
 
 

@@ -66,6 +66,7 @@ class ProducerBatch:
         "payload",
         "producer_epoch",
         "producer_id",
+        "raw_size",
         "reserved",
         "retry_at",
         "topic",
@@ -103,6 +104,7 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+        self.raw_size = 0  # uncompressed bytes, known once built
 
     def __repr__(self) -> str:
         return (
@@ -129,6 +131,7 @@ class ProducerBatch:
                 builder.producer_id = producer_id
                 builder.producer_epoch = producer_epoch
                 builder.base_sequence = base_sequence
+            self.raw_size = int(self.builder.size_in_bytes)
             payload = self.payload = self.builder.build()
             self.builder = None  # the records now live in the payload only
         elif self.magic == 2 and (

@@ -28,6 +28,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.metrics import BatchEvent, ClientMetrics, ProducerStats
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, TxnState, fenced_error
@@ -96,7 +97,10 @@ class Sender:
         delivery_timeout_ms: int,
         retry_backoff_ms: int,
         on_batch_created: Callable[[TopicPartition], None] | None = None,
+        metrics: ClientMetrics | None = None,
     ) -> None:
+        self.stats = ProducerStats()
+        self.metrics = metrics if metrics is not None and metrics.hooks else None
         self.cluster = cluster
         self.accumulator = accumulator
         self.txn = txn
@@ -574,7 +578,10 @@ class Sender:
                 message = getattr(part, "error_message", None) or (
                     f"Produce to {batch.topic}-{batch.partition}"
                 )
-                self._attempt_failed(batch, errors.error_for_code(code)(message))
+                error = errors.error_for_code(code)(message)
+                if code == errors.MessageTooLargeError.code:
+                    error = _too_large(batch, error)
+                self._attempt_failed(batch, error)
 
     # ---------------------------------------------------------------- outcomes
 
@@ -596,10 +603,44 @@ class Sender:
         ):
             self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
             self.confirmed[batch.tp] = batch.producer_id
+        stats = self.stats
+        stats.records += batch.count
+        stats.batches += 1
+        payload = batch.payload
+        if payload is not None:
+            stats.bytes += len(payload)
+            stats.uncompressed_bytes += batch.raw_size
+        if self.metrics is not None:
+            self._emit_batch(batch, base_offset, None)
         batch.complete(base_offset, log_append_time)
         self.accumulator.release(batch)
 
+    def _emit_batch(
+        self, batch: ProducerBatch, base_offset: int, error: BaseException | None
+    ) -> None:
+        assert self.metrics is not None
+        payload = batch.payload
+        self.metrics.emit(
+            "on_batch",
+            BatchEvent(
+                batch.topic,
+                batch.partition,
+                batch.count,
+                len(payload) if payload is not None else 0,
+                batch.raw_size,
+                batch.attempts,
+                time.monotonic() - batch.created,
+                base_offset,
+                error,
+            ),
+        )
+
     def _fail_batch(self, batch: ProducerBatch, exc: BaseException) -> None:
+        self.stats.batch_errors += 1
+        self.stats.records_failed += batch.count
+        log.debug("%r failed for good: %s", batch, exc)
+        if self.metrics is not None:
+            self._emit_batch(batch, -1, exc)
         batch.fail(exc)
         self.accumulator.release(batch)
         txn = self.txn
@@ -643,6 +684,7 @@ class Sender:
             and now + self.retry_backoff - batch.created < self.delivery_timeout
         ):
             batch.retry_at = now + self.retry_backoff
+            self.stats.retries += 1
             self.gated.add(tp)
             self.accumulator.reenqueue(batch)
             log.debug("retrying %r after %s", batch, exc)
@@ -711,3 +753,15 @@ class Sender:
             txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
+
+
+def _too_large(batch: ProducerBatch, cause: errors.KafkaError) -> errors.RecordTooLargeError:
+    """MESSAGE_TOO_LARGE as the client's typed error (not retried: it would be refused again)."""
+    size = len(batch.payload) if batch.payload is not None else 0
+    error = errors.RecordTooLargeError(
+        f"the broker refused a batch of {batch.count} record(s) ({size} bytes) for "
+        f"{batch.topic}-{batch.partition}: larger than the topic's max.message.bytes "
+        f"(MESSAGE_TOO_LARGE)"
+    )
+    error.__cause__ = cause
+    return error

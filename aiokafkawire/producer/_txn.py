@@ -19,6 +19,7 @@ import asyncio
 import enum
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -48,6 +49,7 @@ END_TXN_MAX_VERSION = 4
 END_TXN_V2_VERSION = 5
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
 TXN_OFFSET_COMMIT_V2_VERSION = 5
+TXN_OFFSET_COMMIT_TOPIC_ID_VERSION = 6  # names topics by id (KIP-1319)
 INIT_PRODUCER_ID_KEY = InitProducerIdRequest.API_KEY
 #: The feature whose finalized level 2 enables transactions v2 on the cluster.
 TRANSACTION_VERSION_FEATURE = "transaction.version"
@@ -402,6 +404,17 @@ class TransactionManager:
         if not self.bump_needed:
             await self._choose_transaction_version()
 
+    def _topic_ids(self, topics: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """The id of every topic in ``topics``, or None if metadata lacks one of them."""
+        known = self.cluster.metadata.topics
+        ids = {}
+        for topic in topics:
+            info = known.get(topic)
+            if info is None or info.topic_id is None:
+                return None
+            ids[topic] = info.topic_id
+        return ids
+
     def _take_epoch(self, producer_id: int, producer_epoch: int) -> None:
         """Adopt the id and epoch an EndTxn v5 answer carries (a bumped epoch, KIP-890 part 2)."""
         if producer_id < 0 or producer_epoch < 0:
@@ -465,35 +478,48 @@ class TransactionManager:
                     committed_metadata=meta.metadata,
                 )
             )
-        commit = TxnOffsetCommitRequest(
-            transactional_id=self.transactional_id,
-            group_id=group_id,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            generation_id_or_member_epoch=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            topics=[
-                TxnOffsetCommitRequestTopic(name=topic, partitions=parts)
-                for topic, parts in by_topic.items()
-            ],
-        )
+        transactional_id = self.transactional_id
+
+        def request(topic_ids: dict[str, uuid.UUID] | None) -> TxnOffsetCommitRequest:
+            return TxnOffsetCommitRequest(
+                transactional_id=transactional_id,
+                group_id=group_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                generation_id_or_member_epoch=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                topics=[
+                    TxnOffsetCommitRequestTopic(topic_id=topic_ids[topic], partitions=parts)
+                    if topic_ids is not None
+                    else TxnOffsetCommitRequestTopic(name=topic, partitions=parts)
+                    for topic, parts in by_topic.items()
+                ],
+            )
 
         async def commit_offsets() -> None:
             connection = await self.cluster.coordinator_connection(group_id, purpose="group")
+            topic_ids = self._topic_ids(by_topic) if v2 else None
+            if topic_ids is not None:
+                max_version = TXN_OFFSET_COMMIT_TOPIC_ID_VERSION
+            else:
+                max_version = TXN_OFFSET_COMMIT_V2_VERSION if v2 else TXN_OFFSET_COMMIT_MAX_VERSION
             version = connection.versions.version_for(
-                TxnOffsetCommitRequest.API_KEY,
-                max_version=TXN_OFFSET_COMMIT_V2_VERSION if v2 else TXN_OFFSET_COMMIT_MAX_VERSION,
+                TxnOffsetCommitRequest.API_KEY, max_version=max_version
             )
             if v2 and version < TXN_OFFSET_COMMIT_V2_VERSION:
                 raise errors.UnsupportedVersionForBrokerError(
                     f"transactions v2 need TxnOffsetCommit v{TXN_OFFSET_COMMIT_V2_VERSION}+ from "
                     f"the coordinator of group {group_id!r}"
                 )
+            if version < TXN_OFFSET_COMMIT_TOPIC_ID_VERSION:
+                topic_ids = None
+            names = {} if topic_ids is None else {i: name for name, i in topic_ids.items()}
             response = await self.cluster.send_to_coordinator(
-                group_id, commit, version, kind="group", purpose="group"
+                group_id, request(topic_ids), version, kind="group", purpose="group"
             )
             for topic in response.topics:
+                name = names.get(topic.topic_id, topic.name) if names else topic.name
                 for part in topic.partitions:
                     if part.error_code:
                         error = errors.error_for_code(part.error_code)
@@ -502,6 +528,6 @@ class TransactionManager:
                             raise errors.KafkaConnectionError(
                                 f"group coordinator moved: {error.name}"
                             )
-                        raise error(f"TxnOffsetCommit {topic.name}-{part.partition_index}")
+                        raise error(f"TxnOffsetCommit {name}-{part.partition_index}")
 
         await self._retrying("TxnOffsetCommit", commit_offsets)

@@ -18,13 +18,20 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from time import time as _wall_clock
-from typing import Any
+from typing import Any, NoReturn
 
 from aiokafkawire import errors
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import (
+    check_int,
+    check_number,
+    check_type,
+    split_common_options,
+    unknown_options_error,
+)
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.metrics import ProducerStats, Rate
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch, RecordMetadata
 from aiokafkawire.producer._sender import PRODUCE_KEY, Sender
@@ -39,7 +46,7 @@ from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Producer"]
+__all__ = ["BatchBuilder", "Producer"]
 
 log = logging.getLogger("aiokafkawire.producer")
 
@@ -57,6 +64,8 @@ _RECORD_OVERHEAD = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
 _HEADER_OVERHEAD = 10
 
 Serializer = Callable[[Any], bytes | None]
+# A list of (name, value) pairs, any iterable of them, or a mapping of names to values.
+Headers = Iterable[tuple[str, bytes | None]] | Mapping[str, bytes | None]
 
 
 def _compiled_fast_send() -> Any:
@@ -71,6 +80,144 @@ def _compiled_fast_send() -> Any:
 
 
 _FastSend = _compiled_fast_send()
+
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _check_bytes(what: str, value: Any, serializer: Serializer | None) -> None:
+    """Accept bytes-like ``value``; otherwise raise a KafkaTypeError that says what to do."""
+    if isinstance(value, _BYTES_LIKE):
+        return
+    kind = type(value).__name__
+    if serializer is not None:
+        raise errors.KafkaTypeError(
+            f"{what}_serializer returned {kind}; it must return bytes or None"
+        )
+    hint = ""
+    if what in ("key", "value"):
+        hint = f"; set a {what}_serializer" + (
+            " (e.g. str.encode)" if isinstance(value, str) else ""
+        )
+    elif isinstance(value, str):
+        hint = "; encode it (e.g. value.encode())"
+    raise errors.KafkaTypeError(f"{what} must be bytes or None, got {kind}{hint}")
+
+
+def _header_list(headers: Any) -> list[Any]:
+    """Headers given as a mapping or any iterable of pairs, as a list of pairs."""
+    if isinstance(headers, Mapping):
+        return list(headers.items())
+    if isinstance(headers, (str, bytes)):
+        _bad_header(headers)
+    try:
+        return list(headers)
+    except TypeError:
+        raise errors.KafkaTypeError(
+            "headers must be a list of (str, bytes | None) pairs or a mapping, got "
+            f"{type(headers).__name__}"
+        ) from None
+
+
+def _bad_header(header: Any) -> NoReturn:
+    raise errors.KafkaTypeError(f"each header must be a (str, bytes | None) pair, got {header!r}")
+
+
+def _checked_timestamp(timestamp: Any) -> int:
+    if isinstance(timestamp, int) and not isinstance(timestamp, bool):
+        return int(timestamp)
+    raise errors.KafkaTypeError(
+        "timestamp must be an int (milliseconds since the epoch) or None, got "
+        f"{type(timestamp).__name__}"
+    )
+
+
+def check_type_arg(name: str, value: Any, expected: type) -> None:
+    """A call argument of the wrong type: KafkaTypeError naming it (``bool`` is not an int)."""
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise errors.KafkaTypeError(
+            f"{name} must be {expected.__name__}, got {type(value).__name__}"
+        )
+
+
+class BatchBuilder:
+    """Records collected for :meth:`Producer.send_batch` (aiokafka's ``create_batch`` API)."""
+
+    def __init__(
+        self,
+        max_size: int,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+    ) -> None:
+        self._max_size = max_size
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self.records: list[tuple[Any, Any, int | None, Any]] = []
+        self._size = 0
+        self._closed = False
+
+    def append(
+        self,
+        *,
+        key: Any = None,
+        value: Any = None,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> int | None:
+        """Add a record; its estimated size in bytes, or None when the batch is full.
+
+        The first record is always taken (a record larger than the limit then fails at
+        :meth:`Producer.send_batch` with RecordTooLargeError).
+        """
+        if self._closed:
+            raise errors.IllegalStateError("the batch was already sent")
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        for what, item in (("key", key), ("value", value)):
+            if item is not None:
+                _check_bytes(what, item, None)
+        size = _RECORD_OVERHEAD + (len(key) if key is not None else 0)
+        size += len(value) if value is not None else 0
+        header_list = None if headers is None else _header_list(headers)
+        for header in header_list or ():
+            try:
+                header_key, header_value = header
+            except (TypeError, ValueError):
+                _bad_header(header)
+            size += len(header_key) + _HEADER_OVERHEAD + (len(header_value or b""))
+        if self.records and self._size + size > self._max_size:
+            return None
+        self.records.append((key, value, timestamp, header_list))
+        self._size += size
+        return size
+
+    def close(self) -> None:
+        """No more appends (done by ``send_batch``)."""
+        self._closed = True
+
+    def size(self) -> int:
+        """The estimated size of the records so far, in bytes."""
+        return self._size
+
+    def record_count(self) -> int:
+        """How many records were appended."""
+        return len(self.records)
+
+
+async def _first_metadata(
+    handles: list[DeliveryHandle], topic: str, partition: int
+) -> RecordMetadata:
+    if not handles:
+        raise errors.IllegalStateError(f"send_batch to {topic}-{partition}: the batch is empty")
+    results = await asyncio.gather(*handles, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    first = results[0]
+    assert isinstance(first, RecordMetadata)
+    return first
 
 
 def _parse_acks(acks: int | str) -> int:
@@ -88,7 +235,8 @@ class Producer:
     :class:`~aiokafkawire.client_config.CommonConfig`):
 
     - ``acks``: 0 (do not wait), 1 (leader), ``"all"``/-1 (all in-sync replicas; default).
-    - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
+    - ``compression``: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``;
+      ``compression_type`` is the same option under the Java/aiokafka name.
     - ``linger_ms`` (default 5): how long a batch may wait for more records.
     - ``batch_size`` (1,000,000, as librdkafka's): uncompressed bytes per partition batch.  A
       batch takes ``buffer_memory`` as it fills (16 KiB first, then doubling), so a large limit
@@ -133,7 +281,7 @@ class Producer:
         """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
         common, unknown = split_common_options(options)
         if unknown:
-            raise errors.ConfigError(f"unknown producer options: {sorted(unknown)}")
+            raise unknown_options_error("Producer", unknown)
         self.config = common
         self.acks = _parse_acks(acks)
         codec_name = compression if compression is not None else compression_type
@@ -151,8 +299,29 @@ class Producer:
             ("max_request_size", max_request_size),
             ("buffer_memory", buffer_memory),
         ):
+            check_int(name, value)
             if value <= 0:
                 raise errors.ConfigError(f"{name} must be positive, not {value}")
+        for name, duration in (
+            ("linger_ms", linger_ms),
+            ("max_block_ms", max_block_ms),
+            ("delivery_timeout_ms", delivery_timeout_ms),
+            ("transaction_timeout_ms", transaction_timeout_ms),
+        ):
+            check_number(name, duration)
+        check_type("enable_idempotence", enable_idempotence, bool, none_ok=True)
+        check_type("transactional_id", transactional_id, str, none_ok=True)
+        if transactional_id == "":
+            raise errors.ConfigError("transactional_id must not be empty (None: no transactions)")
+        for name, function in (
+            ("key_serializer", key_serializer),
+            ("value_serializer", value_serializer),
+        ):
+            if function is not None and not callable(function):
+                raise errors.ConfigTypeError(
+                    f"{name} must be a callable returning bytes or None, got "
+                    f"{type(function).__name__}"
+                )
         if linger_ms < 0 or max_block_ms < 0 or delivery_timeout_ms <= 0:
             raise errors.ConfigError(
                 "linger_ms and max_block_ms must be >= 0, delivery_timeout_ms > 0"
@@ -218,6 +387,7 @@ class Producer:
             partition_for_key if type(self.partitioner) is DefaultPartitioner else None
         )
         self._send_checks = True
+        self._send_rate = Rate()
         # The C fast path of send (see _install_fast_send); None: always the Python path.
         self._fast_send: Callable[..., DeliveryHandle | None] | None = None
 
@@ -280,6 +450,7 @@ class Producer:
                 request_timeout_ms=self.config.request_timeout_ms,
                 delivery_timeout_ms=self.delivery_timeout_ms,
                 retry_backoff_ms=self.config.retry_backoff_ms,
+                metrics=self.config.metrics,
             )
             self._sender.start()
         except BaseException:
@@ -317,6 +488,10 @@ class Producer:
         finally:
             self._closing.set_result(None)
 
+    async def stop(self) -> None:
+        """The same as :meth:`close` (aiokafka's name): flush, then disconnect."""
+        await self.close()
+
     async def __aenter__(self) -> Producer:
         await self.start()
         return self
@@ -334,7 +509,7 @@ class Producer:
         *,
         partition: int | None = None,
         timestamp: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: Headers | None = None,
     ) -> DeliveryHandle:
         """Append a record to its partition's batch; returns its :class:`DeliveryHandle`.
 
@@ -356,19 +531,42 @@ class Producer:
         elif self._txn_state.fatal is not None:
             raise self._txn_state.fatal
         size = _RECORD_OVERHEAD
-        if key is not None:
+        # Types are checked before anything changes (a builder that failed half-way would
+        # leave a broken batch); exact bytes pass with one comparison each.
+        if type(key) is bytes:
             size += len(key)
-        if value is not None:
+        elif key is not None:
+            _check_bytes("key", key, self.key_serializer)
+            size += len(key)
+        if type(value) is bytes:
+            size += len(value)
+        elif value is not None:
+            _check_bytes("value", value, self.value_serializer)
             size += len(value)
         if headers is None:
             header_list = None
         else:
-            header_list = headers if type(headers) is list else list(headers)
+            header_list = headers if type(headers) is list else _header_list(headers)
         if header_list:
-            for header_key, header_value in header_list:
-                size += len(header_key) + _HEADER_OVERHEAD
-                if header_value is not None:
-                    size += len(header_value)
+            try:
+                for header_key, header_value in header_list:
+                    if type(header_key) is not str:
+                        _bad_header((header_key, header_value))
+                    if type(header_value) is bytes:
+                        size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
+                    else:
+                        if header_value is not None:
+                            _check_bytes(f"the value of header {header_key!r}", header_value, None)
+                            size += len(header_value)
+                        size += len(header_key) + _HEADER_OVERHEAD
+            except (TypeError, ValueError) as exc:
+                if isinstance(exc, errors.KafkaError):
+                    raise
+                # An item that is not a pair: find it and say so.
+                for header in header_list:
+                    if not isinstance(header, (tuple, list)) or len(header) != 2:
+                        _bad_header(header)
+                raise
         if size > self._max_record_size:
             raise errors.RecordTooLargeError(
                 f"the record is about {size} bytes, more than max_request_size "
@@ -376,6 +574,8 @@ class Producer:
             )
         if timestamp is None:
             timestamp = int(_wall_clock() * 1000)
+        elif type(timestamp) is not int:
+            timestamp = _checked_timestamp(timestamp)
         metadata = self._cluster.metadata  # type: ignore[union-attr]
         if metadata is not self._cached_metadata:
             self._partition_cache.clear()
@@ -390,7 +590,11 @@ class Producer:
                 partition = self._keyed_partition(key, len(all_partitions))
             else:
                 partition = self._choose_partition(topic, key, all_partitions, available)
-        elif not 0 <= partition < len(all_partitions):
+        elif type(partition) is not int or not 0 <= partition < len(all_partitions):
+            if not isinstance(partition, int) or isinstance(partition, bool):
+                raise errors.KafkaTypeError(
+                    f"partition must be an int or None, got {type(partition).__name__}"
+                )
             raise errors.ConfigError(
                 f"topic {topic!r} has {len(all_partitions)} partitions; {partition} is not one"
             )
@@ -515,6 +719,8 @@ class Producer:
         return handle
 
     async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
+        if type(topic) is not str or not topic:
+            raise errors.KafkaTypeError(f"topic must be a non-empty str, got {topic!r}")
         cluster = self._cluster
         assert cluster is not None
         info = cluster.metadata.topics.get(topic)
@@ -533,7 +739,7 @@ class Producer:
         *,
         partition: int | None = None,
         timestamp: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: Headers | None = None,
     ) -> RecordMetadata:
         """:meth:`send`, then wait for the delivery (sends the batch without lingering)."""
         handle = await self.send(
@@ -747,7 +953,79 @@ class Producer:
             txn.set_abortable(exc)
             raise
 
+    # ---------------------------------------------------------------- batches (aiokafka API)
+
+    def create_batch(self) -> BatchBuilder:
+        """An empty :class:`BatchBuilder` to fill and pass to :meth:`send_batch`.
+
+        Its size is bounded by ``batch_size`` and ``max_request_size``; ``append`` returns None
+        once a record does not fit.
+        """
+        return BatchBuilder(
+            min(self.batch_size, self.max_request_size), self.key_serializer, self.value_serializer
+        )
+
+    async def send_batch(
+        self, batch: BatchBuilder, topic: str, *, partition: int
+    ) -> asyncio.Future[RecordMetadata]:
+        """Send every record of ``batch`` to one partition; a future of the first's metadata.
+
+        The records join the partition's batches as with :meth:`send` (so they are compressed
+        and retried together); the returned future resolves once all are delivered, with the
+        :class:`RecordMetadata` of the first record (the batch's base offset), or fails with the
+        first delivery error.
+        """
+        if not isinstance(batch, BatchBuilder):
+            raise errors.KafkaTypeError(
+                f"send_batch needs a BatchBuilder from create_batch(), got {type(batch).__name__}"
+            )
+        check_type_arg("partition", partition, int)
+        batch.close()
+        handles = [
+            await self.send(
+                topic, value, key, partition=partition, timestamp=timestamp, headers=headers
+            )
+            for key, value, timestamp, headers in batch.records
+        ]
+        if handles:
+            handles[-1]._batch.full = True  # nothing more is coming for it: no linger
+            assert self._sender is not None
+            self._sender.wakeup.set()
+        return asyncio.ensure_future(_first_metadata(handles, topic, partition))
+
     # ---------------------------------------------------------------- introspection
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this producer's counters (see :mod:`aiokafkawire.metrics`).
+
+        ``brokers``: per broker request counts, latency percentiles per API (``Produce``),
+        in-flight requests, bytes in/out, throttle time.  ``producer``: records and batches
+        delivered, records per second since the previous call, average batch size, compression
+        ratio (bytes sent / uncompressed bytes), retries, failed batches and records, buffer use.
+        """
+        stats = self._sender.stats if self._sender is not None else ProducerStats()
+        return {
+            "brokers": self.config.metrics.snapshot(),
+            "producer": {
+                "records_sent": stats.records,
+                "records_per_sec": self._send_rate.per_second(stats.records),
+                "batches_sent": stats.batches,
+                "batch_size_avg": round(stats.bytes / stats.batches, 1) if stats.batches else 0,
+                "records_per_batch_avg": round(stats.records / stats.batches, 1)
+                if stats.batches
+                else 0,
+                "compression_ratio": round(stats.bytes / stats.uncompressed_bytes, 4)
+                if stats.uncompressed_bytes
+                else 1.0,
+                "bytes_sent": stats.bytes,
+                "retries": stats.retries,
+                "batch_errors": stats.batch_errors,
+                "records_failed": stats.records_failed,
+                "buffer_bytes_used": self.buffered_bytes,
+                "buffer_memory": self.buffer_memory,
+                "buffer_use": round(self.buffered_bytes / self.buffer_memory, 4),
+            },
+        }
 
     @property
     def buffered_bytes(self) -> int:

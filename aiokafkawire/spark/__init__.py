@@ -1,1 +1,43 @@
-"""aiokafkawire.spark."""
+"""Spark pipelines on aiokafkawire: a PySpark data source and sink for Kafka (extra ``spark``).
+
+::
+
+    from aiokafkawire.spark import register
+    register(spark)
+    df = (spark.read.format("aiokafkawire")
+          .option("kafka.bootstrap.servers", "localhost:9092")
+          .option("subscribe", "events")
+          .load())
+
+The options and the schema are those of Spark's built-in ``kafka`` format; switching is a change
+of the format name.  Each Spark task reads its offset range (or writes its rows) with its own
+aiokafkawire client, so nothing has to be fetched from a Maven repository at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire.spark._options import KafkaOptions, parse_options
+
+if TYPE_CHECKING:
+    from aiokafkawire.spark._source import KafkaDataSource
+
+__all__ = ["FORMAT_NAME", "KafkaDataSource", "KafkaOptions", "parse_options", "register"]
+
+FORMAT_NAME = "aiokafkawire"
+
+
+def register(spark: Any) -> None:
+    """Register the ``aiokafkawire`` format with a ``SparkSession``."""
+    from aiokafkawire.spark._source import KafkaDataSource
+
+    spark.dataSource.register(KafkaDataSource)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KafkaDataSource":
+        from aiokafkawire.spark._source import KafkaDataSource
+
+        return KafkaDataSource
+    raise AttributeError(f"module 'aiokafkawire.spark' has no attribute {name!r}")

@@ -81,6 +81,10 @@ _TEST_DEFAULTS: dict[str, str] = {
     # KIP-848 groups: heartbeats every 0.5 s instead of 5 s, so assignments settle quickly.
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # Client quotas measure over (num - 1) windows: 1 s instead of 10 s, so a test's quota
+    # throttles after a second's worth of bytes, for seconds rather than tens of seconds.
+    "quota.window.size.seconds": "1",
+    "quota.window.num": "2",
     "offsets.topic.num.partitions": "10",
     "transaction.state.log.num.partitions": "10",
     "share.coordinator.state.topic.num.partitions": "3",

@@ -41,21 +41,34 @@ async def test_topic_lifecycle(admin_bootstrap: str) -> None:
             [NewTopic(name, num_partitions=3, replication_factor=1)]
         )
         assert created[name].ok, created[name].error
-        again = await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])
+        # A failed item raises by default (issue 14: it used to pass unnoticed), carrying every
+        # item's result; raise_on_error=False returns the per-item results instead.
+        other = unique("admin-topic")
+        with pytest.raises(errors.AdminOperationError, match="1 of 2 items") as caught:
+            await admin.create_topics([NewTopic(name, 3, 1), NewTopic(other, 1, 1)])
+        assert set(caught.value.results) == {name, other}
+        assert isinstance(caught.value.errors[name], errors.TopicAlreadyExistsError)
+        assert caught.value.results[other].ok and not caught.value.retriable
+        again = await admin.create_topics([NewTopic(name, 3, 1)], raise_on_error=False)
         assert isinstance(again[name].error, errors.TopicAlreadyExistsError)
 
         assert name in await admin.list_topics()
-        described = await admin.describe_topics([name, unique("missing")])
+        missing_name = unique("missing")
+        with pytest.raises(errors.AdminOperationError, match=missing_name):
+            await admin.describe_topics([name, missing_name])
+        described = await admin.describe_topics([name, missing_name], raise_on_error=False)
         assert described[name].partition_ids == [0, 1, 2]
-        missing = next(info for n, info in described.items() if n != name)
-        assert missing.error_code != 0
+        assert described[missing_name].error_code != 0
 
         cluster = await admin.describe_cluster()
         assert cluster.brokers and cluster.cluster_id
 
-        deleted = await admin.delete_topics([name])
+        deleted = await admin.delete_topics([name, other])
         assert deleted[name].ok, deleted[name].error
         assert name not in await admin.list_topics()
+        with pytest.raises(errors.AdminOperationError) as caught:
+            await admin.delete_topics([name])
+        assert isinstance(caught.value.errors[name], errors.UnknownTopicOrPartitionError)
 
 
 async def test_configs(admin_bootstrap: str) -> None:
@@ -107,7 +120,11 @@ async def test_retriable_errors_are_retried_and_others_reported(mock_cluster) ->
         assert listed[tp].error is None and listed[tp].offset == 0
 
         mock_cluster.push_request_errors(2, [29])  # TOPIC_AUTHORIZATION_FAILED: not retriable
-        listed = await admin.list_offsets({tp: OffsetSpec.latest()})
+        with pytest.raises(errors.AdminOperationError) as caught:
+            await admin.list_offsets({tp: OffsetSpec.latest()})
+        assert isinstance(caught.value.errors[tp], errors.TopicAuthorizationFailedError)
+        mock_cluster.push_request_errors(2, [29])
+        listed = await admin.list_offsets({tp: OffsetSpec.latest()}, raise_on_error=False)
         assert isinstance(listed[tp].error, errors.TopicAuthorizationFailedError)
 
         # FindCoordinator answered with NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE first.
@@ -152,9 +169,9 @@ async def test_group_listing_and_deletion(admin_bootstrap: str) -> None:
         await admin.create_topics([NewTopic(topic, 1, 1)])
         await admin.alter_group_offsets(group, {TopicPartition(topic, 0): 0})
         listed = await admin.list_groups()
-        described = await admin.describe_groups([group])
+        described = await admin.describe_groups([group], raise_on_error=False)
         assert described[group].error is None or described[group].group_id == group
-        deleted = await admin.delete_groups([group])
+        deleted = await admin.delete_groups([group], raise_on_error=False)
         assert group in deleted
         assert isinstance(listed, list)
 

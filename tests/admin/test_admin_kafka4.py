@@ -168,7 +168,11 @@ async def test_acls_create_describe_delete(secured_cluster: Any) -> None:
 
 async def test_acls_without_an_authorizer_are_typed_errors(kafka_cluster: Any) -> None:
     async with Admin(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
-        created = await admin.create_acls([binding(unique("t"), "User:alice")])
+        acl = binding(unique("t"), "User:alice")
+        with pytest.raises(errors.AdminOperationError) as caught:
+            await admin.create_acls([acl])
+        assert isinstance(caught.value.errors[acl], errors.SecurityDisabledError)
+        created = await admin.create_acls([acl], raise_on_error=False)
         (result,) = created.values()
         assert isinstance(result.error, errors.SecurityDisabledError)
         with pytest.raises(errors.SecurityDisabledError):
@@ -185,12 +189,14 @@ async def test_scram_credentials_are_described_back_and_log_in(secured_cluster: 
     password = "pässword-" + uuid.uuid4().hex[:6]
     async with Admin(bootstrap_servers=secured_cluster.bootstrap_servers) as admin:
         # Kafka refuses two alterations of one user in one request.
-        twice = await admin.alter_user_scram_credentials(
-            [
-                ScramUpsertion(user, ScramMechanism.SCRAM_SHA_256, password),
-                ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password),
-            ]
-        )
+        both = [
+            ScramUpsertion(user, ScramMechanism.SCRAM_SHA_256, password),
+            ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password),
+        ]
+        with pytest.raises(errors.AdminOperationError) as caught:
+            await admin.alter_user_scram_credentials(both)
+        assert isinstance(caught.value.errors[user], errors.DuplicateResourceError)
+        twice = await admin.alter_user_scram_credentials(both, raise_on_error=False)
         assert isinstance(twice[user].error, errors.DuplicateResourceError)
         for upsertion in (
             ScramUpsertion(user, ScramMechanism.SCRAM_SHA_256, password),
@@ -237,7 +243,10 @@ async def test_scram_credentials_are_described_back_and_log_in(secured_cluster: 
         await admin.alter_user_scram_credentials(
             [ScramDeletion(user, ScramMechanism.SCRAM_SHA_512)]
         )
-        gone = await admin.describe_user_scram_credentials([user])
+        with pytest.raises(errors.AdminOperationError) as info:
+            await admin.describe_user_scram_credentials([user])
+        assert isinstance(info.value.errors[user], errors.ResourceNotFoundError)
+        gone = await admin.describe_user_scram_credentials([user], raise_on_error=False)
         assert isinstance(gone[user].error, errors.ResourceNotFoundError)
 
 
@@ -285,8 +294,12 @@ async def test_client_quotas_are_described_back(kafka_cluster: Any) -> None:
             await asyncio.sleep(0.1)
         assert found == {}
 
+        with pytest.raises(errors.AdminOperationError):
+            await admin.alter_client_quotas(
+                [QuotaAlteration(alice, {"not_a_quota": 1.0})], validate_only=True
+            )
         invalid = await admin.alter_client_quotas(
-            [QuotaAlteration(alice, {"not_a_quota": 1.0})], validate_only=True
+            [QuotaAlteration(alice, {"not_a_quota": 1.0})], validate_only=True, raise_on_error=False
         )
         assert isinstance(invalid[alice].error, errors.InvalidRequestError)
 
@@ -307,7 +320,11 @@ async def test_producers_and_transactions_are_described(kafka_cluster: Any) -> N
             await prod.flush()
             offset = (await handle).offset
 
-            described = await admin.describe_transactions([transactional_id, unique("no-txn")])
+            with pytest.raises(errors.AdminOperationError):
+                await admin.describe_transactions([transactional_id, unique("no-txn")])
+            described = await admin.describe_transactions(
+                [transactional_id, unique("no-txn")], raise_on_error=False
+            )
             txn = described[transactional_id]
             assert txn.error is None, txn.error
             assert txn.state == "Ongoing"

@@ -30,6 +30,8 @@ from aiokafkawire.protocol.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
     UpdateFeaturesRequest,
 )
 from aiokafkawire.protocol.messages import fetch as m_fetch
@@ -339,7 +341,7 @@ async def test_transactions_v2_when_the_broker_finalized_it(
     assert epochs == [epochs[0], epochs[0] + 1, epochs[0] + 2, epochs[0] + 3]
     assert versions_of(wire_versions, ApiKey.PRODUCE) == {13}  # v12+ adds the partition
     assert versions_of(wire_versions, ApiKey.END_TXN) == {5}
-    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {5}
+    assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {6}  # by topic id
     assert versions_of(wire_versions, ApiKey.ADD_PARTITIONS_TO_TXN) == set()
     assert versions_of(wire_versions, ApiKey.ADD_OFFSETS_TO_TXN) == set()
 
@@ -376,3 +378,87 @@ async def test_transactions_v1_when_the_broker_finalized_version_1(
     assert versions_of(wire_versions, ApiKey.ADD_OFFSETS_TO_TXN) == {4}
     assert versions_of(wire_versions, ApiKey.TXN_OFFSET_COMMIT) == {4}
     assert versions_of(wire_versions, ApiKey.END_TXN) == {4}
+
+
+async def test_share_group_codecs_on_kafka_4(kafka_cluster) -> None:
+    """A share-group member joins (KIP-932) and the group is described back (codecs smoke test)."""
+    topic = unique("share")
+    group = unique("share-group")
+    member_id = uuid.uuid4().hex
+    async with Admin(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 2, 1)]))[topic].ok
+    async with Cluster(kafka_cluster.bootstrap_servers) as cluster:
+        info = await cluster.wait_for_topic(topic)
+        join = ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=0, subscribed_topic_names=[topic]
+        )
+        assigned: set[int] = set()
+        epoch = 0
+        for _ in range(50):  # the share coordinator loads on first use; then the assignment comes
+            version = (await cluster.coordinator_connection(group)).versions.version_for(
+                ShareGroupHeartbeatRequest.API_KEY
+            )
+            assert version == 1
+            answer = await cluster.send_to_coordinator(group, join, version)
+            if answer.error_code in (
+                COORDINATOR_LOAD_IN_PROGRESS,
+                COORDINATOR_NOT_AVAILABLE,
+                NOT_COORDINATOR,
+            ):
+                cluster.invalidate_coordinator(group)
+                await asyncio.sleep(0.2)
+                continue
+            assert answer.error_code == 0, answer.error_message
+            epoch = answer.member_epoch
+            if answer.assignment is not None:
+                assigned = {
+                    p
+                    for tps in answer.assignment.topic_partitions
+                    if tps.topic_id == info.topic_id
+                    for p in tps.partitions
+                }
+            if assigned == {0, 1}:
+                break
+            join = ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member_id, member_epoch=epoch
+            )
+            await asyncio.sleep(0.1)
+        assert epoch >= 1 and assigned == {0, 1}
+
+        described = await cluster.send_to_coordinator(
+            group, ShareGroupDescribeRequest(group_ids=[group])
+        )
+        (state,) = described.groups
+        assert state.error_code == 0 and state.group_id == group
+        assert [m.member_id for m in state.members] == [member_id]
+
+        leave = ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=-1)
+        left = await cluster.send_to_coordinator(group, leave)
+        assert left.error_code == 0 and left.member_epoch == -1
+
+
+async def test_list_offsets_gives_the_broker_the_request_timeout(
+    kafka_cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ListOffsets v10+ carries TimeoutMs (KIP-1075): the client's request timeout, not 0."""
+    sent: list[tuple[int, Any]] = []
+    original = KafkaFraming.send_request
+
+    def recording(self: KafkaFraming, request: Any, version: int) -> Any:
+        if request.API_KEY == ApiKey.LIST_OFFSETS:
+            sent.append((version, request))
+        return original(self, request, version)
+
+    monkeypatch.setattr(KafkaFraming, "send_request", recording)
+    topic = unique("v4-timeout")
+    tp = TopicPartition(topic, 0)
+    servers = kafka_cluster.bootstrap_servers
+    async with Admin(bootstrap_servers=servers, request_timeout_ms=12_345) as admin:
+        assert (await admin.create_topics([NewTopic(topic, 1, 1)]))[topic].ok
+        assert (await admin.list_offsets({tp: -1}))[tp].offset == 0
+    # (A lookup right after creating the topic may be retried.)
+    assert {(version, request.timeout_ms) for version, request in sent} == {(11, 12_345)}
+    sent.clear()
+    async with Consumer(bootstrap_servers=servers, request_timeout_ms=23_456) as consumer:
+        assert await consumer.end_offsets([tp]) == {tp: 0}
+    assert {(version, request.timeout_ms) for version, request in sent} == {(11, 23_456)}

@@ -48,7 +48,7 @@ class Broker:
             admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
             futures = admin.create_topics([NewTopic(topic, partitions, 1)])
             for future in futures.values():
-                future.result(timeout=20)
+                future.result(timeout=60)  # a loaded machine, a JVM broker just started
         return topic
 
 

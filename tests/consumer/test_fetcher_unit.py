@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiokafkawire.consumer.fetcher import FetchConfig, Fetcher, _FetchSession
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.protocol.messages.fetch import PartitionData
@@ -123,3 +125,93 @@ def test_next_offset_reads_v2_headers_like_the_records_package() -> None:
     assert _next_offset(data, 0) == 9
     assert _next_offset(data, 8) == 9
     assert _next_offset(data, 9) == 9
+
+
+def _epoch_batch(base_offset: int, count: int, epoch: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        base_offset=base_offset, batch_size=1 << 20, partition_leader_epoch=epoch
+    )
+    for i in range(count):
+        builder.append(1_700_000_000_000 + i, None, b"v%d" % (base_offset + i))
+    return builder.build()
+
+
+class _RecordingConnection:
+    """Captures Fetch requests and answers each with an empty (session-less) response."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self.requests: list[Any] = []
+        self.versions = SimpleNamespace(
+            version_for=lambda key, max_version=None: (
+                12 if max_version is None else min(12, max_version)
+            )
+        )
+
+    async def send(self, request: Any, version: int, **_: Any) -> Any:
+        from aiokafkawire.protocol.messages import FetchResponse
+
+        self.requests.append(request)
+        return FetchResponse(error_code=0, session_id=0, responses=[])
+
+
+async def _sent_last_fetched_epoch(fetcher: Fetcher, state: Any) -> int:
+    from types import SimpleNamespace
+
+    connection = _RecordingConnection()
+
+    async def connect(node: int, purpose: str) -> _RecordingConnection:
+        return connection
+
+    fetcher._cluster = SimpleNamespace(  # type: ignore[assignment]
+        metadata=SimpleNamespace(topics={}), connection=connect, request_update=lambda: None
+    )
+    await fetcher._fetch_once(0, [(A, state)], _FetchSession())
+    [request] = connection.requests
+    [topic] = request.topics
+    [partition] = topic.partitions
+    assert partition.fetch_offset == state.fetch_position
+    return int(partition.last_fetched_epoch)
+
+
+async def test_the_last_fetched_epoch_sent_is_that_of_the_fetch_position() -> None:
+    # KIP-320: lastFetchedEpoch is the epoch of the batch before fetchOffset.  The fetch position
+    # runs ahead of what the user consumed; sending the consumed record's epoch with a fetch
+    # offset past the end of that epoch makes the broker report a divergence that is not there.
+    fetcher, subs = _fetcher()
+    state = subs.assignment[A]
+    raw = _epoch_batch(0, 10, epoch=0) + _epoch_batch(10, 10, epoch=1)
+    data = PartitionData(partition_index=0, high_watermark=20, records=raw)
+    assert fetcher._handle_partition(A, data, (0, -1, -1, 1 << 20), state.version, 12)
+    assert state.fetch_position == 20
+    fetched, _ = fetcher.drain(5)  # the user is still in epoch 0
+    assert [r.offset for r in fetched[A]] == [0, 1, 2, 3, 4]
+    assert await _sent_last_fetched_epoch(fetcher, state) == 1
+
+
+async def test_a_divergence_past_the_consumed_position_refetches_without_skipping() -> None:
+    # The broker says the log diverged at offset 12, while the user has consumed up to 5 only:
+    # records 5..11 are still good and must be handed out, once.
+    from aiokafkawire.protocol.messages.fetch import EpochEndOffset
+
+    fetcher, subs = _fetcher()
+    state = subs.assignment[A]
+    raw = _epoch_batch(0, 10, epoch=0) + _epoch_batch(10, 10, epoch=1)
+    first = PartitionData(partition_index=0, high_watermark=20, records=raw)
+    assert fetcher._handle_partition(A, first, (0, -1, -1, 1 << 20), state.version, 12)
+    fetcher.drain(5)
+    diverged = PartitionData(
+        partition_index=0,
+        high_watermark=12,
+        records=b"",
+        diverging_epoch=EpochEndOffset(epoch=1, end_offset=12),
+    )
+    assert not fetcher._handle_partition(A, diverged, (20, -1, 1, 1 << 20), state.version, 12)
+    assert state.position == 5 and state.fetch_position == 5
+    again = PartitionData(
+        partition_index=0, high_watermark=12, records=raw[: len(_epoch_batch(0, 10, 0))]
+    )
+    assert fetcher._handle_partition(A, again, (5, -1, 0, 1 << 20), state.version, 12)
+    fetched, _ = fetcher.drain(100)
+    assert [r.offset for r in fetched[A]] == list(range(5, 10))

@@ -141,8 +141,10 @@ async def exercise_handshake(script: Garbage) -> None:
                 if script.prompt:
                     assert elapsed < PROMPT, f"{script}: {exc!r} took {elapsed:.2f}s"
             else:
+                # Garbage that decoded as a valid ApiVersions answer (a flipped bit in a version
+                # range, say): nothing to detect.  That connection's broker went silent after it.
                 assert script.may_succeed, f"{script}: garbled handshake accepted"
-                await wait_closed(connection)
+                pool.discard(connection)
             connection = await asyncio.wait_for(pool.get("127.0.0.1", broker.port), HANG)
             response = await asyncio.wait_for(connection.send(ask("after")), HANG)
             assert response.topics[0].name == "after"

@@ -161,6 +161,20 @@ async def test_oversized_record_fails_at_send(mock_cluster: MockCluster, topic: 
         assert metadata.offset == 0
 
 
+async def test_broker_message_too_large_is_a_typed_error_without_retries(
+    mock_cluster: MockCluster, topic: str
+) -> None:
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers) as producer:
+        await producer.partitions_for(topic)
+        mock_cluster.push_request_errors(0, [errors.MessageTooLargeError.code])
+        handle = await producer.send(topic, b"refused", partition=0)
+        with pytest.raises(errors.RecordTooLargeError, match=r"max\.message\.bytes") as info:
+            await handle
+        assert isinstance(info.value.__cause__, errors.MessageTooLargeError)
+        assert handle._batch.attempts == 1
+        assert (await producer.send_and_wait(topic, b"next", partition=0)).offset == 0
+
+
 async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockCluster) -> None:
     topic = unique_topic("bp")
     mock_cluster.create_topic(topic, partitions=1)

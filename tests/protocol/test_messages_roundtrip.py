@@ -169,9 +169,7 @@ def test_round_trip(cls: Any, version: int) -> None:
 
 
 def test_api_versions_request_v3_layout() -> None:
-    request = ApiVersionsRequest(
-        client_software_name="aiokafkawire", client_software_version="0.1"
-    )
+    request = ApiVersionsRequest(client_software_name="aiokafkawire", client_software_version="0.1")
     data = request.encode(3)
     # compact string: unsigned varint (length + 1), then UTF-8; then an empty tagged-field section
     assert data == b"\x0daiokafkawire" + b"\x040.1" + b"\x00"
@@ -370,9 +368,13 @@ def test_tagged_struct_field() -> None:
     with pytest.raises(ProtocolError, match="tagged field size"):
         FetchResponse.decode(bad, 12)
     # Without a value set, the default leader is not written at all.
-    plain = FetchResponse(responses=[fetch_module.FetchableTopicResponse(
-        partitions=[fetch_module.PartitionData(partition_index=1)]
-    )])
+    plain = FetchResponse(
+        responses=[
+            fetch_module.FetchableTopicResponse(
+                partitions=[fetch_module.PartitionData(partition_index=1)]
+            )
+        ]
+    )
     assert len(plain.encode(12)) == len(data) - len(tagged) + 1
 
 
@@ -619,9 +621,7 @@ def load_generator() -> Any:
     return module
 
 
-def test_generated_files_are_up_to_date_and_deterministic(
-    spec_root: Path, tmp_path: Path
-) -> None:
+def test_generated_files_are_up_to_date_and_deterministic(spec_root: Path, tmp_path: Path) -> None:
     generator = load_generator()
     first = tmp_path / "a"
     second = tmp_path / "b"
@@ -639,6 +639,61 @@ def test_generated_files_are_up_to_date_and_deterministic(
         assert text == (MESSAGES_DIR / name).read_text(encoding="utf-8"), (
             f"{name} is stale: run python tools/gen_messages.py"
         )
+
+
+def test_legacy_merge_takes_over_only_removed_versions() -> None:
+    generator = load_generator()
+
+    def spec(valid: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"name": "XRequest", "type": "request", "validVersions": valid, "fields": fields}
+
+    current = spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}])
+    legacy = spec(
+        "0-2",
+        [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "Old", "type": "int64", "versions": "0-1"},
+        ],
+    )
+    assert generator.merge_legacy(current, legacy) == 2
+    assert current["validVersions"] == "0-3"
+    assert [f["name"] for f in current["fields"]] == ["A", "Old"]
+    generator.check_legacy_layouts(current, legacy, 2)
+
+    # A legacy-only field in a version the current spec still defines is a real difference.
+    clash = spec(
+        "0-2",
+        [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "Gone", "type": "int64", "versions": "0-2"},
+        ],
+    )
+    with pytest.raises(SystemExit, match="Gone"):
+        generator.merge_legacy(
+            spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}]), clash
+        )
+    # A changed layout of a taken-over version is caught by the check.
+    retyped = spec("0-1", [{"name": "A", "type": "int64", "versions": "0+"}])
+    merged = spec("2-3", [{"name": "A", "type": "int32", "versions": "0+"}])
+    assert generator.merge_legacy(merged, retyped) == 2
+    with pytest.raises(SystemExit, match="v0 differs"):
+        generator.check_legacy_layouts(merged, retyped, 2)
+
+
+def test_unstable_latest_version_is_cut_with_its_fields() -> None:
+    generator = load_generator()
+    raw = {
+        "name": "XRequest",
+        "validVersions": "0-2",
+        "latestVersionUnstable": True,
+        "fields": [
+            {"name": "A", "type": "int32", "versions": "0+"},
+            {"name": "New", "type": "int32", "versions": "2+"},
+        ],
+    }
+    generator.cap_versions(raw, generator.stable_top(raw))
+    assert raw["validVersions"] == "0-1"
+    assert [f["name"] for f in raw["fields"]] == ["A"]
 
 
 def test_snake_case_names() -> None:

@@ -30,6 +30,7 @@ from aiokafkawire.consumer.group.assignors import (
 )
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.metrics import RebalanceEvent
 from aiokafkawire.protocol.messages import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -126,6 +127,24 @@ class Membership:
             retry_backoff_ms=config.retry_backoff_ms,
         )
         self.offsets.on_membership_error = self._membership_error_from_commit
+        # Counters for Consumer.metrics(); the hooks get a RebalanceEvent per change.
+        self.rebalances = 0
+        self.rebalance_time_total_s = 0.0
+        self.last_rebalance_s = 0.0
+        self._rebalance_started: float | None = None
+        metrics = cluster.config.metrics
+        self._metrics = metrics if metrics is not None and metrics.hooks else None
+
+    def _emit_rebalance(
+        self, kind: str, partitions: set[TopicPartition], duration: float = 0.0
+    ) -> None:
+        if self._metrics is not None:
+            self._metrics.emit(
+                "on_rebalance",
+                RebalanceEvent(
+                    self.group_id, kind, frozenset(partitions), self.generation, duration
+                ),
+            )
 
     # ----------------------------------------------------------------- identity/state
 
@@ -236,6 +255,7 @@ class Membership:
                 self._in_callback = False
         await self._call_listener("on_partitions_revoked", partitions)
         self._subs.remove_partitions(partitions)
+        self._emit_rebalance("revoked", partitions)
         if self._discard_buffered is not None:
             self._discard_buffered(partitions)
 
@@ -248,11 +268,20 @@ class Membership:
         log.info("group %r: partitions lost: %s", self.group_id, sorted(lost))
         await self._call_listener("on_partitions_lost", lost)
         self._subs.remove_partitions(lost)
+        self._emit_rebalance("lost", lost)
         if self._discard_buffered is not None:
             self._discard_buffered(lost)
 
     async def _assign(self, added: set[TopicPartition]) -> None:
         self._subs.add_partitions(added)
+        duration = 0.0
+        if self._rebalance_started is not None:
+            duration = time.monotonic() - self._rebalance_started
+            self._rebalance_started = None
+        self.rebalances += 1
+        self.rebalance_time_total_s += duration
+        self.last_rebalance_s = duration
+        self._emit_rebalance("assigned", added, duration)
         await self._call_listener("on_partitions_assigned", added)
 
     # ----------------------------------------------------------------- lifecycle
@@ -363,6 +392,8 @@ class ClassicMembership(Membership):
                 self.request_rejoin("the subscription matches new topics")
 
     async def _rebalance(self) -> None:
+        if self._rebalance_started is None:
+            self._rebalance_started = time.monotonic()
         self.state = "rebalancing"
         self._stable.clear()
         if self._partitions_lost_pending:

@@ -1,0 +1,249 @@
+"""``groups list|describe|delete|reset-offsets``: consumer groups, their members and their lag."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire import errors
+from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
+from aiokafkawire.cli.offsets import lookup_offsets, topic_partitions
+from aiokafkawire.cli.options import non_negative_int, timestamp_ms
+from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafkawire.admin import Admin, GroupDescription, GroupOffset
+    from aiokafkawire.cli.app import Context, Parents
+
+
+def add_commands(sub: Any, parents: Parents) -> None:
+    """Add ``groups`` and its actions."""
+    groups = sub.add_parser(
+        "groups", help="list, describe (members, offsets, lag), delete groups; reset offsets"
+    )
+    actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", parents=parents.both(), help="every group, with state")
+    listing.set_defaults(handler=run_list)
+
+    describe = actions.add_parser(
+        "describe",
+        parents=parents.both(),
+        help="a group's members and assignments, committed offsets and lag per partition",
+        description="Show a group's state and members, and for each partition it committed: "
+        "the committed offset, the partition's latest offset, the lag between them, and the "
+        "member it is assigned to.",
+    )
+    describe.add_argument("group", metavar="GROUP", help="the group id")
+    describe.set_defaults(handler=run_describe)
+
+    delete = actions.add_parser(
+        "delete", parents=parents.both(), help="delete groups that have no members"
+    )
+    delete.add_argument("groups", nargs="+", metavar="GROUP", help="group ids")
+    delete.set_defaults(handler=run_delete)
+
+    reset = actions.add_parser(
+        "reset-offsets",
+        parents=parents.both(),
+        help="set a group's committed offsets for a topic (the group must have no members)",
+    )
+    reset.add_argument("group", metavar="GROUP", help="the group id")
+    reset.add_argument("--topic", required=True, help="the topic whose offsets change")
+    reset.add_argument(
+        "-p",
+        "--partition",
+        type=non_negative_int,
+        action="append",
+        metavar="N",
+        help="only this partition (repeatable; default: all)",
+    )
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--to-earliest", action="store_true", help="to each partition's earliest offset"
+    )
+    target.add_argument("--to-latest", action="store_true", help="to each partition's end")
+    target.add_argument(
+        "--to-offset", type=non_negative_int, metavar="N", help="to offset N in each partition"
+    )
+    target.add_argument(
+        "--to-timestamp",
+        type=timestamp_ms,
+        metavar="TIME",
+        help="to the first offset at or after TIME (milliseconds since the epoch, or ISO 8601)",
+    )
+    target.add_argument(
+        "--shift-by",
+        type=int,
+        metavar="N",
+        help="move each committed offset by N (negative: back), within the partition's range",
+    )
+    reset.add_argument(
+        "--dry-run", action="store_true", help="show the new offsets without committing them"
+    )
+    reset.set_defaults(handler=run_reset_offsets)
+
+
+async def run_list(context: Context) -> int:
+    """Print every group."""
+    from aiokafkawire import Admin
+
+    async with Admin(**context.client_options()) as admin:
+        listings = await admin.list_groups()
+    context.report.table(
+        ["group", "state", "type", "protocol", "coordinator"],
+        [(g.group_id, g.state, g.group_type, g.protocol_type, g.coordinator) for g in listings],
+        right=["coordinator"],
+    )
+    return ExitCode.OK
+
+
+async def _describe(admin: Admin, group: str) -> GroupDescription | None:
+    """The group's description, or None when the broker cannot describe groups."""
+    try:
+        found = await admin.describe_groups([group], raise_on_error=False)
+    except errors.UnsupportedVersionForBrokerError:
+        return None
+    description = found.get(group)
+    if description is None:
+        raise CliError(f"the broker did not answer for group {group!r}")
+    check_item(f"group {group!r}", description.error)
+    return description
+
+
+async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffset]:
+    offsets = await admin.list_group_offsets(group, raise_on_error=False)
+    for tp, committed in offsets.items():
+        check_item(f"committed offset of {tp.topic}[{tp.partition}]", committed.error)
+    return {tp: o for tp, o in offsets.items() if o.offset >= 0}
+
+
+async def run_describe(context: Context) -> int:
+    """Print a group's members and its offsets with lag."""
+    from aiokafkawire import Admin
+    from aiokafkawire.admin import OffsetSpec
+
+    group = context.args.group
+    report = context.report
+    async with Admin(**context.client_options()) as admin:
+        description = await _describe(admin, group)
+        committed = await _committed(admin, group)
+        if not committed and (description is None or not description.members):
+            # Kafka describes an unknown group as Dead, Tansu as Empty: with no members and no
+            # committed offsets there is nothing to show either way.
+            raise CliError(
+                f"group {group!r} does not exist (no members, no committed offsets)",
+                ExitCode.NOT_FOUND,
+            )
+        ends = await lookup_offsets(admin, list(committed), OffsetSpec.latest())
+    owner: dict[TopicPartition, str] = {}
+    if description is None:
+        report.info("the broker cannot describe groups (no DescribeGroups): members unknown")
+    else:
+        rows = []
+        for member in description.members:
+            for tp in member.assigned_partitions:
+                owner[tp] = member.member_id
+            assigned = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in member.assigned_partitions)
+            rows.append((member.member_id, member.client_id, member.client_host, assigned))
+        report.table(
+            ["member", "client id", "host", "assigned partitions"],
+            rows,
+            title=f"group {group}: {description.state or 'unknown state'}, "
+            f"{len(description.members)} member(s), coordinator {description.coordinator}",
+        )
+    offset_rows = []
+    total_lag = 0
+    for tp in sorted(committed):
+        lag = max(ends[tp] - committed[tp].offset, 0)
+        total_lag += lag
+        offset_rows.append(
+            (tp.topic, tp.partition, committed[tp].offset, ends[tp], lag, owner.get(tp))
+        )
+    report.table(
+        ["topic", "partition", "committed", "end", "lag", "member"],
+        offset_rows,
+        title=f"committed offsets of {group}: total lag {total_lag}",
+        right=["partition", "committed", "end", "lag"],
+    )
+    return ExitCode.OK
+
+
+async def run_delete(context: Context) -> int:
+    """Delete groups; each group's result is checked."""
+    from aiokafkawire import Admin
+
+    groups = context.args.groups
+    async with Admin(**context.client_options()) as admin:
+        results = await admin.delete_groups(groups, raise_on_error=False)
+    for group in groups:
+        result = results.get(group)
+        if result is None:
+            raise CliError(f"the broker did not answer for group {group!r}")
+        if isinstance(result.error, errors.GroupIdNotFoundError):
+            raise CliError(f"group {group!r} does not exist", ExitCode.NOT_FOUND)
+        if isinstance(result.error, errors.NonEmptyGroupError):
+            raise CliError(f"group {group!r} still has members; stop its consumers first")
+        check_item(f"deleting group {group!r}", result.error)
+        context.report.info(f"deleted group {group}")
+    return ExitCode.OK
+
+
+async def _targets(
+    admin: Admin, args: Any, partitions: list[TopicPartition], current: dict[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    from aiokafkawire.admin import OffsetSpec
+
+    if args.to_offset is not None:
+        return dict.fromkeys(partitions, args.to_offset)
+    earliest = await lookup_offsets(admin, partitions, OffsetSpec.earliest())
+    if args.to_earliest:
+        return earliest
+    latest = await lookup_offsets(admin, partitions, OffsetSpec.latest())
+    if args.to_latest:
+        return latest
+    if args.to_timestamp is not None:
+        found = await lookup_offsets(admin, partitions, OffsetSpec.for_timestamp(args.to_timestamp))
+        # No record at or after the time: the end, as Kafka's own tool does.
+        return {tp: found[tp] if found[tp] >= 0 else latest[tp] for tp in partitions}
+    targets = {}
+    for tp in partitions:
+        if tp not in current:
+            raise CliError(
+                f"--shift-by: group {args.group!r} has no committed offset for "
+                f"{tp.topic}[{tp.partition}]",
+                ExitCode.NOT_FOUND,
+            )
+        targets[tp] = min(max(current[tp] + args.shift_by, earliest[tp]), latest[tp])
+    return targets
+
+
+async def run_reset_offsets(context: Context) -> int:
+    """Compute and commit (unless --dry-run) new offsets for a group."""
+    from aiokafkawire import Admin
+
+    args = context.args
+    async with Admin(**context.client_options()) as admin:
+        partitions = await topic_partitions(admin, args.topic, args.partition)
+        description = await _describe(admin, args.group)
+        if description is not None and description.members:
+            raise CliError(
+                f"group {args.group!r} has {len(description.members)} active member(s); "
+                "stop its consumers before resetting offsets"
+            )
+        current = {tp: o.offset for tp, o in (await _committed(admin, args.group)).items()}
+        targets = await _targets(admin, args, partitions, current)
+        if not args.dry_run:
+            results = await admin.alter_group_offsets(args.group, targets, raise_on_error=False)
+            for tp in partitions:
+                result = results.get(tp)
+                if result is None:
+                    raise CliError(f"the broker did not answer for {tp.topic}[{tp.partition}]")
+                check_item(f"committing {tp.topic}[{tp.partition}]", result.error)
+    context.report.table(
+        ["topic", "partition", "old", "new"],
+        [(tp.topic, tp.partition, current.get(tp), targets[tp]) for tp in partitions],
+        title=f"group {args.group}: "
+        + ("new offsets (dry run, nothing committed)" if args.dry_run else "offsets committed"),
+        right=["partition", "old", "new"],
+    )
+    return ExitCode.OK

@@ -1,0 +1,263 @@
+"""``produce TOPIC``: send lines of stdin (or a file) as records."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import IO, TYPE_CHECKING, Any
+
+from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
+from aiokafkawire.cli.formats import LineParser, parse_header
+from aiokafkawire.cli.options import non_negative_int, positive_int
+from aiokafkawire.cli.output import Stopwatch
+
+if TYPE_CHECKING:
+    from aiokafkawire.admin import Admin
+    from aiokafkawire.cli.app import Context, Parents
+    from aiokafkawire.producer import DeliveryHandle
+
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+_CHUNK = 65536
+
+
+def add_commands(sub: Any, parents: Parents) -> None:
+    """Add ``produce``."""
+    produce = sub.add_parser(
+        "produce",
+        parents=parents.both(),
+        help="send lines of stdin or a file as records",
+        description="Send each line of stdin (or --file) as one record.  The topic must exist, "
+        "or be created with --create.",
+    )
+    produce.add_argument("topic", metavar="TOPIC", help="the topic to write to")
+    produce.add_argument(
+        "-f", "--file", metavar="PATH", help="read lines from this file instead of stdin"
+    )
+    produce.add_argument(
+        "-K",
+        "--key-separator",
+        metavar="SEP",
+        help="split each line at the first SEP into key and value (\\t for a tab); "
+        "a line without SEP has no key",
+    )
+    produce.add_argument("-k", "--key", help="the key of every record (instead of -K)")
+    produce.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a header added to every record (repeatable)",
+    )
+    produce.add_argument(
+        "-p",
+        "--partition",
+        type=non_negative_int,
+        metavar="N",
+        help="write every record to partition N (default: by key, or spread)",
+    )
+    produce.add_argument(
+        "-z", "--compression", choices=COMPRESSIONS, default="none", help="compression codec"
+    )
+    produce.add_argument(
+        "--acks",
+        choices=("0", "1", "all"),
+        default="all",
+        help="acknowledgements to wait for: 0 none, 1 the leader, all the in-sync replicas "
+        "(default: all)",
+    )
+    produce.add_argument(
+        "--linger-ms",
+        type=non_negative_int,
+        default=5,
+        metavar="MS",
+        help="how long a batch may wait for more records (default: 5)",
+    )
+    produce.add_argument(
+        "--json",
+        action="store_true",
+        help='read one JSON object a line: {"key": ..., "value": ..., "headers": {...}, '
+        '"partition": N, "timestamp": MS} (all optional)',
+    )
+    produce.add_argument(
+        "--create", action="store_true", help="create the topic if it does not exist"
+    )
+    produce.add_argument(
+        "--partitions",
+        type=positive_int,
+        metavar="N",
+        help="partitions of a topic made by --create (default: the broker's)",
+    )
+    produce.add_argument(
+        "--replication-factor",
+        type=positive_int,
+        metavar="N",
+        help="replication factor of a topic made by --create (default: the broker's)",
+    )
+    produce.set_defaults(handler=run_produce)
+
+
+async def ensure_topic(
+    admin: Admin,
+    topic: str,
+    *,
+    create: bool,
+    partitions: int | None = None,
+    replication_factor: int | None = None,
+) -> int:
+    """The topic's partition count; a missing topic is created (``create``) or ends the command."""
+    from aiokafkawire import NewTopic
+
+    try:
+        return len((await existing_topics(admin, [topic]))[topic].partitions)
+    except CliError as exc:
+        if exc.code != ExitCode.NOT_FOUND:
+            raise
+        if not create:
+            raise CliError(
+                f"topic {topic!r} does not exist; add --create to create it", ExitCode.NOT_FOUND
+            ) from None
+    wanted = NewTopic(topic, partitions or -1, replication_factor or -1)
+    result = (await admin.create_topics([wanted], raise_on_error=False)).get(topic)
+    if result is None:
+        raise CliError(f"the broker did not answer for topic {topic!r}")
+    check_item(f"creating topic {topic!r}", result.error)
+    return len((await existing_topics(admin, [topic]))[topic].partitions)
+
+
+async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
+    """Lines of a binary stream (without their line ends), read by a daemon thread.
+
+    A daemon thread, not the loop's executor: a read blocked on a terminal must not keep the
+    process alive after Ctrl-C.
+    """
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=16)
+
+    def put(item: bytes | BaseException | None) -> None:
+        asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
+
+    def reader() -> None:
+        read = getattr(stream, "read1", stream.read)
+        try:
+            while chunk := read(_CHUNK):
+                put(chunk)
+            put(None)
+        except BaseException as exc:  # handed to the loop, which raises it
+            put(exc)
+
+    threading.Thread(target=reader, name="aiokafkawire-cli-input", daemon=True).start()
+    pending = b""
+    while True:
+        item = await chunks.get()
+        if isinstance(item, BaseException):
+            raise CliError(f"cannot read the input: {item}", ExitCode.USAGE)
+        if item is None:
+            break
+        lines = (pending + item).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            yield line[:-1] if line.endswith(b"\r") else line
+    if pending:
+        yield pending
+
+
+def _open_input(path: str | None) -> IO[bytes]:
+    if path is None:
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise CliError(f"--file: {exc.strerror}: {path}", ExitCode.USAGE) from None
+
+
+class _Deliveries:
+    """Delivery handles not yet known to have succeeded; the first failure ends the command."""
+
+    def __init__(self) -> None:
+        self.pending: list[DeliveryHandle] = []
+
+    def add(self, handle: DeliveryHandle) -> None:
+        self.pending.append(handle)
+        if len(self.pending) >= 10_000:
+            self.check_done()
+
+    def check_done(self) -> None:
+        still = []
+        for handle in self.pending:
+            if not handle.done():
+                still.append(handle)
+                continue
+            error = handle.exception()
+            if error is not None:
+                raise error
+        self.pending = still
+
+    async def wait_all(self) -> None:
+        for handle in self.pending:
+            await handle
+        self.pending = []
+
+
+async def run_produce(context: Context) -> int:
+    """Send the input's lines to the topic."""
+    from aiokafkawire import Admin, Producer
+
+    args = context.args
+    report = context.report
+    if args.key is not None and (args.key_separator or args.json):
+        raise CliError("--key cannot be combined with --key-separator or --json", ExitCode.USAGE)
+    parser = LineParser(
+        key_separator=args.key_separator,
+        json_input=args.json,
+        headers=[parse_header(h) for h in args.header],
+    )
+    fixed_key = args.key.encode() if args.key is not None else None
+    async with Admin(**context.client_options()) as admin:
+        partitions = await ensure_topic(
+            admin,
+            args.topic,
+            create=args.create,
+            partitions=args.partitions,
+            replication_factor=args.replication_factor,
+        )
+    if args.partition is not None and args.partition >= partitions:
+        raise CliError(
+            f"topic {args.topic!r} has {partitions} partition(s); {args.partition} is not one",
+            ExitCode.NOT_FOUND,
+        )
+    stream = _open_input(args.file)
+    clock = Stopwatch()
+    count = 0
+    deliveries = _Deliveries()
+    try:
+        async with Producer(
+            **context.client_options(),
+            acks=args.acks,
+            compression=None if args.compression == "none" else args.compression,
+            linger_ms=args.linger_ms,
+        ) as producer:
+            if stream.isatty():
+                report.info(f"type records for {args.topic}, one a line; Ctrl-D ends")
+            async for line in read_lines(stream):
+                record = parser.parse(line, count + 1)
+                handle = await producer.send(
+                    args.topic,
+                    record.value,
+                    key=fixed_key if fixed_key is not None else record.key,
+                    partition=record.partition if record.partition is not None else args.partition,
+                    timestamp=record.timestamp,
+                    headers=record.headers or None,
+                )
+                deliveries.add(handle)
+                count += 1
+            await producer.flush()
+            await deliveries.wait_all()
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    report.info(f"produced {count:,} record(s) to {args.topic} in {clock.seconds:.2f} s")
+    return ExitCode.OK

@@ -1,0 +1,249 @@
+"""``topics list|describe|create|delete|alter-config``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
+from aiokafkawire.cli.options import positive_int
+
+if TYPE_CHECKING:
+    from aiokafkawire.cli.app import Context, Parents
+
+
+def add_commands(sub: Any, parents: Parents) -> None:
+    """Add ``topics`` and its actions."""
+    topics = sub.add_parser(
+        "topics", help="list, describe, create, delete topics; change their configuration"
+    )
+    actions = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser(
+        "list", parents=parents.both(), help="topic names, one a line (or a table with -l)"
+    )
+    listing.add_argument(
+        "-l", "--long", action="store_true", help="a table with partitions and replication"
+    )
+    listing.add_argument(
+        "--internal", action="store_true", help="include internal topics (__consumer_offsets)"
+    )
+    listing.set_defaults(handler=run_list)
+
+    describe = actions.add_parser(
+        "describe",
+        parents=parents.both(),
+        help="partitions, leaders, replicas and the configuration set on topics",
+    )
+    describe.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to describe")
+    describe.add_argument(
+        "--all-configs", action="store_true", help="also show configuration left at defaults"
+    )
+    describe.set_defaults(handler=run_describe)
+
+    create = actions.add_parser("create", parents=parents.both(), help="create topics")
+    create.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to create")
+    create.add_argument(
+        "-p",
+        "--partitions",
+        type=positive_int,
+        default=None,
+        help="number of partitions (default: the broker's)",
+    )
+    create.add_argument(
+        "-r",
+        "--replication-factor",
+        type=positive_int,
+        default=None,
+        help="copies of each partition (default: the broker's)",
+    )
+    create.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a topic configuration, e.g. retention.ms=60000 (repeatable)",
+    )
+    create.add_argument(
+        "--if-not-exists", action="store_true", help="succeed when a topic already exists"
+    )
+    create.set_defaults(handler=run_create)
+
+    delete = actions.add_parser("delete", parents=parents.both(), help="delete topics")
+    delete.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to delete")
+    delete.add_argument(
+        "--if-exists", action="store_true", help="succeed when a topic does not exist"
+    )
+    delete.set_defaults(handler=run_delete)
+
+    alter = actions.add_parser(
+        "alter-config", parents=parents.both(), help="set or remove a topic's configuration"
+    )
+    alter.add_argument("topic", metavar="TOPIC", help="the topic to change")
+    alter.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a configuration value (repeatable)",
+    )
+    alter.add_argument(
+        "--delete",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="return a configuration to its default (repeatable)",
+    )
+    alter.set_defaults(handler=run_alter_config)
+
+
+def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` strings as a dict; a malformed one is a usage error."""
+    configs = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"{option} {pair!r}: write it as NAME=VALUE", ExitCode.USAGE)
+        configs[name] = value
+    return configs
+
+
+async def run_list(context: Context) -> int:
+    """Print topic names, or a table of them."""
+    from aiokafkawire import Admin
+
+    args = context.args
+    async with Admin(**context.client_options()) as admin:
+        names = await admin.list_topics(include_internal=args.internal)
+        infos = await admin.describe_topics(names, raise_on_error=False) if args.long else {}
+    if not args.long:
+        for name in names:
+            context.report.line(name)
+        return ExitCode.OK
+    rows = []
+    for name in names:
+        partitions = infos[name].partitions.values()
+        replication = max((len(p.replicas) for p in partitions), default=0)
+        rows.append((name, len(partitions), replication))
+    context.report.table(
+        ["topic", "partitions", "replication"], rows, right=["partitions", "replication"]
+    )
+    return ExitCode.OK
+
+
+async def run_describe(context: Context) -> int:
+    """Print each topic's partitions and non-default configuration."""
+    from aiokafkawire import Admin, ConfigResource
+    from aiokafkawire.admin import ResourceType
+
+    args = context.args
+    report = context.report
+    async with Admin(**context.client_options()) as admin:
+        infos = await existing_topics(admin, args.topics)
+        resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
+        configs = await admin.describe_configs(resources, raise_on_error=False)
+    for name, info in infos.items():
+        rows = [
+            (p.partition, p.leader, ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)))
+            for p in (info.partitions[i] for i in info.partition_ids)
+        ]
+        report.table(
+            ["partition", "leader", "replicas", "isr"],
+            rows,
+            title=f"topic {name} (id {info.topic_id}): {len(rows)} partition(s)",
+            right=["partition", "leader"],
+        )
+        result = configs.get(ConfigResource(ResourceType.TOPIC, name))
+        if result is None:
+            continue
+        check_item(f"configuration of topic {name!r}", result.error)
+        entries = [
+            (entry.name, "(sensitive)" if entry.is_sensitive else entry.value)
+            for entry in sorted(result.entries.values(), key=lambda e: e.name)
+            if args.all_configs or not entry.is_default
+        ]
+        if entries:
+            report.table(["config", "value"], entries, title=f"configuration of {name}")
+        else:
+            report.line(f"configuration of {name}: all defaults")
+    return ExitCode.OK
+
+
+async def run_create(context: Context) -> int:
+    """Create topics; each topic's result is checked."""
+    from aiokafkawire import Admin, NewTopic
+    from aiokafkawire.errors import TopicAlreadyExistsError
+
+    args = context.args
+    configs = parse_configs(args.config, "--config")
+    wanted = [
+        NewTopic(
+            name,
+            num_partitions=args.partitions or -1,
+            replication_factor=args.replication_factor or -1,
+            configs=configs,
+        )
+        for name in args.topics
+    ]
+    async with Admin(**context.client_options()) as admin:
+        results = await admin.create_topics(wanted, raise_on_error=False)
+    for name in args.topics:
+        result = results.get(name)
+        if result is None:
+            raise CliError(f"the broker did not answer for topic {name!r}")
+        if isinstance(result.error, TopicAlreadyExistsError) and args.if_not_exists:
+            context.report.info(f"topic {name} already exists")
+            continue
+        check_item(f"creating topic {name!r}", result.error)
+        partitions = (
+            f" with {result.num_partitions} partition(s)" if result.num_partitions > 0 else ""
+        )
+        context.report.info(f"created topic {name}{partitions}")
+    return ExitCode.OK
+
+
+async def run_delete(context: Context) -> int:
+    """Delete topics; each topic's result is checked."""
+    from aiokafkawire import Admin
+    from aiokafkawire.errors import UnknownTopicOrPartitionError
+
+    args = context.args
+    async with Admin(**context.client_options()) as admin:
+        results = await admin.delete_topics(args.topics, raise_on_error=False)
+    for name in args.topics:
+        result = results.get(name)
+        if result is None:
+            raise CliError(f"the broker did not answer for topic {name!r}")
+        if isinstance(result.error, UnknownTopicOrPartitionError):
+            if args.if_exists:
+                context.report.info(f"topic {name} does not exist")
+                continue
+            raise CliError(f"topic {name!r} does not exist", ExitCode.NOT_FOUND)
+        check_item(f"deleting topic {name!r}", result.error)
+        context.report.info(f"deleted topic {name}")
+    return ExitCode.OK
+
+
+async def run_alter_config(context: Context) -> int:
+    """Set and delete configuration values of one topic."""
+    from aiokafkawire import Admin, ConfigResource
+    from aiokafkawire.admin import ResourceType
+
+    args = context.args
+    changes: dict[str, str | None] = dict(parse_configs(args.set, "--set"))
+    changes.update(dict.fromkeys(args.delete))
+    if not changes:
+        raise CliError("alter-config needs --set NAME=VALUE or --delete NAME", ExitCode.USAGE)
+    resource = ConfigResource(ResourceType.TOPIC, args.topic)
+    async with Admin(**context.client_options()) as admin:
+        await existing_topics(admin, [args.topic])
+        results = await admin.alter_configs({resource: changes}, raise_on_error=False)
+    result = results.get(resource)
+    if result is None:
+        raise CliError(f"the broker did not answer for topic {args.topic!r}")
+    check_item(f"changing the configuration of topic {args.topic!r}", result.error)
+    for name, value in changes.items():
+        what = f"{name}={value}" if value is not None else f"{name} back to its default"
+        context.report.info(f"topic {args.topic}: {what}")
+    return ExitCode.OK

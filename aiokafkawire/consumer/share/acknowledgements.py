@@ -1,0 +1,312 @@
+"""Acknowledgement bookkeeping of a share consumer: what is acquired, what is acknowledged.
+
+The broker hands records out in *acquired ranges* (``AcquiredRecords``: first offset, last
+offset, delivery count), each locked for ``AcquisitionLockTimeoutMs``.  Every offset of a range
+must eventually be acknowledged by this member (or its lock expires): the application's records
+with ACCEPT / RELEASE / REJECT, and offsets that held no record for the application (control
+records, removed or aborted records) with GAP.
+
+Acknowledgements leave in ``AcknowledgementBatches``: ``FirstOffset``, ``LastOffset`` and
+``AcknowledgeTypes``, either one type for the whole contiguous range or one type per offset.
+:func:`build_batches` makes the fewest batches for a set of acknowledgements: one per run of
+contiguous offsets, with a one-element type list when the run is uniform.
+
+No I/O here: :class:`Acknowledgements` is plain state, driven by the fetcher (acquired ranges in,
+pending acknowledgements out) and by the consumer (the application's acknowledgements in).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from aiokafkawire import errors
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
+from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafkawire.consumer.share.records import ShareRecord
+
+__all__ = ["AckBatch", "Acknowledgements", "build_batches"]
+
+
+class AckBatch(NamedTuple):
+    """One ``AcknowledgementBatch``: offsets ``first_offset..last_offset`` (inclusive).
+
+    ``types`` has one element (it applies to every offset of the range) or one per offset.
+    """
+
+    first_offset: int
+    last_offset: int
+    types: tuple[int, ...]
+
+
+def build_batches(acks: Mapping[int, int]) -> list[AckBatch]:
+    """Batches for ``{offset: type}``: ascending, non-overlapping, one per contiguous run."""
+    if not acks:
+        return []
+    offsets = list(acks)
+    # Acknowledgements are made in delivery order, so the offsets are nearly always ascending
+    # already; sort only when they are not.
+    if any(later < earlier for earlier, later in itertools.pairwise(offsets)):
+        offsets.sort()
+    batches: list[AckBatch] = []
+    first = previous = offsets[0]
+    types = [int(acks[first])]
+    uniform = True
+    for offset in offsets[1:]:
+        ack_type = int(acks[offset])
+        if offset == previous + 1:
+            if uniform and ack_type != types[0]:
+                uniform = False
+            types.append(ack_type)
+        else:
+            batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
+            first = offset
+            types = [ack_type]
+            uniform = True
+        previous = offset
+    batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
+    return batches
+
+
+def expand_batches(batches: Iterable[AckBatch]) -> dict[int, int]:
+    """The inverse of :func:`build_batches` (``{offset: type}``), for checks and tests."""
+    out: dict[int, int] = {}
+    for first, last, types in batches:
+        if len(types) == 1:
+            for offset in range(first, last + 1):
+                out[offset] = types[0]
+        elif len(types) == last - first + 1:
+            for offset, ack_type in zip(range(first, last + 1), types, strict=True):
+                out[offset] = ack_type
+        else:
+            raise ValueError(f"batch {first}..{last} has {len(types)} types")
+    return out
+
+
+class _Acquired(NamedTuple):
+    """One acquisition: shared by every offset of a range (one object per range, not offset)."""
+
+    delivery_count: int
+    deadline: float
+
+
+class Acknowledgements:
+    """Acquired offsets and pending acknowledgements per partition.
+
+    ``clock`` returns seconds (monotonic); it is a parameter so tests can move time.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._acquired: dict[TopicPartition, dict[int, _Acquired]] = {}
+        self._pending: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
+        #: Offsets acknowledged client-side after their lock had already expired.
+        self._expired: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
+
+    # ------------------------------------------------------------------ acquired ranges
+
+    def acquire(
+        self,
+        tp: TopicPartition,
+        first_offset: int,
+        last_offset: int,
+        delivery_count: int,
+        lock_timeout_ms: int,
+    ) -> None:
+        """Record an acquired range (from a ShareFetch response received just now).
+
+        The lock deadline is taken from the moment the answer arrived: the broker started the
+        lock earlier, so a deadline passed here has certainly passed on the broker.
+        """
+        entry = _Acquired(delivery_count, self._clock() + lock_timeout_ms / 1000)
+        acquired = self._acquired.setdefault(tp, {})
+        pending = self._pending.get(tp)
+        for offset in range(first_offset, last_offset + 1):
+            acquired[offset] = entry
+            if pending:
+                # Acquired again before the acknowledgement of the older delivery went out: its
+                # lock had expired, so that acknowledgement no longer applies.
+                stale = pending.pop(offset, None)
+                if stale is not None and stale is not AcknowledgeType.GAP:
+                    self._expired.setdefault(tp, {})[offset] = stale
+        if pending is not None and not pending:
+            del self._pending[tp]
+
+    def delivery_count(self, tp: TopicPartition, offset: int) -> int | None:
+        """The delivery count of an acquired, unacknowledged offset (``None`` if not held)."""
+        entry = self._acquired.get(tp, {}).get(offset)
+        return None if entry is None else entry.delivery_count
+
+    def held(self, tp: TopicPartition | None = None) -> int:
+        """How many acquired offsets are not acknowledged yet (of one partition or all)."""
+        if tp is not None:
+            return len(self._acquired.get(tp, ()))
+        return sum(len(offsets) for offsets in self._acquired.values())
+
+    def held_offsets(self, tp: TopicPartition) -> list[int]:
+        """The acquired, unacknowledged offsets of a partition, ascending."""
+        return sorted(self._acquired.get(tp, ()))
+
+    # ------------------------------------------------------------------ acknowledging
+
+    def acknowledge(
+        self,
+        tp: TopicPartition,
+        offset: int,
+        ack_type: AcknowledgeType,
+        delivery_count: int | None = None,
+    ) -> None:
+        """Acknowledge one acquired offset (queued until the next request to its leader).
+
+        ``delivery_count`` names the delivery being acknowledged: acknowledging an older delivery
+        of a record acquired again since (its lock expired meanwhile) is reported as an
+        :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError` outcome, like any
+        acknowledgement made after the lock's deadline.  Raises
+        :class:`~aiokafkawire.errors.IllegalStateError` for an offset this consumer does not
+        hold (never delivered to it, or already acknowledged).
+        """
+        acquired = self._acquired.get(tp)
+        entry = None if acquired is None else acquired.get(offset)
+        if entry is None:
+            raise errors.IllegalStateError(
+                f"{tp.topic}-{tp.partition} offset {offset} is not held by this share consumer "
+                "(never delivered to it, or already acknowledged)"
+            )
+        if delivery_count is not None and delivery_count != entry.delivery_count:
+            self._expired.setdefault(tp, {})[offset] = ack_type
+            return
+        assert acquired is not None
+        del acquired[offset]
+        if not acquired:
+            del self._acquired[tp]
+        if ack_type is not AcknowledgeType.GAP and self._clock() >= entry.deadline:
+            self._expired.setdefault(tp, {})[offset] = ack_type
+        else:
+            self._pending.setdefault(tp, {})[offset] = ack_type
+
+    def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
+        """ACCEPT every record of one partition still held in the delivery handed out
+        (implicit mode: the previous poll's records); records acknowledged already are skipped.
+
+        The bulk form of :meth:`acknowledge`, for the per-poll hot path.
+        """
+        acquired = self._acquired.get(tp)
+        if not acquired:
+            return
+        now = self._clock()
+        accept = AcknowledgeType.ACCEPT
+        pending = self._pending.setdefault(tp, {})
+        expired: dict[int, AcknowledgeType] | None = None
+        get = acquired.get
+        for record in records:
+            offset = record[2]
+            entry = get(offset)
+            if entry is None or entry[0] != record[9]:
+                continue
+            del acquired[offset]
+            if now >= entry[1]:
+                if expired is None:
+                    expired = self._expired.setdefault(tp, {})
+                expired[offset] = accept
+            else:
+                pending[offset] = accept
+        if not acquired:
+            del self._acquired[tp]
+        if not pending:
+            del self._pending[tp]
+
+    def unacknowledged(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> list[int]:
+        """The offsets of ``records`` (one partition) whose delivery is still held."""
+        acquired = self._acquired.get(tp)
+        if not acquired:
+            return []
+        out = []
+        for record in records:
+            entry = acquired.get(record[2])
+            if entry is not None and entry[0] == record[9]:
+                out.append(record[2])
+        return out
+
+    def acknowledge_gaps(self, tp: TopicPartition, offsets: Iterable[int]) -> None:
+        """GAP-acknowledge offsets of acquired ranges that held no record for the application."""
+        for offset in offsets:
+            self.acknowledge(tp, offset, AcknowledgeType.GAP)
+
+    def forget(self, tp: TopicPartition) -> list[int]:
+        """Drop a partition's acquired offsets (their locks will expire or were released).
+
+        Returns the forgotten offsets; pending acknowledgements stay queued.
+        """
+        return sorted(self._acquired.pop(tp, {}))
+
+    def forget_offset(self, tp: TopicPartition, offset: int) -> None:
+        """Drop one acquired offset (its record was never handed to the application)."""
+        acquired = self._acquired.get(tp)
+        if acquired is not None:
+            acquired.pop(offset, None)
+            if not acquired:
+                del self._acquired[tp]
+
+    def pending_partitions(self) -> list[TopicPartition]:
+        """The partitions with acknowledgements waiting to be sent."""
+        return list(self._pending)
+
+    # ------------------------------------------------------------------ sending
+
+    def has_pending(self, partitions: Iterable[TopicPartition] | None = None) -> bool:
+        """Whether acknowledgements wait to be sent (for ``partitions``, or any)."""
+        if partitions is None:
+            return bool(self._pending)
+        return any(tp in self._pending for tp in partitions)
+
+    def take_pending(
+        self, accept: Callable[[TopicPartition], bool] | None = None
+    ) -> dict[TopicPartition, dict[int, AcknowledgeType]]:
+        """Remove and return the pending acknowledgements (of the partitions ``accept`` picks)."""
+        if accept is None:
+            taken, self._pending = self._pending, {}
+            return taken
+        taken = {tp: acks for tp, acks in self._pending.items() if accept(tp)}
+        for tp in taken:
+            del self._pending[tp]
+        return taken
+
+    def put_back(self, acks: Mapping[TopicPartition, Mapping[int, AcknowledgeType]]) -> None:
+        """Queue acknowledgements again (a request that carried them was never sent)."""
+        for tp, offsets in acks.items():
+            pending = self._pending.setdefault(tp, {})
+            for offset, ack_type in offsets.items():
+                pending.setdefault(offset, ack_type)
+
+    def take_expired(self) -> list[AcknowledgementOutcome]:
+        """Outcomes for acknowledgements given after their record's lock had expired."""
+        expired, self._expired = self._expired, {}
+        return [
+            AcknowledgementOutcome(
+                tp,
+                dict(offsets),
+                errors.AcquisitionLockTimeoutError(
+                    f"{tp.topic}-{tp.partition}: the acquisition lock of offsets "
+                    f"{_describe_offsets(offsets)} expired before they were acknowledged; the "
+                    "broker hands them out again"
+                ),
+            )
+            for tp, offsets in expired.items()
+        ]
+
+
+def _describe_offsets(offsets: Iterable[int]) -> str:
+    """``3..7, 9`` for a log line."""
+    parts = [
+        f"{b.first_offset}"
+        if b.first_offset == b.last_offset
+        else f"{b.first_offset}..{b.last_offset}"
+        for b in build_batches(dict.fromkeys(offsets, 0))
+    ]
+    if len(parts) > 6:
+        parts = [*parts[:6], f"... ({len(parts)} ranges)"]
+    return ", ".join(parts)

@@ -1,0 +1,446 @@
+"""The asyncio share consumer (KIP-932 "Queues for Kafka").
+
+::
+
+    async with ShareConsumer("jobs", bootstrap_servers="host:9092", group_id="workers",
+                             acknowledgement_mode="explicit") as consumer:
+        async for record in consumer:
+            try:
+                await handle(record)
+            except TemporaryFailure:
+                consumer.acknowledge(record, "release")   # redelivered, delivery_count + 1
+            except PermanentFailure:
+                consumer.acknowledge(record, "reject")    # archived, never delivered again
+            else:
+                consumer.acknowledge(record, "accept")
+
+Many share consumers read the same partitions; each record goes to one of them at a time, locked
+for the group's ``share.record.lock.duration.ms``.  In ``"implicit"`` acknowledgement mode (the
+default) every record handed out by one poll (``getmany`` call, or iteration step) is accepted
+by the next poll, :meth:`ShareConsumer.commit` or :meth:`ShareConsumer.close`.  In
+``"explicit"`` mode the application acknowledges each record, and must have acknowledged all
+records of one poll before the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire.client_config import split_common_options
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer._waits import timeout_after
+from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
+from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
+from aiokafkawire.consumer.share.membership import (
+    SHARE_GROUP_HEARTBEAT_KEY,
+    ShareMembership,
+    share_groups_unsupported,
+)
+from aiokafkawire.consumer.share.records import (
+    AcknowledgementOutcome,
+    AcknowledgeType,
+    ShareRecord,
+)
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.consumer.share")
+
+__all__ = ["ShareConsumer"]
+
+_MODES = ("implicit", "explicit")
+OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
+
+
+class ShareConsumer:
+    """A member of a share group: records are shared out one by one and acknowledged.
+
+    Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
+    ``client_id``, ``security_protocol``):
+
+    - ``group_id`` (required): the share group.
+    - ``acknowledgement_mode``: ``"implicit"`` (default) or ``"explicit"`` (see the module
+      documentation).
+    - ``on_acknowledgement``: called with each
+      :class:`~aiokafkawire.consumer.share.records.AcknowledgementOutcome` (the broker's verdict
+      on the acknowledgements of one partition in one request, or a client-side failure such as
+      :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError`); a plain function or a
+      coroutine function.
+    - ``fetch_max_wait_ms``, ``fetch_min_bytes`` (the ShareFetch long poll),
+      ``fetch_max_bytes``, ``max_poll_records`` (also the ShareFetch ``MaxRecords``),
+      ``check_crcs``, ``client_rack``.
+    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
+
+    How long a record stays locked, how often it is delivered at most
+    (``share.delivery.count.limit``) and where a new group starts (``share.auto.offset.reset``,
+    ``"latest"`` by default) are group configurations on the broker, set with
+    :meth:`Admin.alter_configs` on a ``ResourceType.GROUP`` resource.
+    """
+
+    def __init__(
+        self,
+        *topics: str,
+        group_id: str,
+        acknowledgement_mode: str = "implicit",
+        on_acknowledgement: OutcomeCallback | None = None,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_poll_records: int = 500,
+        check_crcs: bool = True,
+        client_rack: str | None = None,
+        key_deserializer: Callable[[bytes | None], Any] | None = None,
+        value_deserializer: Callable[[bytes | None], Any] | None = None,
+        **options: Any,
+    ) -> None:
+        common, rest = split_common_options(dict(options))
+        if rest:
+            raise errors.ConfigError(f"unknown ShareConsumer options: {sorted(rest)}")
+        if not group_id:
+            raise errors.ConfigError("a ShareConsumer needs a group_id")
+        if acknowledgement_mode not in _MODES:
+            raise errors.ConfigError(f"acknowledgement_mode must be one of {_MODES}")
+        if max_poll_records < 1:
+            raise errors.ConfigError("max_poll_records must be at least 1")
+        self._common = common
+        self._group_id = group_id
+        self._explicit = acknowledgement_mode == "explicit"
+        self._on_acknowledgement = on_acknowledgement
+        self._client_rack = client_rack
+        self._max_poll_records = max_poll_records
+        self._fetch_config = ShareFetchConfig(
+            group_id=group_id,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_min_bytes=fetch_min_bytes,
+            fetch_max_bytes=fetch_max_bytes,
+            max_poll_records=max_poll_records,
+            check_crcs=check_crcs,
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+            request_timeout_ms=common.request_timeout_ms,
+            retry_backoff_ms=common.retry_backoff_ms,
+        )
+        self._topics = list(topics)
+        self._acks = Acknowledgements()
+        self._cluster: Cluster | None = None
+        self._membership: ShareMembership | None = None
+        self._fetcher: ShareFetcher | None = None
+        self._tasks = TaskSupervisor("share-consumer", self._callback_failed)
+        #: The records handed out by the last poll, as runs of one partition each.
+        self._delivered: list[tuple[TopicPartition, list[ShareRecord]]] = []
+        self._iter_records: deque[ShareRecord] = deque()
+        self._fatal: errors.KafkaError | None = None
+        self._started = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        mode = "explicit" if self._explicit else "implicit"
+        return f"<ShareConsumer group={self._group_id!r} {mode} topics={self._topics}>"
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Connect, check that the cluster serves share groups, and join with the topics given."""
+        if self._started:
+            return
+        if self._closed:
+            raise errors.ClientClosedError("the share consumer is closed")
+        cluster = self._common.build_cluster()
+        try:
+            await cluster.start()
+            connection = await cluster.coordinator_connection(self._group_id, purpose="group")
+            if not connection.versions.supports(SHARE_GROUP_HEARTBEAT_KEY):
+                raise share_groups_unsupported(
+                    f"broker {connection.host}:{connection.port}",
+                    "it has no ShareGroupHeartbeat API",
+                )
+        except BaseException:
+            await cluster.close()
+            raise
+        self._cluster = cluster
+        self._membership = ShareMembership(
+            cluster,
+            self._group_id,
+            on_assignment=self._assignment_changed,
+            on_fatal=self._set_fatal,
+            rack_id=self._client_rack,
+            retry_backoff_ms=self._common.retry_backoff_ms,
+            request_timeout_ms=self._common.request_timeout_ms,
+        )
+        self._fetcher = ShareFetcher(
+            cluster,
+            self._fetch_config,
+            self._acks,
+            member_id=lambda: self._member_id,
+            on_outcomes=self._outcomes,
+            on_fatal=self._set_fatal,
+        )
+        self._fetcher.start()
+        self._started = True
+        if self._topics:
+            self.subscribe(self._topics)
+
+    async def close(self, timeout_ms: int | None = None) -> None:
+        """Acknowledge (implicit mode: accept the last poll's records), close the share
+        sessions, leave the group, stop every task and close the connections.
+
+        Records acquired but not acknowledged are released to the group by the session close.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if not self._started:
+            return
+        timeout = (timeout_ms if timeout_ms is not None else self._common.request_timeout_ms) / 1000
+        assert self._fetcher is not None and self._membership is not None
+        assert self._cluster is not None
+        try:
+            if not self._explicit:
+                self._accept_delivered()
+            self._outcomes(self._acks.take_expired())
+            await self._fetcher.close(timeout)
+            await self._membership.close()
+            await self._tasks.stop()
+        finally:
+            await self._cluster.close()
+
+    async def __aenter__(self) -> ShareConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _require_started(self) -> ShareFetcher:
+        if self._closed:
+            raise errors.ClientClosedError("the share consumer is closed")
+        if not self._started:
+            raise errors.IllegalStateError("the share consumer is not started; use `async with`")
+        if self._fatal is not None:
+            raise self._fatal
+        assert self._fetcher is not None
+        return self._fetcher
+
+    def _set_fatal(self, error: errors.KafkaError) -> None:
+        if self._fatal is None:
+            log.error("share consumer of group %r failed: %s", self._group_id, error)
+            self._fatal = error
+
+    @property
+    def _member_id(self) -> str:
+        assert self._membership is not None
+        return self._membership.member_id
+
+    @property
+    def member_id(self) -> str | None:
+        """This member's id in the share group (``None`` before :meth:`start`)."""
+        return None if self._membership is None else self._membership.member_id
+
+    # ----------------------------------------------------------------- subscription
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Set the topics to consume (replacing the previous ones); the group reassigns."""
+        self._require_started()
+        topics = sorted(set(topics))
+        if not topics:
+            raise errors.ConfigError("subscribe() needs at least one topic; use unsubscribe()")
+        assert self._membership is not None
+        self._topics = topics
+        self._membership.subscribe(topics)
+        self._membership.start()
+
+    def unsubscribe(self) -> None:
+        """Stop consuming every topic (the member stays in the group with no subscription)."""
+        self._require_started()
+        assert self._membership is not None
+        self._topics = []
+        self._membership.subscribe([])
+
+    def subscription(self) -> list[str]:
+        """The subscribed topics."""
+        return list(self._topics)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the group currently assigns to this member."""
+        return set() if self._fetcher is None else self._fetcher.assignment
+
+    def _assignment_changed(self, partitions: set[TopicPartition]) -> None:
+        assert self._fetcher is not None
+        self._fetcher.set_assignment(partitions)
+
+    # ----------------------------------------------------------------- polling
+
+    def _begin_poll(self) -> None:
+        """The start of a poll: settle the records handed out by the previous one."""
+        if self._explicit:
+            for tp, records in self._delivered:
+                left = self._acks.unacknowledged(tp, records)
+                if left:
+                    raise errors.IllegalStateError(
+                        f"explicit acknowledgement mode: record(s) of the previous poll are not "
+                        f"acknowledged (first: {tp.topic}-{tp.partition}@{left[0]}); acknowledge "
+                        "every record before polling again"
+                    )
+            self._delivered = []
+        else:
+            self._accept_delivered()
+        expired = self._acks.take_expired()
+        if expired:
+            self._outcomes(expired)
+        if self._acks.has_pending():
+            assert self._fetcher is not None
+            self._fetcher.wake_all()
+
+    def _accept_delivered(self) -> None:
+        accept = self._acks.accept_delivered
+        for tp, records in self._delivered:
+            accept(tp, records)
+        self._delivered = []
+
+    async def getmany(
+        self, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ShareRecord]]:
+        """Records acquired for this member, waiting up to ``timeout_ms`` for some to arrive.
+
+        Settles the previous poll first (implicit mode accepts its records; explicit mode raises
+        :class:`~aiokafkawire.errors.IllegalStateError` if any is not acknowledged).
+        """
+        fetcher = self._require_started()
+        if self._iter_records:
+            raise errors.IllegalStateError(
+                "records handed out by iteration are still pending; finish the iteration first"
+            )
+        self._begin_poll()
+        limit = max_records or self._max_poll_records
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            runs = fetcher.drain(limit)
+            if runs:
+                self._delivered = runs
+                out: dict[TopicPartition, list[ShareRecord]] = {}
+                for tp, records in runs:
+                    if tp in out:
+                        out[tp] = out[tp] + records
+                    else:
+                        out[tp] = records
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed:
+                return {}
+            await fetcher.wait_for_data(min(remaining, 1.0))
+            if self._fatal is not None:
+                raise self._fatal
+
+    def __aiter__(self) -> ShareConsumer:
+        return self
+
+    async def __anext__(self) -> ShareRecord:
+        """The next record (one record is one poll); iteration stops when the consumer closes."""
+        if self._closed:
+            raise StopAsyncIteration
+        fetcher = self._require_started()
+        self._begin_poll()
+        pending = self._iter_records
+        while not pending:
+            if self._closed:
+                raise StopAsyncIteration
+            for _, records in fetcher.drain(self._max_poll_records):
+                pending.extend(records)
+            if not pending:
+                await fetcher.wait_for_data(1.0)
+                if self._fatal is not None:
+                    raise self._fatal
+        record = pending.popleft()
+        self._delivered = [(record.topic_partition, [record])]
+        return record
+
+    # ----------------------------------------------------------------- acknowledging
+
+    def acknowledge(
+        self, record: ShareRecord, type: AcknowledgeType | str = AcknowledgeType.ACCEPT
+    ) -> None:
+        """Acknowledge one delivered record (explicit mode): ``"accept"``, ``"release"``
+        (deliver again, to any member) or ``"reject"`` (archive, never deliver again).
+
+        The acknowledgement goes out with the next request to the partition's leader (or at once
+        with :meth:`commit`).
+        """
+        self._require_started()
+        if not self._explicit:
+            raise errors.IllegalStateError(
+                "acknowledge() needs acknowledgement_mode='explicit' (implicit mode accepts "
+                "every record at the next poll)"
+            )
+        ack_type = AcknowledgeType.parse(type)
+        self._acks.acknowledge(
+            record.topic_partition, record.offset, ack_type, record.delivery_count
+        )
+
+    async def commit(self) -> dict[TopicPartition, errors.KafkaError | None]:
+        """Send the acknowledgements made so far now and wait for the broker's verdicts.
+
+        Implicit mode first accepts the records of the last poll.  Returns, per partition, the
+        error of its acknowledgements or ``None`` when all were applied.
+        """
+        fetcher = self._require_started()
+        if not self._explicit:
+            self._accept_delivered()
+        outcomes = self._acks.take_expired()
+        self._outcomes(outcomes)
+        outcomes.extend(await fetcher.commit(self._acks.take_pending()))
+        results: dict[TopicPartition, errors.KafkaError | None] = {}
+        for outcome in outcomes:
+            if results.get(outcome.partition) is None:
+                results[outcome.partition] = outcome.error
+        return results
+
+    def _outcomes(self, outcomes: list[AcknowledgementOutcome]) -> None:
+        callback = self._on_acknowledgement
+        for outcome in outcomes:
+            if outcome.error is not None:
+                log.info(
+                    "acknowledgements of %s failed: %s",
+                    outcome.partition,
+                    outcome.error,
+                )
+            if callback is None:
+                continue
+            try:
+                result = callback(outcome)
+            except Exception:
+                log.exception("the on_acknowledgement callback raised")
+                continue
+            if inspect.isawaitable(result):
+                self._tasks.start("on-acknowledgement", _await(result))
+
+    def _callback_failed(self, name: str, exc: BaseException) -> None:
+        log.error("the on_acknowledgement callback raised", exc_info=exc)
+
+    # ----------------------------------------------------------------- introspection
+
+    @property
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The lock duration the broker announced with the last ShareFetch answer."""
+        return None if self._fetcher is None else self._fetcher.acquisition_lock_timeout_ms
+
+    async def wait_assignment(self, timeout: float = 30.0) -> set[TopicPartition]:
+        """Wait (bounded) until the group assigns this member at least one partition."""
+        try:
+            async with timeout_after(timeout):
+                while not self.assignment():
+                    self._require_started()
+                    await asyncio.sleep(0.05)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+        return self.assignment()
+
+
+async def _await(awaitable: Any) -> None:
+    await awaitable

@@ -1,0 +1,284 @@
+"""Share-group membership: the ShareGroupHeartbeat loop (KIP-932).
+
+The group coordinator assigns partitions; the member only heartbeats.  There is no join/sync
+round and no stop-the-world rebalance: each heartbeat answer may carry a new assignment, which
+the consumer follows at once (partitions added start fetching, partitions removed are forgotten
+from the share sessions; records already acquired stay acknowledgeable).
+
+The member id is generated here, once per consumer (KIP-1082 style: a Kafka UUID string), and
+kept for the consumer's lifetime.  ``MemberEpoch`` 0 joins, -1 leaves.  Fencing
+(UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH) drops the assignment and rejoins with epoch 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+
+from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer._waits import wait_event
+from aiokafkawire.protocol.messages import ShareGroupHeartbeatRequest
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.consumer.share")
+
+__all__ = ["ShareMembership", "new_member_id", "share_groups_unsupported"]
+
+SHARE_GROUP_HEARTBEAT_KEY = ShareGroupHeartbeatRequest.API_KEY
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+
+_COORDINATOR_CODES = frozenset(
+    cls.code
+    for cls in (
+        errors.NotCoordinatorError,
+        errors.CoordinatorNotAvailableError,
+        errors.CoordinatorLoadInProgressError,
+    )
+)
+_FENCED_CODES = frozenset((errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code))
+_FATAL_CODES = frozenset(
+    cls.code
+    for cls in (
+        errors.GroupAuthorizationFailedError,
+        errors.TopicAuthorizationFailedError,
+        errors.GroupMaxSizeReachedError,
+        errors.GroupIdNotFoundError,
+        errors.InvalidRequestError,
+        errors.InconsistentGroupProtocolError,
+    )
+)
+
+
+def new_member_id() -> str:
+    """A member id as Kafka's clients make them: 16 random bytes, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def share_groups_unsupported(where: str, detail: str = "") -> errors.ShareGroupsUnsupportedError:
+    """The typed error for a cluster without share groups, saying how to enable them."""
+    return errors.ShareGroupsUnsupportedError(
+        f"{where} does not serve share groups (KIP-932){': ' + detail if detail else ''}. "
+        "Share groups need Apache Kafka 4.1 or newer with the share.version feature finalized "
+        "(check with `kafka-features.sh --bootstrap-server HOST:PORT describe`; enable with "
+        "`kafka-features.sh --bootstrap-server HOST:PORT upgrade --feature share.version=1`). "
+        "Kafka 4.0 only had an early-access version (group.share.enable=true, "
+        "unstable.api.versions.enable=true) that this client does not speak."
+    )
+
+
+AssignmentCallback = Callable[[set[TopicPartition]], None]
+FatalCallback = Callable[[errors.KafkaError], None]
+
+
+class ShareMembership:
+    """Heartbeats for one share-group member on its own supervised task."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        group_id: str,
+        *,
+        on_assignment: AssignmentCallback,
+        on_fatal: FatalCallback,
+        rack_id: str | None = None,
+        retry_backoff_ms: int = 100,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
+        self._cluster = cluster
+        self.group_id = group_id
+        self.member_id = new_member_id()
+        self.member_epoch = JOIN_EPOCH
+        self.heartbeat_interval_ms = 5_000
+        self.assignment: set[TopicPartition] = set()
+        self._unresolved: list[object] | None = None
+        self._on_assignment = on_assignment
+        self._on_fatal = on_fatal
+        self._rack_id = rack_id
+        self._retry_backoff = retry_backoff_ms / 1000
+        self._request_timeout_ms = request_timeout_ms
+        self._topics: list[str] = []
+        self._topics_sent: list[str] | None = None
+        self._wake = asyncio.Event()
+        self._joined = asyncio.Event()
+        self._tasks = TaskSupervisor("share-membership", self._task_failed)
+        self._stopping = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<ShareMembership group={self.group_id!r} member={self.member_id} "
+            f"epoch={self.member_epoch} partitions={len(self.assignment)}>"
+        )
+
+    # ----------------------------------------------------------------- control
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Set the subscribed topics (sent with the next heartbeat, at once)."""
+        self._topics = sorted(set(topics))
+        self._cluster.set_topics(self._topics)
+        self._wake.set()
+
+    @property
+    def topics(self) -> list[str]:
+        """The subscribed topics."""
+        return list(self._topics)
+
+    def start(self) -> None:
+        """Start heartbeating (joins the group)."""
+        if not self._tasks.running("heartbeat"):
+            self._tasks.start("heartbeat", self._heartbeat_loop())
+
+    async def wait_joined(self, timeout: float | None = None) -> bool:
+        """Wait until the coordinator has answered the join (a member epoch > 0)."""
+        try:
+            await asyncio.wait_for(self._joined.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def close(self, leave: bool = True) -> None:
+        """Stop heartbeating and (by default) leave the group with epoch -1."""
+        self._stopping = True
+        await self._tasks.stop()
+        if leave and self.member_epoch > 0:
+            try:
+                await asyncio.wait_for(self._send(LEAVE_EPOCH), self._request_timeout_ms / 1000)
+            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+                log.info("share group %r: leaving failed: %s", self.group_id, exc)
+        self.member_epoch = JOIN_EPOCH
+        self._set_assignment(set())
+
+    def _task_failed(self, name: str, exc: BaseException) -> None:
+        if self._stopping:
+            return
+        log.error("share group %r: %s failed", self.group_id, name, exc_info=exc)
+        if isinstance(exc, errors.KafkaError):
+            self._on_fatal(exc)
+        else:
+            self._on_fatal(errors.KafkaError(f"share-group heartbeat loop failed: {exc!r}"))
+
+    # ----------------------------------------------------------------- the loop
+
+    async def _heartbeat_loop(self) -> None:
+        backoff = self._retry_backoff
+        while True:
+            self._wake.clear()
+            try:
+                interval_ms = await self._heartbeat()
+            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                log.info("share group %r: heartbeat failed: %s; retrying", self.group_id, exc)
+                self._cluster.invalidate_coordinator(self.group_id)
+                self._topics_sent = None
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+                continue
+            backoff = self._retry_backoff
+            if interval_ms is None:  # retriable error: try again soon
+                await asyncio.sleep(self._retry_backoff)
+                continue
+            await wait_event(self._wake, interval_ms / 1000)
+
+    async def _send(self, epoch: int) -> object:
+        connection = await self._cluster.coordinator_connection(self.group_id, purpose="group")
+        if not connection.versions.supports(SHARE_GROUP_HEARTBEAT_KEY):
+            raise share_groups_unsupported(
+                f"broker {connection.host}:{connection.port}",
+                "it has no ShareGroupHeartbeat API",
+            )
+        request = ShareGroupHeartbeatRequest(
+            group_id=self.group_id, member_id=self.member_id, member_epoch=epoch
+        )
+        if epoch == JOIN_EPOCH or self._topics_sent != self._topics:
+            # Full state on join (and after errors), else only what changed.
+            request.subscribed_topic_names = list(self._topics)
+            request.rack_id = self._rack_id
+        try:
+            return await connection.send(request, timeout_ms=self._request_timeout_ms)
+        except errors.KafkaConnectionError:
+            self._cluster.invalidate_coordinator(self.group_id)
+            raise
+
+    async def _heartbeat(self) -> int | None:
+        """One heartbeat; returns the interval to the next one, or None to retry soon."""
+        epoch = self.member_epoch
+        topics = list(self._topics)
+        response = await self._send(epoch)
+        code = response.error_code  # type: ignore[attr-defined]
+        message = response.error_message  # type: ignore[attr-defined]
+        if code in _COORDINATOR_CODES:
+            self._cluster.invalidate_coordinator(self.group_id)
+            return None
+        if code in _FENCED_CODES:
+            log.info("share group %r: member fenced (%s); rejoining", self.group_id, message)
+            self.member_epoch = JOIN_EPOCH
+            self._topics_sent = None
+            self._unresolved = None
+            self._set_assignment(set())
+            return None
+        if code == errors.UnsupportedVersionError.code:
+            raise share_groups_unsupported(f"the group coordinator of {self.group_id!r}", message)
+        if code in _FATAL_CODES:
+            errors.raise_for_code(code, message or f"share group {self.group_id!r}")
+        if code:
+            log.info("share group %r: heartbeat error %s (%s)", self.group_id, code, message)
+            self._topics_sent = None
+            return None
+        self._topics_sent = topics
+        self.member_epoch = response.member_epoch  # type: ignore[attr-defined]
+        self.heartbeat_interval_ms = response.heartbeat_interval_ms or 5_000  # type: ignore[attr-defined]
+        if self.member_epoch > 0:
+            self._joined.set()
+        assignment = response.assignment  # type: ignore[attr-defined]
+        if assignment is not None:
+            self._unresolved = assignment.topic_partitions
+        if self._unresolved is not None:
+            partitions = await self._resolve(self._unresolved)
+            if partitions is None:
+                return None  # topic ids not in the metadata yet: look again soon
+            self._unresolved = None
+            self._set_assignment(partitions)
+        return self.heartbeat_interval_ms
+
+    async def _resolve(self, topic_partitions: list[object]) -> set[TopicPartition] | None:
+        """Topic ids to names through the metadata (refreshed once when an id is unknown)."""
+        for attempt in range(2):
+            names = {
+                info.topic_id: name
+                for name, info in self._cluster.metadata.topics.items()
+                if info.topic_id is not None
+            }
+            missing = [tp.topic_id for tp in topic_partitions if tp.topic_id not in names]  # type: ignore[attr-defined]
+            if not missing:
+                return {
+                    TopicPartition(names[tp.topic_id], p)  # type: ignore[attr-defined]
+                    for tp in topic_partitions
+                    for p in tp.partitions  # type: ignore[attr-defined]
+                }
+            if attempt == 0:
+                await self._cluster.refresh_metadata()
+        log.info(
+            "share group %r: assigned topic ids %s are not in the metadata yet",
+            self.group_id,
+            missing,
+        )
+        return None
+
+    def _set_assignment(self, partitions: set[TopicPartition]) -> None:
+        if partitions == self.assignment:
+            return
+        added = partitions - self.assignment
+        removed = self.assignment - partitions
+        log.info(
+            "share group %r: assignment %d partitions (+%d, -%d)",
+            self.group_id,
+            len(partitions),
+            len(added),
+            len(removed),
+        )
+        self.assignment = set(partitions)
+        self._on_assignment(set(partitions))

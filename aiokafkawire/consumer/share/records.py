@@ -1,0 +1,82 @@
+"""Value types of the share consumer: delivered records, acknowledgement types and outcomes."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple
+
+from aiokafkawire.errors import KafkaError
+from aiokafkawire.structs import TopicPartition
+
+__all__ = ["AcknowledgeType", "AcknowledgementOutcome", "ShareRecord"]
+
+
+class AcknowledgeType(enum.IntEnum):
+    """How a delivered record is acknowledged (the wire values of ``AcknowledgeTypes``).
+
+    ``GAP`` is only used by the client itself, for offsets of an acquired range that held no
+    record for the application (control records, compacted or aborted records).
+    """
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+    @classmethod
+    def parse(cls, value: AcknowledgeType | str | int) -> AcknowledgeType:
+        """``"accept"`` / ``"release"`` / ``"reject"`` (any case), a member, or its number."""
+        if isinstance(value, AcknowledgeType):
+            return value
+        if isinstance(value, str):
+            try:
+                member = cls[value.upper()]
+            except KeyError:
+                raise ValueError(
+                    f"unknown acknowledgement {value!r}: use 'accept', 'release' or 'reject'"
+                ) from None
+        else:
+            member = cls(value)
+        if member is cls.GAP:
+            raise ValueError("GAP is not an acknowledgement an application can give")
+        return member
+
+
+class ShareRecord(NamedTuple):
+    """One record delivered by a share group.
+
+    The first nine fields are those of :class:`~aiokafkawire.consumer.ConsumerRecord`;
+    ``delivery_count`` is how many times the broker has handed this record out (1 on the first
+    delivery, 2 after one release or lock expiry, ...).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    headers: tuple[tuple[str, bytes | None], ...]
+    leader_epoch: int | None
+    delivery_count: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The record's partition as a :class:`TopicPartition`."""
+        return TopicPartition(self.topic, self.partition)
+
+
+class AcknowledgementOutcome(NamedTuple):
+    """The broker's answer to the acknowledgements of one partition sent in one request.
+
+    ``offsets`` maps each acknowledged offset to the type sent; ``error`` is ``None`` when the
+    broker applied them, else the typed error (for example
+    :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError` for records whose lock had expired,
+    :class:`~aiokafkawire.errors.InvalidRecordStateError`,
+    :class:`~aiokafkawire.errors.ShareSessionNotFoundError`).
+    """
+
+    partition: TopicPartition
+    offsets: dict[int, AcknowledgeType]
+    error: KafkaError | None

@@ -1,0 +1,531 @@
+"""The Kafka side of the Spark data source: offset lookups (driver), range reads and writes (tasks).
+
+Nothing here imports pyspark: the driver-side :class:`OffsetResolver` and the task-side
+:func:`read_range` / :func:`write_batches` work with plain values and pyarrow, each on a private
+asyncio event loop that is created and closed by the object or call that uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from aiokafkawire import errors
+from aiokafkawire.spark._options import (
+    EARLIEST,
+    LATEST,
+    KafkaOptions,
+    OffsetBound,
+    Subscription,
+)
+from aiokafkawire.structs import TopicPartition
+
+__all__ = [
+    "DataLossError",
+    "LoopRunner",
+    "OffsetResolver",
+    "arrow_schema",
+    "read_range",
+    "write_batches",
+]
+
+log = logging.getLogger("aiokafkawire.spark")
+
+T = TypeVar("T")
+
+#: Records taken from the consumer per step: one Arrow record batch each (at most).
+_RECORDS_PER_STEP = 20_000
+_STEP_WAIT_MS = 500
+_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+
+_HEADER_TYPE = pa.list_(
+    pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+)
+_TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+_BASE_FIELDS = [
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", _TIMESTAMP_TYPE),
+    pa.field("timestampType", pa.int32()),
+]
+_SCHEMA = pa.schema(_BASE_FIELDS)
+_SCHEMA_WITH_HEADERS = pa.schema([*_BASE_FIELDS, pa.field("headers", _HEADER_TYPE)])
+
+
+class DataLossError(errors.KafkaError):
+    """Offsets a query needs are no longer (or not yet) in Kafka, and ``failOnDataLoss`` is on."""
+
+
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    """The Arrow schema of the rows read (equal to pyspark's ``to_arrow_schema`` of the source)."""
+    return _SCHEMA_WITH_HEADERS if include_headers else _SCHEMA
+
+
+def client_options(opts: KafkaOptions) -> dict[str, Any]:
+    """Keyword arguments common to every client, with the TLS context built from PEM files."""
+    kwargs = dict(opts.common)
+    tls = opts.tls
+    if tls.get("cafile") or tls.get("cadata") or tls.get("certfile"):
+        from aiokafkawire.net.tls import create_ssl_context
+
+        check_hostname = tls.get("endpoint_identification", "https").strip().lower() == "https"
+        kwargs["ssl_context"] = create_ssl_context(
+            cafile=tls.get("cafile"),
+            cadata=tls.get("cadata"),
+            certfile=tls.get("certfile"),
+            keyfile=tls.get("keyfile"),
+            password=tls.get("password"),
+            check_hostname=check_hostname,
+        )
+    return kwargs
+
+
+class LoopRunner:
+    """A private event loop that runs one coroutine at a time for synchronous callers."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to completion on this runner's loop."""
+        return self._loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        """Cancel what is left on the loop and close it (idempotent)."""
+        loop = self._loop
+        if loop.is_closed():
+            return
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+class OffsetResolver:
+    """Driver-side lookups: which partitions a subscription covers and where ranges lie.
+
+    Holds one :class:`~aiokafkawire.Admin` on a private loop, started on first use and closed by
+    :meth:`close`; not picklable state, so it is created where it is used.
+    """
+
+    def __init__(self, opts: KafkaOptions) -> None:
+        self._opts = opts
+        self._runner: LoopRunner | None = None
+        self._admin: Any = None
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._runner is None:
+            self._runner = LoopRunner()
+        return self._runner.run(coro)
+
+    async def _client(self) -> Any:
+        if self._admin is None:
+            from aiokafkawire.admin import Admin
+
+            admin = Admin(**client_options(self._opts))
+            await admin.start()
+            self._admin = admin
+        return self._admin
+
+    def close(self) -> None:
+        """Close the admin client and the loop."""
+        runner, self._runner = self._runner, None
+        admin, self._admin = self._admin, None
+        if runner is None:
+            return
+        try:
+            if admin is not None:
+                runner.run(admin.close())
+        finally:
+            runner.close()
+
+    # ------------------------------------------------------------------ partitions
+
+    def partitions(self) -> set[TopicPartition]:
+        """The partitions the subscription covers now (topics that do not exist: none)."""
+        return self._run(self._partitions())
+
+    async def _partitions(self) -> set[TopicPartition]:
+        subscription = self._opts.subscription
+        assert subscription is not None
+        admin = await self._client()
+        if subscription.kind == "subscribePattern":
+            names = [t for t in await admin.list_topics() if subscription.matches(t)]
+        elif subscription.kind == "subscribe":
+            names = list(subscription.topics)
+        else:
+            names = sorted({tp.topic for tp in subscription.partitions})
+        found: set[TopicPartition] = set()
+        if names:
+            described = await admin.describe_topics(names)
+            for name, info in described.items():
+                if info.error_code == 0:
+                    found.update(TopicPartition(name, p) for p in info.partition_ids)
+        if subscription.kind == "assign":
+            missing = [tp for tp in subscription.partitions if tp not in found]
+            if missing:
+                raise errors.ConfigError(
+                    f"option 'assign': {', '.join(f'{t}-{p}' for t, p in missing)} "
+                    "do not exist in the cluster"
+                )
+            return set(subscription.partitions)
+        return found
+
+    # ------------------------------------------------------------------ offsets
+
+    def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The log start offset of each partition."""
+        return self._run(self._list(dict.fromkeys(partitions, EARLIEST)))
+
+    def latest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The end of each partition: the high watermark, or the LSO with ``read_committed``."""
+        return self._run(self._list(dict.fromkeys(partitions, LATEST)))
+
+    async def _list(
+        self, specs: Mapping[TopicPartition, int], *, allow_missing: bool = False
+    ) -> dict[TopicPartition, int]:
+        if not specs:
+            return {}
+        admin = await self._client()
+        listed = await admin.list_offsets(dict(specs), isolation_level=self._opts.isolation_level)
+        result: dict[TopicPartition, int] = {}
+        for tp in specs:
+            found = listed.get(tp)
+            if found is None or found.error is not None:
+                reason = found.error if found is not None else "no answer"
+                raise errors.KafkaError(
+                    f"cannot look up offsets of {tp.topic}-{tp.partition}: {reason}"
+                )
+            if found.offset < 0 and not allow_missing:
+                raise errors.KafkaError(
+                    f"the broker has no offset for {tp.topic}-{tp.partition} (spec {specs[tp]})"
+                )
+            result[tp] = found.offset
+        return result
+
+    def resolve(
+        self, bound: OffsetBound, partitions: set[TopicPartition], *, option: str
+    ) -> dict[TopicPartition, int]:
+        """Concrete offsets of ``bound`` for ``partitions`` (``option`` names it in errors)."""
+        return self._run(self._resolve(bound, partitions, option))
+
+    async def _resolve(
+        self, bound: OffsetBound, partitions: set[TopicPartition], option: str
+    ) -> dict[TopicPartition, int]:
+        if bound.kind == "earliest":
+            return await self._list(dict.fromkeys(partitions, EARLIEST))
+        if bound.kind == "latest":
+            return await self._list(dict.fromkeys(partitions, LATEST))
+        if bound.kind == "offsets":
+            given = set(bound.offsets)
+            if given != partitions:
+                raise errors.ConfigError(
+                    f"option '{option}' must name exactly the subscribed partitions "
+                    f"(use -2 for earliest, -1 for latest): missing "
+                    f"{_names(partitions - given)}, unknown {_names(given - partitions)}"
+                )
+            specs = {tp: o for tp, o in bound.offsets.items() if o < 0}
+            looked_up = await self._list(specs)
+            return {tp: looked_up.get(tp, o) for tp, o in bound.offsets.items()}
+        if bound.kind == "timestamps":
+            given = set(bound.offsets)
+            if given != partitions:
+                raise errors.ConfigError(
+                    f"option '{option}' must name exactly the subscribed partitions: missing "
+                    f"{_names(partitions - given)}, unknown {_names(given - partitions)}"
+                )
+            stamps = dict(bound.offsets)
+        else:
+            stamps = dict.fromkeys(partitions, bound.timestamp)
+        found = await self._list(stamps, allow_missing=True)
+        missing = [tp for tp, offset in found.items() if offset < 0]
+        if missing:
+            if option.startswith("starting") and self._opts.timestamp_strategy == "error":
+                raise errors.ConfigError(
+                    f"option '{option}': no offset matched the timestamp in {_names(missing)} "
+                    "(set startingOffsetsByTimestampStrategy=latest to start at the end)"
+                )
+            latest = await self._list(dict.fromkeys(missing, LATEST))
+            found.update(latest)
+        return found
+
+
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    names = sorted(f"{t}-{p}" for t, p in partitions)
+    return "[" + ", ".join(names) + "]"
+
+
+# ---------------------------------------------------------------------- reading (tasks)
+
+
+def records_to_batch(
+    records: list[Any], topic: str, partition: int, include_headers: bool
+) -> pa.RecordBatch:
+    """Arrow columns of consumer records of one partition (column by column, no row objects)."""
+    count = len(records)
+    columns = list(zip(*records, strict=True)) if count else [()] * 9
+    # ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type, key, value,
+    # headers, leader_epoch.
+    arrays = [
+        pa.array(columns[5], pa.binary()),
+        pa.array(columns[6], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array(columns[2], pa.int64()),
+        pa.array(columns[3], pa.timestamp("ms", tz="UTC")).cast(_TIMESTAMP_TYPE),
+        pa.array(columns[4], pa.int32()),
+    ]
+    if include_headers:
+        arrays.append(
+            pa.array(
+                # No headers is null, not an empty list, as in Spark's Kafka connector.
+                [
+                    [{"key": k, "value": v} for k, v in headers] if headers else None
+                    for headers in columns[7]
+                ],
+                _HEADER_TYPE,
+            )
+        )
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers))
+
+
+def read_range(
+    opts: KafkaOptions,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+) -> Iterator[pa.RecordBatch]:
+    """Every record of ``topic``-``partition`` in ``[start, end)``, as Arrow record batches.
+
+    Reads with manual assignment and stops once its position reaches ``end``: with
+    ``read_committed``, aborted records and transaction markers move the position without
+    producing rows, so gaps end the range too.  Offsets that are gone (deleted, truncated)
+    raise :class:`DataLossError` with ``failOnDataLoss`` (the default) and are skipped without.
+    A range whose remaining offsets do not arrive within ``kafkaConsumer.pollTimeoutMs`` fails
+    (or, without ``failOnDataLoss``, ends) instead of waiting for ever.
+    """
+    if start >= end:
+        return
+    from aiokafkawire.consumer import Consumer
+
+    runner = LoopRunner()
+    tp = TopicPartition(topic, partition)
+    # One partition per consumer: larger fetches than a subscriber's default 1 MiB keep the
+    # broker round trips per record low (kafka.max.partition.fetch.bytes overrides).
+    consumer_options = {
+        "max_partition_fetch_bytes": _PARTITION_FETCH_BYTES,
+        **client_options(opts),
+        **opts.consumer,
+    }
+    consumer_options.pop("max_poll_records", None)
+    consumer = Consumer(
+        auto_offset_reset="none",
+        enable_auto_commit=False,
+        max_poll_records=_RECORDS_PER_STEP,
+        **consumer_options,
+    )
+    started = False
+    try:
+        runner.run(consumer.start())
+        started = True
+        runner.run(_assign(consumer, tp, start))
+        yield from _read_assigned(runner, consumer, opts, tp, start, end)
+    finally:
+        try:
+            if started:
+                runner.run(consumer.close())
+        finally:
+            runner.close()
+
+
+async def _assign(consumer: Any, tp: TopicPartition, offset: int) -> None:
+    # assign() and seek() schedule work on the running loop.
+    consumer.assign([tp])
+    consumer.seek(tp, offset)
+
+
+def _read_assigned(
+    runner: LoopRunner,
+    consumer: Any,
+    opts: KafkaOptions,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+) -> Iterator[pa.RecordBatch]:
+    position = start
+    last_progress = time.monotonic()
+    read_committed = opts.read_committed
+    while position < end:
+        try:
+            fetched = runner.run(
+                consumer.getmany(tp, timeout_ms=_STEP_WAIT_MS, max_records=_RECORDS_PER_STEP)
+            )
+        except errors.OffsetOutOfRangeClientError:
+            earliest = runner.run(consumer.beginning_offsets([tp]))[tp]
+            _data_lost(
+                opts,
+                f"offsets {position}..{min(earliest, end) - 1} of {tp.topic}-{tp.partition} "
+                f"are gone (the log now starts at {earliest})",
+            )
+            if earliest >= end:
+                return
+            position = max(earliest, position)
+            runner.run(_assign(consumer, tp, position))
+            last_progress = time.monotonic()
+            continue
+        records = fetched.get(tp)
+        if records:
+            if records[-1][2] >= end:
+                records = [r for r in records if r[2] < end]
+            if records:
+                yield records_to_batch(records, tp.topic, tp.partition, opts.include_headers)
+        new_position = runner.run(consumer.position(tp))
+        if new_position != position:
+            position = new_position
+            last_progress = time.monotonic()
+            continue
+        if (time.monotonic() - last_progress) * 1000 < opts.poll_timeout_ms:
+            continue
+        available = consumer.last_stable_offset(tp) if read_committed else consumer.highwater(tp)
+        if available is not None and position >= available:
+            _data_lost(
+                opts,
+                f"offsets {position}..{end - 1} of {tp.topic}-{tp.partition} were not in Kafka "
+                f"within {opts.poll_timeout_ms} ms (its end is at {available}): the log was "
+                "truncated or the range lies beyond it",
+            )
+            return
+        raise errors.KafkaTimeoutError(
+            f"no record of {tp.topic}-{tp.partition} at offset {position} arrived within "
+            f"{opts.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
+        )
+
+
+def _data_lost(opts: KafkaOptions, message: str) -> None:
+    if opts.fail_on_data_loss:
+        raise DataLossError(
+            f"{message}. Some data may have been lost; set the option failOnDataLoss to "
+            "'false' to go on without it."
+        )
+    log.warning("%s; skipped (failOnDataLoss=false)", message)
+
+
+# ---------------------------------------------------------------------- writing (tasks)
+
+
+def _as_binary(column: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    return column.to_pylist()
+
+
+def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
+    """Produce every row of ``batches``; returns how many were written (all delivered).
+
+    One idempotent producer per call; everything is flushed before returning, and the first
+    failed delivery is raised with the broker's error.
+    """
+    from aiokafkawire.producer import Producer
+
+    runner = LoopRunner()
+    producer_options: dict[str, Any] = {"acks": "all", **opts.producer}
+    producer = Producer(**client_options(opts), **producer_options)
+    started = False
+    try:
+        runner.run(producer.start())
+        started = True
+        count = 0
+        watched: list[Any] = []
+        for batch in batches:
+            runner.run(_send_batch(producer, opts.topic, batch, watched))
+            count += batch.num_rows
+        runner.run(producer.flush())
+        _raise_failed(watched, wait_all=True)
+        return count
+    finally:
+        try:
+            if started:
+                runner.run(producer.close())
+        finally:
+            runner.close()
+
+
+async def _send_batch(
+    producer: Any, topic_option: str | None, batch: pa.RecordBatch, watched: list[Any]
+) -> None:
+    """Send every row of ``batch``; ``watched`` keeps one delivery handle per producer batch."""
+    names = batch.schema.names
+    rows = batch.num_rows
+    values = _as_binary(batch.column(names.index("value")))
+    keys = _as_binary(batch.column(names.index("key"))) if "key" in names else [None] * rows
+    if topic_option is not None:
+        topics: list[Any] = [topic_option] * rows
+    elif "topic" in names:
+        topics = batch.column(names.index("topic")).to_pylist()
+    else:
+        raise errors.ConfigError("no 'topic' column and no option 'topic'")
+    partitions = (
+        batch.column(names.index("partition")).to_pylist() if "partition" in names else None
+    )
+    headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else None
+    _raise_failed(watched)
+    send = producer.send
+    last_batch: object = None
+    for i in range(rows):
+        topic = topics[i]
+        if topic is None:
+            raise errors.ConfigError(
+                f"row {i} of a batch has a null 'topic' and no option 'topic' is set"
+            )
+        row_headers = headers[i] if headers is not None else None
+        handle = await send(
+            topic,
+            values[i],
+            keys[i],
+            partition=partitions[i] if partitions is not None else None,
+            headers=[(h["key"], h["value"]) for h in row_headers] if row_headers else None,
+        )
+        # Records of one producer batch share its outcome: watching one handle per batch is
+        # enough (and keeps this list short however many rows a task writes).
+        batch_of_handle = handle._batch
+        if batch_of_handle is not last_batch:
+            watched.append(handle)
+            last_batch = batch_of_handle
+
+
+def _raise_failed(watched: list[Any], *, wait_all: bool = False) -> None:
+    """Raise the first failed delivery among ``watched``; forget the delivered ones."""
+    pending = []
+    for handle in watched:
+        if not handle.done():
+            if wait_all:
+                raise errors.KafkaTimeoutError("a record was still undelivered after flush")
+            pending.append(handle)
+            continue
+        failure = handle.exception()
+        if failure is not None:
+            raise failure
+    watched[:] = pending
+
+
+def subscription_topics(subscription: Subscription) -> list[str]:
+    """The topic names a fixed subscription names (empty for a pattern)."""
+    if subscription.kind == "subscribe":
+        return list(subscription.topics)
+    if subscription.kind == "assign":
+        return sorted({tp.topic for tp in subscription.partitions})
+    return []

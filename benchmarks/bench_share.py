@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Share-group throughput: a group of 3 aiokafkawire ShareConsumers against 3 confluent-kafka
+ShareConsumers (one thread each), on the same topic, in the same acknowledgement mode.
+
+::
+
+    python benchmarks/bench_share.py                      # 200,000 records, 2 partitions, 3 reps
+    python benchmarks/bench_share.py --records 50000 --repetitions 1 --ack-mode explicit
+
+Starts one Apache Kafka 4.x broker (``aiokafkawire.testing.KafkaCluster``, share groups on),
+creates one topic, fills it once (100-byte values), then runs each (client, repetition) in its own
+child process with a fresh share group that starts at the earliest offset, so every run reads the
+same records.  Repetitions alternate between the clients.  A run ends when the group has received
+every record; it reports
+
+- ``records/s``: records over the time from the first record received to the last one (the
+  steady state: joining the group is excluded), and
+- ``join_s``: time from starting the consumers to the first record.
+
+Each of our consumers runs in the same event loop (one process, one core for Python), as an
+asyncio service would host them; confluent-kafka's consumers each have a thread (librdkafka's
+own threads do the fetching).  In ``implicit`` mode each poll accepts the previous poll's
+records; in ``explicit`` mode every record is acknowledged ACCEPT by the application.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+CONSUMERS = 3
+BROKER_CONFIG = {
+    # Heartbeats carry assignments: a short interval keeps the join out of the measurement.
+    "group.share.min.heartbeat.interval.ms": 500,
+    "group.share.heartbeat.interval.ms": 500,
+}
+
+
+# --------------------------------------------------------------------------- workers
+
+
+async def _ours(bootstrap: str, topic: str, group: str, records: int, mode: str) -> dict[str, Any]:
+    from aiokafkawire import ShareConsumer
+
+    received = 0
+    first = last = 0.0
+    done = asyncio.Event()
+    consumers = [
+        ShareConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            acknowledgement_mode=mode,
+            client_id=f"bench-{i}",
+        )
+        for i in range(CONSUMERS)
+    ]
+    per_consumer = [0] * CONSUMERS
+
+    async def run(index: int, consumer: Any) -> None:
+        nonlocal received, first, last
+        while not done.is_set():
+            batch = await consumer.getmany(timeout_ms=100)
+            for part in batch.values():
+                if mode == "explicit":
+                    for record in part:
+                        consumer.acknowledge(record, "accept")
+                if not first:
+                    first = time.perf_counter()
+                received += len(part)
+                per_consumer[index] += len(part)
+            if received >= records:
+                last = last or time.perf_counter()
+                done.set()
+        await consumer.commit()
+
+    started = time.perf_counter()
+    for consumer in consumers:
+        await consumer.start()
+    try:
+        await asyncio.gather(*(run(i, c) for i, c in enumerate(consumers)))
+    finally:
+        for consumer in consumers:
+            await consumer.close()
+    return _result(records, received, started, first, last, per_consumer)
+
+
+def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) -> dict[str, Any]:
+    from confluent_kafka import ShareConsumer
+
+    lock = threading.Lock()
+    received = 0
+    first = last = 0.0
+    done = threading.Event()
+    per_consumer = [0] * CONSUMERS
+    problems: list[str] = []
+
+    def run(index: int) -> None:
+        nonlocal received, first, last
+        consumer = ShareConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": f"bench-{index}",
+                "share.acknowledgement.mode": mode,
+            }
+        )
+        try:
+            consumer.subscribe([topic])
+            while not done.is_set():
+                messages = list(consumer.poll(0.1) or [])
+                good = 0
+                for message in messages:
+                    if message.error() is not None:
+                        problems.append(str(message.error()))
+                        continue
+                    if mode == "explicit":
+                        consumer.acknowledge(message)
+                    good += 1
+                if good:
+                    with lock:
+                        if not first:
+                            first = time.perf_counter()
+                        received += good
+                        per_consumer[index] += good
+                        if received >= records and not last:
+                            last = time.perf_counter()
+                            done.set()
+            consumer.commit_sync()
+        finally:
+            consumer.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(CONSUMERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if problems:
+        raise RuntimeError(f"confluent-kafka errors: {problems[:3]}")
+    return _result(records, received, started, first, last, per_consumer)
+
+
+def _result(
+    records: int,
+    received: int,
+    started: float,
+    first: float,
+    last: float,
+    per_consumer: list[int],
+) -> dict[str, Any]:
+    steady = max(last - first, 1e-9)
+    return {
+        "records": received,
+        "records_per_s": received / steady,
+        "join_s": first - started,
+        "total_s": last - started,
+        "per_consumer": per_consumer,
+    }
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One measured run (child process): prints one JSON line."""
+    if args.worker == "aiokafkawire":
+        result = asyncio.run(
+            _ours(args.bootstrap, args.topic, args.group, args.records, args.ack_mode)
+        )
+    else:
+        result = _confluent(args.bootstrap, args.topic, args.group, args.records, args.ack_mode)
+    print(json.dumps(result), flush=True)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+async def _prepare(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+    from aiokafkawire import Admin, NewTopic, Producer
+
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    value = b"x" * 100
+    async with Producer(bootstrap_servers=bootstrap, linger_ms=5, acks=1) as producer:
+        for i in range(records):
+            await producer.send(topic, value=value, partition=i % partitions)
+        await producer.flush()
+
+
+async def _new_group(bootstrap: str, group: str) -> None:
+    from aiokafkawire import Admin
+    from aiokafkawire.admin import ConfigResource, ResourceType
+
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        results = await admin.alter_configs(
+            {ConfigResource(ResourceType.GROUP, group): {"share.auto.offset.reset": "earliest"}}
+        )
+        for result in results.values():
+            if result.error is not None:
+                raise result.error
+
+
+def _versions() -> dict[str, str]:
+    import confluent_kafka
+
+    import aiokafkawire
+
+    return {
+        "aiokafkawire": aiokafkawire.__version__,
+        "confluent-kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--ack-mode", choices=("implicit", "explicit"), default="implicit")
+    parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/share.json")
+    parser.add_argument("--worker", choices=("aiokafkawire", "confluent-kafka"))
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic")
+    parser.add_argument("--group")
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+
+    from aiokafkawire.testing import KafkaCluster
+
+    clients = ("aiokafkawire", "confluent-kafka")
+    runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with KafkaCluster(config=BROKER_CONFIG) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        topic = f"bench-share-{uuid.uuid4().hex[:6]}"
+        asyncio.run(_prepare(bootstrap, topic, args.partitions, args.records))
+        for repetition in range(args.repetitions):
+            for client in clients:
+                group = f"bench-{client}-{repetition}-{uuid.uuid4().hex[:6]}"
+                asyncio.run(_new_group(bootstrap, group))
+                command = [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    client,
+                    "--bootstrap",
+                    bootstrap,
+                    "--topic",
+                    topic,
+                    "--group",
+                    group,
+                    "--records",
+                    str(args.records),
+                    "--ack-mode",
+                    args.ack_mode,
+                ]
+                done = subprocess.run(
+                    command, capture_output=True, text=True, timeout=args.timeout, env=env
+                )
+                if done.returncode != 0:
+                    print(f"{client} rep {repetition + 1} failed:\n{done.stderr[-2000:]}")
+                    continue
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                runs[client].append(result)
+                print(
+                    f"rep {repetition + 1} {client:16s} {result['records_per_s']:>10,.0f} records/s"
+                    f"  join {result['join_s']:.2f}s  split {result['per_consumer']}",
+                    flush=True,
+                )
+    medians = {
+        client: statistics.median(r["records_per_s"] for r in results)
+        for client, results in runs.items()
+        if results
+    }
+    summary = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": _versions(),
+        "records": args.records,
+        "partitions": args.partitions,
+        "consumers": CONSUMERS,
+        "ack_mode": args.ack_mode,
+        "runs": runs,
+        "median_records_per_s": medians,
+    }
+    if len(medians) == 2:
+        summary["ratio"] = medians["aiokafkawire"] / medians["confluent-kafka"]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: summary[k] for k in ("median_records_per_s", "ratio") if k in summary}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Spark on Kafka: the ``aiokafkawire`` format against Spark's JVM connector (``kafka``).
+
+Reads N records (default 1,000,000) from 6 partitions in a Spark ``local[2]`` session, once into a
+``count()`` and once into an aggregate (records and value bytes per key bucket), with each format;
+then one aiokafkawire consumer process reads the same records into the same aggregate.  Writes N
+records with each format and with one aiokafkawire producer process.  Prints rows/s and the ratios,
+and writes ``results/spark.json``::
+
+    python benchmarks/bench_spark.py                      # starts Apache Kafka (KafkaCluster)
+    python benchmarks/bench_spark.py --records 200000 --repetitions 1
+    python benchmarks/bench_spark.py --bootstrap-servers host:9092
+
+Needs the ``spark`` extra, Java 17 and Maven (for the broker and for Spark's connector jars).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from aiokafkawire import Admin, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
+
+PARTITIONS = 6
+VALUE_SIZE = 100
+
+
+async def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        result = await admin.create_topics([NewTopic(name, partitions, 1)])
+        assert result[name].ok, result[name]
+
+
+async def _produce(bootstrap: str, topic: str, count: int) -> float:
+    """Write ``count`` records (key ``k<i>``, 100-byte value); returns records/s."""
+    value = b"v" * VALUE_SIZE
+    async with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as producer:
+        started = time.perf_counter()
+        handle = None
+        for i in range(count):
+            handle = await producer.send(topic, value, f"k{i}".encode())
+        await producer.flush()
+        assert handle is not None
+        await handle
+        return count / (time.perf_counter() - started)
+
+
+async def _consume_aggregate(bootstrap: str, topic: str, count: int) -> tuple[float, Any]:
+    """One consumer process: every record into (records, value bytes) per key bucket."""
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    async with Consumer(bootstrap_servers=bootstrap, max_poll_records=20_000) as consumer:
+        consumer.assign(partitions)
+        for tp in partitions:
+            consumer.seek(tp, 0)
+        started = time.perf_counter()
+        seen = 0
+        buckets: dict[int, list[int]] = {}
+        while seen < count:
+            fetched = await consumer.getmany(timeout_ms=1000)
+            for records in fetched.values():
+                seen += len(records)
+                for record in records:
+                    bucket = buckets.setdefault(len(record.key) % 7, [0, 0])
+                    bucket[0] += 1
+                    bucket[1] += len(record.value)
+        elapsed = time.perf_counter() - started
+    return count / elapsed, sorted((k, v[0], v[1]) for k, v in buckets.items())
+
+
+def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def _spark_reads(spark: Any, fmt: str, bootstrap: str, topic: str) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    def frame() -> Any:
+        return (
+            spark.read.format(fmt)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .load()
+        )
+
+    count_s, count = _timed(lambda: frame().count())
+    aggregate_s, rows = _timed(
+        lambda: (
+            frame()
+            .groupBy((F.length("key") % 7).alias("bucket"))
+            .agg(F.count("*").alias("records"), F.sum(F.length("value")).alias("bytes"))
+            .orderBy("bucket")
+            .collect()
+        )
+    )
+    return {
+        "count_s": count_s,
+        "count": count,
+        "aggregate_s": aggregate_s,
+        "aggregate": [tuple(r) for r in rows],
+    }
+
+
+def _spark_write(spark: Any, fmt: str, bootstrap: str, topic: str, count: int) -> float:
+    df = spark.range(count).selectExpr(
+        "cast(concat('k', cast(id as string)) as binary) as key",
+        f"cast(repeat('v', {VALUE_SIZE}) as binary) as value",
+    )
+    seconds, _ = _timed(
+        lambda: (
+            df.write.format(fmt)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .mode("append")
+            .save()
+        )
+    )
+    return seconds
+
+
+def _rate(records: int, seconds: float) -> float:
+    return records / seconds if seconds > 0 else float("nan")
+
+
+def _fmt(rate: float) -> str:
+    return f"{rate / 1e6:.2f}M" if rate >= 1e6 else f"{rate / 1e3:.1f}k"
+
+
+def run(bootstrap: str, records: int, repetitions: int) -> dict[str, Any]:
+    from aiokafkawire.spark import register
+    from aiokafkawire.testing.spark import local_spark_session, spark_kafka_connector_jars
+
+    topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
+    asyncio.run(_create_topic(bootstrap, topic, PARTITIONS))
+    produce_rate = asyncio.run(_produce(bootstrap, topic, records))
+    print(f"wrote {records:,} records into {PARTITIONS} partitions ({_fmt(produce_rate)}/s)")
+
+    jars = spark_kafka_connector_jars()
+    spark = local_spark_session(app_name="bench-spark", jars=jars, driver_memory="2g")
+    register(spark)
+    results: dict[str, Any] = {"reads": {}, "writes": {}}
+    try:
+        # Warm-up: the first job of a session pays for JIT and Python workers.
+        for fmt in ("kafka", "aiokafkawire"):
+            _spark_reads(spark, fmt, bootstrap, topic)
+        for fmt in ("kafka", "aiokafkawire"):
+            results["reads"][fmt] = []
+        for _ in range(repetitions):
+            for fmt in ("kafka", "aiokafkawire"):  # interleaved: load drifts hit both
+                outcome = _spark_reads(spark, fmt, bootstrap, topic)
+                assert outcome["count"] == records, outcome
+                results["reads"][fmt].append(outcome)
+        aggregates = {fmt: runs[-1]["aggregate"] for fmt, runs in results["reads"].items()}
+        assert aggregates["kafka"] == aggregates["aiokafkawire"], aggregates
+        single = [
+            asyncio.run(_consume_aggregate(bootstrap, topic, records)) for _ in range(repetitions)
+        ]
+        assert [list(row) for row in single[-1][1]] == [list(row) for row in aggregates["kafka"]], (
+            single[-1][1],
+            aggregates["kafka"],
+        )
+        results["reads"]["one consumer process"] = [{"rate": rate} for rate, _ in single]
+        for fmt in ("kafka", "aiokafkawire"):
+            results["writes"][fmt] = []
+        for _ in range(repetitions):
+            for fmt in ("kafka", "aiokafkawire"):
+                target = f"{topic}-w-{uuid.uuid4().hex[:4]}"
+                asyncio.run(_create_topic(bootstrap, target, PARTITIONS))
+                seconds = _spark_write(spark, fmt, bootstrap, target, records)
+                results["writes"][fmt].append({"seconds": seconds})
+        results["writes"]["one producer process"] = [
+            {"rate": asyncio.run(_produce(bootstrap, topic, records))} for _ in range(repetitions)
+        ]
+    finally:
+        spark.stop()
+    return results
+
+
+def summarize(results: dict[str, Any], records: int) -> dict[str, Any]:
+    """Median rows/s per (operation, client) and the ratios against the JVM connector."""
+    summary: dict[str, Any] = {}
+    reads = results["reads"]
+    for fmt in ("kafka", "aiokafkawire"):
+        summary[f"read count, {fmt}"] = statistics.median(
+            _rate(records, r["count_s"]) for r in reads[fmt]
+        )
+        summary[f"read aggregate, {fmt}"] = statistics.median(
+            _rate(records, r["aggregate_s"]) for r in reads[fmt]
+        )
+        summary[f"write, {fmt}"] = statistics.median(
+            _rate(records, r["seconds"]) for r in results["writes"][fmt]
+        )
+    summary["read aggregate, one aiokafkawire consumer process"] = statistics.median(
+        r["rate"] for r in reads["one consumer process"]
+    )
+    summary["write, one aiokafkawire producer process"] = statistics.median(
+        r["rate"] for r in results["writes"]["one producer process"]
+    )
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--bootstrap-servers", default=None)
+    parser.add_argument("--output", default=str(HERE / "results" / "spark.json"))
+    args = parser.parse_args()
+
+    cluster = None
+    bootstrap = args.bootstrap_servers
+    if bootstrap is None:
+        from aiokafkawire.testing.kafka import KafkaCluster
+
+        cluster = KafkaCluster().start()
+        bootstrap = cluster.bootstrap_servers
+    try:
+        results = run(bootstrap, args.records, args.repetitions)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    summary = summarize(results, args.records)
+    ratios = {
+        "read count": summary["read count, aiokafkawire"] / summary["read count, kafka"],
+        "read aggregate": summary["read aggregate, aiokafkawire"]
+        / summary["read aggregate, kafka"],
+        "write": summary["write, aiokafkawire"] / summary["write, kafka"],
+    }
+    print(
+        f"\n{args.records:,} records, {PARTITIONS} partitions, Spark local[2], median of "
+        f"{args.repetitions}"
+    )
+    for name, rate in summary.items():
+        print(f"  {name:55s} {_fmt(rate):>8s} rows/s")
+    for name, ratio in ratios.items():
+        print(f"  ratio aiokafkawire / JVM connector, {name:25s} {ratio:.2f}")
+    import pyspark
+
+    document = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "records": args.records,
+        "partitions": PARTITIONS,
+        "value_size": VALUE_SIZE,
+        "repetitions": args.repetitions,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "broker": "external" if args.bootstrap_servers else "KafkaCluster (Apache Kafka)",
+        "runs": results,
+        "median_rows_per_s": summary,
+        "ratios_vs_jvm_connector": ratios,
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(document, indent=2, default=str) + "\n")
+    print(f"\nwrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""Share consumer pieces without a broker: acknowledgement batches and bookkeeping, the share
+session state machine, record delivery from acquired ranges, the consumer's option checks."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiokafkawire import errors
+from aiokafkawire.consumer.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafkawire.consumer.share.acknowledgements import (
+    AckBatch,
+    Acknowledgements,
+    build_batches,
+    expand_batches,
+)
+from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
+from aiokafkawire.consumer.share.membership import new_member_id
+from aiokafkawire.consumer.share.session import (
+    TRANSITIONS,
+    SessionEvent,
+    SessionState,
+    ShareSession,
+)
+from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
+from aiokafkawire.structs import TopicPartition
+
+TP = TopicPartition("jobs", 0)
+A, R, J, G = (
+    AcknowledgeType.ACCEPT,
+    AcknowledgeType.RELEASE,
+    AcknowledgeType.REJECT,
+    AcknowledgeType.GAP,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# ------------------------------------------------------------------ acknowledgement batches
+
+
+def test_batches_one_type_per_uniform_run_and_split_at_holes() -> None:
+    acks = {5: A, 6: A, 7: A, 9: R, 10: R, 12: A}
+    assert build_batches(acks) == [
+        AckBatch(5, 7, (1,)),
+        AckBatch(9, 10, (2,)),
+        AckBatch(12, 12, (1,)),
+    ]
+
+
+def test_batches_mixed_run_has_one_type_per_offset() -> None:
+    acks = {0: A, 1: G, 2: J, 3: A}
+    assert build_batches(acks) == [AckBatch(0, 3, (1, 0, 3, 1))]
+
+
+def test_batches_of_nothing() -> None:
+    assert build_batches({}) == []
+
+
+@given(st.dictionaries(st.integers(0, 300), st.sampled_from([0, 1, 2, 3]), max_size=120))
+def test_batches_round_trip_ascending_and_disjoint(acks: dict[int, int]) -> None:
+    batches = build_batches(acks)
+    assert expand_batches(batches) == acks
+    for before, after in itertools.pairwise(batches):
+        # Ascending, non-overlapping and not adjacent (adjacent runs would be one batch).
+        assert before.last_offset + 1 < after.first_offset
+    for batch in batches:
+        assert len(batch.types) in (1, batch.last_offset - batch.first_offset + 1)
+
+
+def test_acknowledge_type_parse() -> None:
+    assert AcknowledgeType.parse("Accept") is A
+    assert AcknowledgeType.parse("release") is R
+    assert AcknowledgeType.parse(3) is J
+    with pytest.raises(ValueError, match="accept"):
+        AcknowledgeType.parse("ok")
+    with pytest.raises(ValueError, match="GAP"):
+        AcknowledgeType.parse("gap")
+
+
+# ------------------------------------------------------------------ bookkeeping
+
+
+def test_acquire_acknowledge_take() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 10, 14, 1, 30_000)
+    assert acks.held(TP) == 5 and acks.delivery_count(TP, 12) == 1
+    acks.acknowledge(TP, 10, A)
+    acks.acknowledge(TP, 11, R)
+    acks.acknowledge_gaps(TP, [12])
+    assert acks.held_offsets(TP) == [13, 14]
+    assert acks.has_pending([TP]) and acks.pending_partitions() == [TP]
+    taken = acks.take_pending()
+    assert taken == {TP: {10: A, 11: R, 12: G}}
+    assert not acks.has_pending()
+
+
+def _share_records(offsets: list[int], delivery_count: int = 1) -> list[ShareRecord]:
+    return [
+        ShareRecord(TP.topic, TP.partition, o, 0, 0, None, b"", (), None, delivery_count)
+        for o in offsets
+    ]
+
+
+def test_accept_delivered_skips_records_already_acknowledged_or_delivered_again() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 30_000)
+    acks.acknowledge(TP, 1, R)
+    acks.acquire(TP, 2, 2, 2, 30_000)  # offset 2 came back: the handed-out delivery is stale
+    delivered = _share_records([0, 1, 2, 3])
+    assert acks.unacknowledged(TP, delivered) == [0, 3]
+    acks.accept_delivered(TP, delivered)
+    assert acks.unacknowledged(TP, delivered) == []
+    assert acks.take_pending() == {TP: {0: A, 1: R, 3: A}}
+    assert acks.held_offsets(TP) == [2]
+    acks.acquire(TP, 4, 4, 1, 1_000)
+    clock.now += 2
+    acks.accept_delivered(TP, _share_records([4]))
+    assert not acks.has_pending()
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {4: A}
+
+
+def test_acknowledge_twice_or_unknown_is_refused() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 0, 0, 1, 30_000)
+    acks.acknowledge(TP, 0, A)
+    with pytest.raises(errors.IllegalStateError, match="not held"):
+        acks.acknowledge(TP, 0, A)
+    with pytest.raises(errors.IllegalStateError, match="not held"):
+        acks.acknowledge(TopicPartition("jobs", 1), 0, A)
+
+
+def test_take_pending_by_partition_and_put_back() -> None:
+    other = TopicPartition("jobs", 1)
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 0, 1, 1, 30_000)
+    acks.acquire(other, 0, 0, 1, 30_000)
+    acks.acknowledge(TP, 0, A)
+    acks.acknowledge(other, 0, J)
+    assert acks.take_pending(lambda tp: tp == other) == {other: {0: J}}
+    taken = acks.take_pending()
+    assert taken == {TP: {0: A}}
+    acks.put_back(taken)
+    assert acks.take_pending() == {TP: {0: A}}
+
+
+def test_acknowledging_after_the_lock_expired_is_reported_not_sent() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 1, 1, 1_000)
+    acks.acknowledge(TP, 0, A)
+    clock.now += 1.5
+    acks.acknowledge(TP, 1, A)
+    assert acks.take_pending() == {TP: {0: A}}
+    [outcome] = acks.take_expired()
+    assert outcome.partition == TP and outcome.offsets == {1: A}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+    assert isinstance(outcome.error, errors.InvalidRecordStateError)
+    assert acks.take_expired() == []
+
+
+def test_an_older_delivery_of_a_record_acquired_again_counts_as_expired() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 7, 7, 1, 30_000)
+    acks.acquire(TP, 7, 7, 2, 30_000)  # the lock ran out and the broker delivered it again
+    acks.acknowledge(TP, 7, A, delivery_count=1)
+    assert acks.delivery_count(TP, 7) == 2  # the new delivery is still held
+    assert not acks.has_pending()
+    [outcome] = acks.take_expired()
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+    acks.acknowledge(TP, 7, R, delivery_count=2)
+    assert acks.take_pending() == {TP: {7: R}}
+
+
+def test_acquiring_again_drops_a_pending_acknowledgement_of_the_old_delivery() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 3, 3, 1, 30_000)
+    acks.acknowledge(TP, 3, A)
+    acks.acquire(TP, 3, 3, 2, 30_000)
+    assert not acks.has_pending()
+    assert acks.delivery_count(TP, 3) == 2
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {3: A}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
+# ------------------------------------------------------------------ the session state machine
+
+
+def test_session_epochs_open_increment_close() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    session = ShareSession(1)
+    assert session.state is SessionState.NEW and session.request_epoch == 0
+    assert not session.can_acknowledge
+    assert session.plan([a, b]) == ([a, b], [])
+    session.answered()
+    assert session.state is SessionState.OPEN and session.request_epoch == 1
+    assert session.can_acknowledge
+    assert session.plan([b]) == ([], [a])
+    session.answered()
+    assert session.request_epoch == 2 and session.partitions == {b}
+    assert session.plan([a, b]) == ([a], [])
+    session.answered()
+    session.close()
+    assert session.state is SessionState.CLOSING and session.request_epoch == -1
+    session.answered()
+    assert session.state is SessionState.CLOSED
+    with pytest.raises(errors.IllegalStateError, match="closed"):
+        _ = session.request_epoch
+
+
+def test_session_error_or_lost_answer_starts_over_with_a_full_request() -> None:
+    a = TopicPartition("t", 0)
+    for fail in (ShareSession.session_error, ShareSession.lost):
+        session = ShareSession(1)
+        session.plan([a])
+        session.answered()
+        session.plan([a])
+        fail(session)
+        assert session.state is SessionState.NEW and session.request_epoch == 0
+        assert session.partitions == set()
+        assert session.plan([a]) == ([a], [])
+
+
+def test_session_epoch_wraps_to_one() -> None:
+    session = ShareSession(1)
+    session.plan([])
+    session.answered()
+    session.epoch = 2**31 - 1
+    session.plan([])
+    session.answered()
+    assert session.request_epoch == 1
+
+
+def test_session_close_without_a_session_needs_no_request() -> None:
+    session = ShareSession(1)
+    session.close()
+    assert session.state is SessionState.CLOSED
+
+
+def test_session_illegal_transitions_raise() -> None:
+    session = ShareSession(1)
+    session.close()
+    with pytest.raises(errors.IllegalStateError, match="answered in state closed"):
+        session.answered()
+    closing = ShareSession(2)
+    closing.plan([])
+    closing.answered()
+    closing.close()
+    with pytest.raises(errors.IllegalStateError, match="cannot fetch while closing"):
+        closing.plan([])
+
+
+def test_transition_table_covers_every_live_state() -> None:
+    for state in (SessionState.NEW, SessionState.OPEN, SessionState.CLOSING):
+        for event in (SessionEvent.ANSWERED, SessionEvent.SESSION_ERROR, SessionEvent.LOST):
+            assert (state, event) in TRANSITIONS
+    # Nothing ever leaves CLOSED.
+    assert {to for (frm, _), to in TRANSITIONS.items() if frm is SessionState.CLOSED} == {
+        SessionState.CLOSED
+    }
+
+
+# ------------------------------------------------------------------ delivery from an answer
+
+
+def _records(base_offset: int, count: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(base_offset=base_offset, batch_size=1 << 20)
+    for i in range(count):
+        builder.append(1_000 + i, None, b"v%d" % (base_offset + i))
+    return bytes(builder.build())
+
+
+def _fetcher(acks: Acknowledgements) -> ShareFetcher:
+    topic_id = uuid.uuid4()
+    metadata = SimpleNamespace(
+        topics={"jobs": SimpleNamespace(topic_id=topic_id)}, leader_for=lambda t, p: 1
+    )
+    cluster: Any = SimpleNamespace(metadata=metadata)
+    return ShareFetcher(
+        cluster,
+        ShareFetchConfig(group_id="g", check_crcs=False),
+        acks,
+        member_id=lambda: "m",
+        on_outcomes=lambda outcomes: None,
+        on_fatal=lambda error: None,
+    )
+
+
+async def test_only_acquired_offsets_are_delivered_and_the_rest_are_gaps() -> None:
+    acks = Acknowledgements(FakeClock())
+    fetcher = _fetcher(acks)
+    raw = _records(10, 10)  # offsets 10..19
+    acquired = [
+        SimpleNamespace(first_offset=12, last_offset=13, delivery_count=1),
+        SimpleNamespace(first_offset=15, last_offset=21, delivery_count=3),  # 20, 21 absent
+    ]
+    delivered = fetcher._delivered(TP, raw, acquired, 30_000)
+    assert [r.offset for r in delivered] == [12, 13, 15, 16, 17, 18, 19]
+    assert [r.delivery_count for r in delivered] == [1, 1, 3, 3, 3, 3, 3]
+    assert all(isinstance(r, ShareRecord) for r in delivered)
+    assert delivered[0].value == b"v12" and delivered[0].topic_partition == TP
+    # Offsets acquired without a record are acknowledged as gaps at once.
+    assert acks.take_pending() == {TP: {20: G, 21: G}}
+    assert acks.held_offsets(TP) == [12, 13, 15, 16, 17, 18, 19]
+
+
+async def test_drain_hands_out_in_order_and_wakes_the_loop_when_a_chunk_is_done() -> None:
+    from aiokafkawire.consumer.share.fetcher import _Chunk
+
+    acks = Acknowledgements(FakeClock())
+    fetcher = _fetcher(acks)
+    records = fetcher._delivered(
+        TP, _records(0, 5), [SimpleNamespace(first_offset=0, last_offset=4, delivery_count=1)], 1
+    )
+    wake = asyncio.Event()
+    fetcher._wakes[1] = wake
+    fetcher._buffer.append(_Chunk(1, TP, records))
+    fetcher._waiting_chunks[1] = 1
+    fetcher._data_event.set()
+    [(tp, run)] = fetcher.drain(3)
+    assert tp == TP and [r.offset for r in run] == [0, 1, 2]
+    assert not wake.is_set()
+    [(tp, run)] = fetcher.drain(3)
+    assert [r.offset for r in run] == [3, 4]
+    assert wake.is_set() and not fetcher.has_data()
+
+
+# ------------------------------------------------------------------ the consumer's surface
+
+
+def test_member_ids_look_like_kafka_uuids() -> None:
+    ids = {new_member_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(len(i) == 22 and "=" not in i for i in ids)
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(errors.ConfigError, match="group_id"):
+        ShareConsumer("t", group_id="")
+    with pytest.raises(errors.ConfigError, match="acknowledgement_mode"):
+        ShareConsumer("t", group_id="g", acknowledgement_mode="auto")
+    with pytest.raises(errors.ConfigError, match="unknown ShareConsumer options"):
+        ShareConsumer("t", group_id="g", enable_auto_commit=True)
+
+
+async def test_use_before_start_and_after_close() -> None:
+    consumer = ShareConsumer("t", group_id="g", acknowledgement_mode="explicit")
+    with pytest.raises(errors.IllegalStateError, match="not started"):
+        await consumer.getmany()
+    await consumer.close()
+    with pytest.raises(errors.ClientClosedError):
+        await consumer.commit()

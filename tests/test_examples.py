@@ -1,0 +1,237 @@
+"""Every example in ``examples/`` runs, as a subprocess, against the session's Tansu broker.
+
+Small counts and short timeouts; the web service and the consumer service are driven through
+real HTTP requests and stopped with SIGTERM, as a process manager would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aiokafkawire import Admin, Consumer, NewTopic, Producer, TopicPartition
+from aiokafkawire.testing import TansuBroker
+
+aiohttp = pytest.importorskip("aiohttp")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ROOT = EXAMPLES.parent
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The subprocess imports this checkout's aiokafkawire (as the tests do).
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _run(*args: str, timeout: float = 60) -> str:
+    result = subprocess.run(
+        [sys.executable, *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+class Service:
+    """A long-running example started in the background; stopped (SIGTERM) by the test."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, *args],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def wait_for_line(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        """Read stdout until a line matches ``pattern``."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        lines = []
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break  # the process ended
+            lines.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+        self.kill()
+        stderr = self.process.stderr.read() if self.process.stderr else ""
+        raise AssertionError(f"no line matching {pattern!r}: {lines}\n{stderr}")
+
+    def terminate(self, timeout: float = 20) -> tuple[int, str, str]:
+        """SIGTERM, then wait; returns (exit status, rest of stdout, stderr)."""
+        self.process.send_signal(signal.SIGTERM)
+        out, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, out, err
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate(timeout=10)
+
+
+@pytest.fixture
+def services() -> Iterator[list[Service]]:
+    started: list[Service] = []
+    yield started
+    for service in started:
+        service.kill()
+
+
+async def _read_all(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    async with Consumer(bootstrap_servers=bootstrap, fetch_max_wait_ms=100) as consumer:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        await consumer.seek_to_beginning(*tps)
+        values: list[bytes] = []
+
+        async def behind() -> bool:
+            return any([await consumer.position(tp) < ends[tp] for tp in tps])
+
+        while await behind():
+            batches = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
+            values += [r.value for records in batches.values() for r in records]
+        return values
+
+
+async def test_web_service_answers_real_http_requests(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    bootstrap = tansu_broker.bootstrap_servers
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    service = Service(
+        str(EXAMPLES / "web_service.py"), "--bootstrap", bootstrap, "--port", "0",
+        "--topic", topic,
+    )  # fmt: skip
+    services.append(service)
+    url = service.wait_for_line(r"listening on (http://\S+)").group(1)
+    async with aiohttp.ClientSession() as http:
+        answers = await asyncio.gather(
+            *(http.post(f"{url}/orders", json={"id": i, "item": "book"}) for i in range(20))
+        )
+        bodies = [await answer.json() for answer in answers]
+        assert [a.status for a in answers] == [201] * 20, bodies
+        assert all(b["topic"] == topic and b["offset"] >= 0 for b in bodies)
+        bad = await http.post(f"{url}/orders", data=b"not json")
+        assert bad.status == 400
+        health = await (await http.get(f"{url}/health")).json()
+        assert health["status"] == "ok" and health["records_sent"] == 20
+    status, out, err = service.terminate()
+    assert status == 0, out + err
+    stored = await _read_all(bootstrap, topic, 3)
+    assert sorted(json.loads(v)["id"] for v in stored) == list(range(20))
+
+
+async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    bootstrap = tansu_broker.bootstrap_servers
+    topic, group = f"events-{uuid.uuid4().hex[:8]}", f"svc-{uuid.uuid4().hex[:8]}"
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 3, 1)])
+    async with Producer(bootstrap_servers=bootstrap) as producer:
+        for i in range(30):
+            await producer.send(topic, b"event %d" % i, key=b"%d" % i)
+    service = Service(
+        str(EXAMPLES / "consumer_service.py"), "--bootstrap", bootstrap, "--topic", topic,
+        "--group", group, "--port", "0", "--session-timeout-ms", "2000",
+    )  # fmt: skip
+    services.append(service)
+    url = service.wait_for_line(r"health on (http://\S+)/health").group(1)
+    health: dict[str, object] = {}
+    async with aiohttp.ClientSession() as http:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            answer = await http.get(f"{url}/health")
+            health = await answer.json()
+            if answer.status == 200 and health["processed"] == 30:
+                break
+            await asyncio.sleep(0.2)
+    assert health["processed"] == 30 and health["state"] == "stable", health
+    assert len(health["assignment"]) == 3 and set(health["lag"].values()) == {0}  # type: ignore[arg-type, union-attr]
+    status, out, err = service.terminate()
+    assert status == 0, out + err
+    assert "stopping after 30 records" in out and "stopped" in out
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        committed = await admin.list_group_offsets(group)
+    assert sum(o.offset for o in committed.values()) == 30
+
+
+def test_high_throughput_producer(tansu_broker: TansuBroker) -> None:
+    out = _run(
+        str(EXAMPLES / "high_throughput_producer.py"), "--bootstrap",
+        tansu_broker.bootstrap_servers, "--records", "20000",
+        "--topic", f"ht-{uuid.uuid4().hex[:8]}",
+    )  # fmt: skip
+    assert re.search(r"20,000 records of 100 bytes: .* 0 failed", out), out
+
+
+def test_transactional_pipeline(tansu_broker: TansuBroker) -> None:
+    out = _run(
+        str(EXAMPLES / "transactional_pipeline.py"), "--bootstrap",
+        tansu_broker.bootstrap_servers, "--records", "60", "--timeout", "40",
+    )  # fmt: skip
+    assert "transformed 60 records" in out and "reader sees 60 records" in out, out
+
+
+def test_produce_and_consume_examples(tansu_broker: TansuBroker) -> None:
+    topic = f"example-{uuid.uuid4().hex[:8]}"
+    out = _run(str(EXAMPLES / "produce.py"), tansu_broker.bootstrap_servers, topic)
+    assert "1000 records sent" in out and "transaction committed" in out
+    out = _run(
+        str(EXAMPLES / "consume.py"), "--bootstrap", tansu_broker.bootstrap_servers,
+        "--group", f"g-{uuid.uuid4().hex[:8]}", "--from-beginning", "--max-records", "1011",
+        topic,
+    )  # fmt: skip
+    assert out.count(f"{topic}[") == 1011
+
+
+async def test_prometheus_metrics_serves_the_text_format(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    service = Service(
+        str(EXAMPLES / "prometheus_metrics.py"), "--bootstrap", tansu_broker.bootstrap_servers,
+        "--port", "0", "--topic", f"prom-{uuid.uuid4().hex[:8]}",
+    )  # fmt: skip
+    services.append(service)
+    url = service.wait_for_line(r"metrics on (http://\S+)").group(1)
+    text = ""
+    async with aiohttp.ClientSession() as http:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            answer = await http.get(url)
+            assert answer.status == 200 and answer.content_type == "text/plain"
+            text = await answer.text()
+            if 'aiokafkawire_producer_records_total{topic="prom-' in text:
+                break
+            await asyncio.sleep(0.2)
+    assert "# TYPE aiokafkawire_request_latency_seconds histogram" in text, text
+    assert re.search(
+        r'aiokafkawire_requests_total\{broker="\d+",api="Produce",outcome="ok"\} \d+', text
+    )
+    assert re.search(r'aiokafkawire_request_latency_seconds_bucket\{.*le="\+Inf"\} \d+', text)
+    assert re.search(r"^aiokafkawire_producer_buffer_use [0-9.]+$", text, re.M)
+    status, out, err = service.terminate()
+    assert status == 0, out + err
