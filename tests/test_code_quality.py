@@ -54,3 +54,25 @@ def test_mypy_is_clean() -> None:
         timeout=600,
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+
+
+def test_no_merge_conflict_markers_are_committed() -> None:
+    # Several branches merge into main: a marker left in a file that is not Python (docs,
+    # configuration) would slip past ruff and mypy.
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    marked = []
+    for name in listed.stdout.decode().split("\0"):
+        path = REPO / name
+        if not name or name.startswith("specs/") or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for line in text.splitlines():
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")):
+                marked.append(name)
+                break
+    assert not marked, f"merge conflict markers in {marked}"

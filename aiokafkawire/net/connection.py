@@ -266,12 +266,10 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
-<<<<<<< HEAD
         # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
         self.throttled_until = 0.0
         self.throttle_time_ms_total = 0
         self.throttle_count = 0
-=======
         metrics = self.config.metrics
         self._metrics = metrics
         self._hooks = bool(metrics is not None and metrics.hooks)
@@ -280,7 +278,6 @@ class BrokerConnection:
             if metrics is not None
             else BrokerStats(host, port, node_id)
         )
->>>>>>> main
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -506,6 +503,7 @@ class BrokerConnection:
             return
         self.throttle_count += 1
         self.throttle_time_ms_total += throttle_ms
+        self._stats.throttled(throttle_ms)
         if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
             until = time.monotonic() + throttle_ms / 1000
             if until > self.throttled_until:
@@ -748,19 +746,13 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
-<<<<<<< HEAD
                 self._note_throttle(event.api_key, event.api_version, event.response)
-=======
-                response = event.response
                 stats.responses += 1
                 ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
                 ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
                 ring.count += 1
-                if getattr(response, "throttle_time_ms", 0):
-                    stats.throttled(response.throttle_time_ms)
                 if self._hooks:
                     self._emit_request(waiter, now, None)
->>>>>>> main
                 if waiter.abandoned:
                     self._abandoned -= 1
                 elif waiter.future is not None:

@@ -578,7 +578,7 @@ class Sender:
                 message = getattr(part, "error_message", None) or (
                     f"Produce to {batch.topic}-{batch.partition}"
                 )
-                error = errors.error_for_code(code)(message)
+                error: errors.KafkaError = errors.error_for_code(code)(message)
                 if code == errors.MessageTooLargeError.code:
                     error = _too_large(batch, error)
                 self._attempt_failed(batch, error)
