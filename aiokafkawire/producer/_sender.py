@@ -131,6 +131,9 @@ class Sender:
         # retriable error) and be written first.  Once it has state, the leader refuses
         # sequences out of order itself and pipelining is safe.
         self.confirmed: dict[TopicPartition, int] = {}
+        # Partitions whose sequences the next epoch restarts (the broker lost our state there,
+        # or a sent batch failed for good, leaving a hole): see _restart_sequences.
+        self.resequence: set[TopicPartition] = set()
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self.acked_next.clear
         self._identity_epoch = (-1, -1)
@@ -349,15 +352,10 @@ class Sender:
             queues[batch.tp].popleft()
             batch.closed = True
             batch.in_flight = True
-            if self.idempotent:
-                if (
-                    batch.base_sequence < 0
-                    or batch.producer_id != txn.producer_id
-                    or batch.producer_epoch != txn.producer_epoch
-                ):
-                    sequence = txn.sequence_for(batch.tp, batch.count)
-                else:
-                    sequence = batch.base_sequence
+            if self.idempotent and batch.base_sequence < 0:
+                # A retried batch keeps its producer id, epoch and sequence (it may be in the
+                # log already): only a new batch, or one _restart_sequences cleared, takes some.
+                sequence = txn.sequence_for(batch.tp, batch.count)
                 batch.encode(txn.producer_id, txn.producer_epoch, sequence)
             self.in_flight_by_tp[batch.tp] = self.in_flight_by_tp.get(batch.tp, 0) + 1
             batches.append(batch)
@@ -648,6 +646,7 @@ class Sender:
             txn.set_abortable(exc)
         if self.idempotent and batch.base_sequence >= 0 and batch.attempts:
             # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
+            self.resequence.add(batch.tp)
             txn.request_bump(f"batch for {batch.topic}-{batch.partition} failed: {exc}")
 
     def _attempt_failed(self, batch: ProducerBatch, exc: errors.KafkaError) -> None:
@@ -669,7 +668,7 @@ class Sender:
             if same_identity and not self._earlier_batch_pending(batch):
                 # The broker lost our state (or records): nothing earlier is pending, so waiting
                 # will not help.  A new epoch restarts the sequences (KIP-360).
-                self.confirmed.pop(tp, None)  # the new epoch's first batch goes alone again
+                self.resequence.add(tp)
                 if txn.transactional:
                     self._fail_batch(batch, exc)
                     return
@@ -714,6 +713,7 @@ class Sender:
             await self.txn.init_producer_id()
             self._identity_error = None
             self.acked_next.clear()
+            self._restart_sequences()
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
@@ -727,6 +727,27 @@ class Sender:
             await asyncio.sleep(self.retry_backoff)
         finally:
             self.wakeup.set()
+
+    def _restart_sequences(self) -> None:
+        """After a new epoch or producer id (nothing is in flight then): renumber what must be.
+
+        The partitions in ``resequence`` start again at 0: their waiting batches lose their
+        sequence numbers and take new ones as they are drained, i.e. in creation order (retries
+        are queued before every younger batch).  Elsewhere a batch sent before keeps its old
+        producer id, epoch and sequence until it is decided: it may be in the log already, and
+        renumbered it would be written twice.  Such a partition sends one batch at a time until
+        one of the new identity is acknowledged, so that no batch of the new epoch can be
+        written before the old ones are resolved (the broker would then fence the old epoch).
+        """
+        for tp, queue in self.accumulator.batches.items():
+            if not queue or queue[0].base_sequence < 0:
+                continue  # retried batches come first: none here
+            if tp in self.resequence:
+                for batch in queue:
+                    batch.base_sequence = -1
+            else:
+                self.confirmed.pop(tp, None)
+        self.resequence.clear()
 
     async def _add_partitions(self) -> None:
         txn = self.txn

@@ -11,6 +11,7 @@ in which order, depends on the producer alone: no timing is involved.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import uuid
 from collections import deque
@@ -60,6 +61,8 @@ class SequenceCheckingBroker(FakeBroker):
         self.states: dict[tuple[int, int], _ProducerState] = {}
         self.epochs: dict[int, int] = {}  # producer id -> newest epoch handed out
         self.lost_connections: set[int] = set()
+        # Partitions whose batches a lost connection still writes (only the answer is lost).
+        self.written_when_lost: set[int] = set()
         # Per partition, error codes to answer its next batches with (nothing written).
         self.refusals: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         self.produce_connection = 0  # the connection the last Produce request came on
@@ -80,7 +83,12 @@ class SequenceCheckingBroker(FakeBroker):
         if header.api_key == 0:
             connection = _connection_number.get()
             if connection in self.lost_connections:
-                return SILENT  # lost with its connection: never written, never answered
+                # Lost with its connection: never answered, written only where the test says.
+                for topic in request.topic_data:
+                    for data in topic.partition_data:
+                        if data.index in self.written_when_lost:
+                            self._append(data.index, data.records, refusable=False)
+                return SILENT
             self.produce_connection = connection
             return self._produce(request)
         raise AssertionError(f"unexpected request {request!r}")
@@ -130,8 +138,8 @@ class SequenceCheckingBroker(FakeBroker):
             )
         return ProduceResponse(responses=topics)
 
-    def _append(self, partition: int, records: bytes) -> tuple[int, int]:
-        if self.refusals[partition]:
+    def _append(self, partition: int, records: bytes, refusable: bool = True) -> tuple[int, int]:
+        if refusable and self.refusals[partition]:
             return self.refusals[partition].pop(0), -1
         (batch,) = iter_batches(records)
         first = batch.base_sequence
@@ -215,3 +223,48 @@ async def test_a_partitions_first_batch_refused_is_not_overtaken_by_the_next() -
     assert all(h.exception() is None for h in handles)
     assert broker.values(0) == list(range(len(handles)))
     assert handles[0]._batch.attempts == 2  # refused once, then written
+
+
+async def test_an_epoch_bump_keeps_the_numbers_of_another_partitions_batch_maybe_written() -> None:
+    """Partition 1's batch was written but its answer was lost (cut); when partition 0's state
+    turns out lost and the producer takes a new epoch, partition 1's batch must be retried
+    under its old epoch and sequence (a duplicate then), not renumbered under the new epoch:
+    that would write it twice.  Partition 0's batches restart at sequence 0."""
+    async with SequenceCheckingBroker() as broker:
+        async with Producer(
+            bootstrap_servers=f"127.0.0.1:{broker.port}",
+            linger_ms=60_000,  # batches go when flushed: both partitions in one request
+            retry_backoff_ms=5,
+            reconnect_backoff_ms=5,
+        ) as producer:
+            for partition in (0, 1):  # the leader knows the producer on both partitions
+                await producer.send_and_wait(TOPIC, b"-1", partition=partition)
+            txn = producer._txn
+            assert txn is not None
+            epoch = txn.producer_epoch
+            cluster = producer._cluster
+            assert cluster is not None
+            connection = cluster.pool.cached("127.0.0.1", broker.port, "produce")
+            assert connection is not None
+            broker.lost_connections.add(broker.produce_connection)
+            broker.written_when_lost = {1}
+            # The retries: partition 0's state is gone (OUT_OF_ORDER_SEQUENCE_NUMBER for the
+            # sequence that comes next), partition 1's leader is short of replicas once.
+            broker.refusals = {0: [OUT_OF_ORDER], 1: [NOT_ENOUGH_REPLICAS]}
+            handles = {
+                p: [await producer.send(TOPIC, b"%d" % i, partition=p) for i in range(10)]
+                for p in (0, 1)
+            }
+            flushed = asyncio.create_task(producer.flush(timeout=10))
+            await broker.wait_for_requests(len(broker.requests) + 1)
+            connection.close()  # partition 1's batch is in the log, its answer lost
+            await flushed
+            assert txn.producer_epoch == epoch + 1
+            for p in (0, 1):  # and the new epoch's batches follow on both partitions
+                handles[p] += [
+                    await producer.send(TOPIC, b"%d" % i, partition=p) for i in range(10, 15)
+                ]
+            await producer.flush(timeout=10)
+    for partition in (0, 1):
+        assert all(h.exception() is None for h in handles[partition])
+        assert broker.values(partition) == [-1, *range(15)], f"partition {partition}"
