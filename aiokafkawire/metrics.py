@@ -36,6 +36,7 @@ __all__ = [
     "RebalanceEvent",
     "RequestEvent",
     "api_name",
+    "latency_summary",
 ]
 
 log = logging.getLogger("aiokafkawire.metrics")
@@ -139,6 +140,24 @@ class ClientHooks:
 # ------------------------------------------------------------------------------------- counters
 
 
+def latency_summary(samples: list[float], count: int) -> dict[str, float | int]:
+    """``count`` and the p50/p90/p99/max of ``samples`` (seconds) in milliseconds."""
+    kept = sorted(samples)
+    if not kept:
+        return {"count": 0}
+
+    def at(q: float) -> float:
+        return round(kept[min(int(q * len(kept)), len(kept) - 1)] * 1000, 3)
+
+    return {
+        "count": count,
+        "p50_ms": at(0.50),
+        "p90_ms": at(0.90),
+        "p99_ms": at(0.99),
+        "max_ms": round(kept[-1] * 1000, 3),
+    }
+
+
 class _LatencyRing:
     """The last :data:`LATENCY_WINDOW` latencies (seconds) of one API on one broker."""
 
@@ -153,21 +172,13 @@ class _LatencyRing:
         self.samples[self.count & LATENCY_MASK] = seconds
         self.count += 1
 
+    def kept(self) -> list[float]:
+        """The samples in the ring (the last :data:`LATENCY_WINDOW`)."""
+        return self.samples[: min(self.count, LATENCY_WINDOW)]
+
     def summary(self) -> dict[str, float | int]:
-        kept = sorted(self.samples[: min(self.count, LATENCY_WINDOW)])
-        if not kept:
-            return {"count": 0}
-
-        def at(q: float) -> float:
-            return round(kept[min(int(q * len(kept)), len(kept) - 1)] * 1000, 3)
-
-        return {
-            "count": self.count,
-            "p50_ms": at(0.50),
-            "p90_ms": at(0.90),
-            "p99_ms": at(0.99),
-            "max_ms": round(kept[-1] * 1000, 3),
-        }
+        """Count, p50/p90/p99 and max in milliseconds."""
+        return latency_summary(self.kept(), self.count)
 
 
 class BrokerStats:
@@ -269,6 +280,17 @@ class ClientMetrics:
             )
             out[name] = stats.snapshot()
         return out
+
+    def api_latency(self, api_key: int) -> dict[str, float | int]:
+        """One API's latency summary over every broker (e.g. the consumer's fetch latency)."""
+        samples: list[float] = []
+        count = 0
+        for stats in self.brokers.values():
+            ring = stats.latencies.get(api_key)
+            if ring is not None:
+                samples += ring.kept()
+                count += ring.count
+        return latency_summary(samples, count)
 
     def emit(self, method: str, event: Any) -> None:
         """Call ``method(event)`` on every hook that has it; errors are logged, never raised."""

@@ -10,8 +10,8 @@ ShareConsumers (one thread each), on the same topic, in the same acknowledgement
 Starts one Apache Kafka 4.x broker (``aiokafkawire.testing.KafkaCluster``, share groups on),
 creates one topic, fills it once (100-byte values), then runs each (client, repetition) in its own
 child process with a fresh share group that starts at the earliest offset, so every run reads the
-same records.  Repetitions alternate between the clients.  A run ends when the group has received
-every record; it reports
+same records.  Repetitions alternate between the clients (and which one goes first).  A run ends
+when the group has received every record; it reports
 
 - ``records/s``: records over the time from the first record received to the last one (the
   steady state: joining the group is excluded), and
@@ -216,7 +216,7 @@ def _versions() -> dict[str, str]:
 
     return {
         "aiokafkawire": aiokafkawire.__version__,
-        "confluent-kafka": confluent_kafka.version()[0],
+        "confluent-kafka": confluent_kafka.version(),
         "librdkafka": confluent_kafka.libversion()[0],
     }
 
@@ -241,6 +241,7 @@ def main() -> None:
     from aiokafkawire.testing import KafkaCluster
 
     clients = ("aiokafkawire", "confluent-kafka")
+    load_before = os.getloadavg()
     runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with KafkaCluster(config=BROKER_CONFIG) as cluster:
@@ -248,7 +249,8 @@ def main() -> None:
         topic = f"bench-share-{uuid.uuid4().hex[:6]}"
         asyncio.run(_prepare(bootstrap, topic, args.partitions, args.records))
         for repetition in range(args.repetitions):
-            for client in clients:
+            # Alternate who goes first: the first run on a fresh topic pays the broker's warm-up.
+            for client in clients if repetition % 2 == 0 else clients[::-1]:
                 group = f"bench-{client}-{repetition}-{uuid.uuid4().hex[:6]}"
                 asyncio.run(_new_group(bootstrap, group))
                 command = [
@@ -288,6 +290,9 @@ def main() -> None:
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpu_count": os.cpu_count(),
+        # The machine is shared: its load (1, 5, 15 min) says how much to trust the figures.
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
         "versions": _versions(),
         "records": args.records,

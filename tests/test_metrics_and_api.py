@@ -124,6 +124,8 @@ async def test_consumer_metrics_lag_rebalance_and_aiokafka_methods(
         assert snapshot["records_consumed"] == 4
         assert snapshot["lag"] == {f"{topic}-0": 6} and snapshot["lag_total"] == 6
         assert snapshot["rebalances"] == 1 and snapshot["last_rebalance_s"] > 0
+        fetches = snapshot["fetch_latency"]
+        assert fetches["count"] >= 1 and fetches["max_ms"] >= fetches["p50_ms"] >= 0
     finally:
         await consumer.stop()
     assigned = [e for e in hooks.of(RebalanceEvent) if e.kind == "assigned"]

@@ -1,6 +1,7 @@
 """Generate the reference pages of the docs from the code.
 
-- ``docs/configuration.md``: every option of ``Producer``, ``Consumer``, ``Admin`` and the
+- ``docs/configuration.md``: every option of ``Producer``, ``Consumer``, ``ShareConsumer``,
+  ``Admin`` and the
   common connection options, with type, default and description.  Types and defaults come from
   the signatures (``CommonConfig``'s fields for the common options); descriptions from the
   option bullets of the class docstrings (``- ``name``: text``): an option that no bullet names
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from aiokafkawire.admin import Admin  # noqa: E402
 from aiokafkawire.client_config import CommonConfig  # noqa: E402
 from aiokafkawire.consumer import Consumer  # noqa: E402
+from aiokafkawire.consumer.share import ShareConsumer  # noqa: E402
 from aiokafkawire.metrics import api_name  # noqa: E402
 from aiokafkawire.net.versions import CLIENT_VERSION_CAPS, client_api_versions  # noqa: E402
 from aiokafkawire.producer import Producer  # noqa: E402
@@ -144,6 +146,13 @@ def configuration_page() -> str:
         "options above, plus:",
         "",
         *_table(_client_rows(Consumer, {"topics"})),
+        "",
+        "## ShareConsumer",
+        "",
+        "`ShareConsumer(*topics, group_id=..., **options)`: a share-group member (KIP-932, see",
+        "[share groups](share-groups.md)); the common options above, plus:",
+        "",
+        *_table(_client_rows(ShareConsumer, {"topics"})),
         "",
         "## Admin",
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -135,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         report.error("interrupted")
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (``| head``): it has what it wanted.  Point stdout at
+        # /dev/null so that flushing it at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
     except (CliError, errors.KafkaError) as exc:
         if args.debug:
             traceback.print_exc()

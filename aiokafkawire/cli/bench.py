@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
+from aiokafkawire.cli.cluster import connect_admin
 from aiokafkawire.cli.consume import GROUP_SESSION_TIMEOUT_MS
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -350,14 +351,14 @@ def show_figures(context: Context, figures: Figures) -> None:
 
 async def run_workload(context: Context, *, own_cluster: bool) -> int:
     """Create the topic, run both phases, show the figures, clean up a cluster of your own."""
-    from aiokafkawire import Admin, NewTopic
+    from aiokafkawire import NewTopic
 
     args = context.args
     suffix = uuid.uuid4().hex[:8]
     topic = f"aiokafkawire-bench-{suffix}" if own_cluster else "demo"
     group = None if args.members == 0 else f"aiokafkawire-bench-{suffix}"
     figures = Figures()
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         created = await admin.create_topics(
             [NewTopic(topic, args.partitions, -1)], raise_on_error=False
         )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
@@ -72,6 +73,21 @@ async def run_broker(context: Context) -> int:
     return ExitCode.OK
 
 
+@contextlib.asynccontextmanager
+async def connect_admin(context: Context) -> AsyncIterator[Admin]:
+    """An admin client connected to the cluster, saying so when connecting takes a while."""
+    from aiokafkawire import Admin
+
+    options = context.client_options()
+    admin = Admin(**options)
+    try:
+        async with context.report.waiting_if_slow(f"connecting to {options['bootstrap_servers']}"):
+            await admin.start()
+        yield admin
+    finally:
+        await admin.close()
+
+
 async def existing_topics(admin: Admin, names: Iterable[str]) -> dict[str, TopicInfo]:
     """The named topics' metadata; a missing one ends the command (exit code 3) at once."""
     wanted = list(dict.fromkeys(names))
@@ -92,11 +108,9 @@ def _ids(ids: Iterable[int]) -> str:
 
 async def run_metadata(context: Context) -> int:
     """Print brokers and topic partitions."""
-    from aiokafkawire import Admin
-
     args: argparse.Namespace = context.args
     report = context.report
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         cluster = await admin.describe_cluster()
         if args.topics:
             topics = await existing_topics(admin, args.topics)
@@ -136,10 +150,9 @@ async def run_metadata(context: Context) -> int:
 
 async def run_versions(context: Context) -> int:
     """Print the API versions of the first broker reached."""
-    from aiokafkawire import Admin
     from aiokafkawire.protocol import ApiKey
 
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         connection = await admin.cluster.any_connection()
         policy = connection.versions
         rows = []

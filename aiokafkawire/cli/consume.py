@@ -8,7 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode
 from aiokafkawire.cli.formats import ENCODINGS, OUTPUTS, RecordFormatter
 from aiokafkawire.cli.options import non_negative_int, positive_int, timestamp_ms
@@ -232,13 +232,13 @@ class _Output:
 
 async def run_consume(context: Context) -> int:
     """Read and print records until the count, the end, or Ctrl-C."""
-    from aiokafkawire import Admin, Consumer
+    from aiokafkawire import Consumer
 
     args = context.args
     report = context.report
     _check_usage(args)
     formatter = RecordFormatter(args.output, template=args.format, encoding=args.encoding)
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
         if args.share_group is not None and args.start is not None:
             await _set_share_group_start(admin, args.share_group, args.start)
@@ -281,7 +281,7 @@ async def run_consume(context: Context) -> int:
                 output.write(records)
                 counts[tp.topic] += len(records)
                 total += len(records)
-            if batches and args.group is not None:
+            if batches and args.group is not None and not output.closed:
                 await consumer.commit()
             if args.count and total >= args.count:
                 break
@@ -292,7 +292,8 @@ async def run_consume(context: Context) -> int:
                 report.info(
                     "read every partition to its end; waiting for new records (Ctrl-C stops)"
                 )
-        if args.group is not None and consumer.assignment():
+        # Commit only what a reader got: after a closed pipe, the last batch may not have been.
+        if args.group is not None and consumer.assignment() and not output.closed:
             await consumer.commit()
     per_topic = ", ".join(f"{counts[t]:,} from {t}" for t in args.topics)
     report.info(f"consumed {total:,} record(s) in {clock.seconds:.1f} s ({per_topic})")

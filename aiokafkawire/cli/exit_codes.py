@@ -48,6 +48,9 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit code that describes an exception raised by a command."""
     if isinstance(exc, CliError):
         return exc.code
+    if isinstance(exc, errors.AdminOperationError) and exc.errors:
+        # Failed items: the code of the first one (all of one kind, in practice).
+        return exit_code_for(next(iter(exc.errors.values())))
     if isinstance(exc, _NOT_FOUND):
         return ExitCode.NOT_FOUND
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):

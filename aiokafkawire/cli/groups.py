@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
+from aiokafkawire.cli.cluster import connect_admin
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.offsets import lookup_offsets, topic_partitions
 from aiokafkawire.cli.options import non_negative_int, timestamp_ms
@@ -85,9 +86,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 async def run_list(context: Context) -> int:
     """Print every group."""
-    from aiokafkawire import Admin
-
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         listings = await admin.list_groups()
     context.report.table(
         ["group", "state", "type", "protocol", "coordinator"],
@@ -119,12 +118,11 @@ async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffs
 
 async def run_describe(context: Context) -> int:
     """Print a group's members and its offsets with lag."""
-    from aiokafkawire import Admin
     from aiokafkawire.admin import OffsetSpec
 
     group = context.args.group
     report = context.report
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         description = await _describe(admin, group)
         committed = await _committed(admin, group)
         if not committed and (description is None or not description.members):
@@ -170,10 +168,8 @@ async def run_describe(context: Context) -> int:
 
 async def run_delete(context: Context) -> int:
     """Delete groups; each group's result is checked."""
-    from aiokafkawire import Admin
-
     groups = context.args.groups
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         results = await admin.delete_groups(groups, raise_on_error=False)
     for group in groups:
         result = results.get(group)
@@ -219,10 +215,8 @@ async def _targets(
 
 async def run_reset_offsets(context: Context) -> int:
     """Compute and commit (unless --dry-run) new offsets for a group."""
-    from aiokafkawire import Admin
-
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await topic_partitions(admin, args.topic, args.partition)
         description = await _describe(admin, args.group)
         if description is not None and description.members:

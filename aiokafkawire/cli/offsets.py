@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, timestamp_ms
 from aiokafkawire.structs import TopicPartition
@@ -80,11 +80,10 @@ async def lookup_offsets(
 
 async def run_offsets(context: Context) -> int:
     """Print the offsets table."""
-    from aiokafkawire import Admin
     from aiokafkawire.admin import OffsetSpec
 
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await topic_partitions(admin, args.topic, args.partition)
         earliest = await lookup_offsets(admin, partitions, OffsetSpec.earliest())
         latest = await lookup_offsets(admin, partitions, OffsetSpec.latest())

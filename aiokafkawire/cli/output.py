@@ -8,10 +8,11 @@ as a plain line, so logs and tests see it too.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -77,6 +78,24 @@ class Reporter:
         ) as progress:
             progress.add_task(what, total=None)
             yield
+
+    @contextlib.asynccontextmanager
+    async def waiting_if_slow(self, what: str, delay: float = 1.0) -> AsyncIterator[None]:
+        """Like :meth:`waiting`, but only once the block has run for ``delay`` seconds."""
+        shown = contextlib.ExitStack()
+
+        async def announce() -> None:
+            await asyncio.sleep(delay)
+            shown.enter_context(self.waiting(what))
+
+        announcer = asyncio.ensure_future(announce())
+        try:
+            yield
+        finally:
+            announcer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await announcer
+            shown.close()
 
     @contextlib.contextmanager
     def progress(self, what: str, total: int) -> Iterator[Callable[[int], None]]:

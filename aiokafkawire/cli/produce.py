@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 from collections.abc import AsyncIterator
 from typing import IO, TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.formats import LineParser, parse_header
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -140,8 +141,19 @@ async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
     def put(item: bytes | BaseException | None) -> None:
         asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
 
+    try:
+        # The file descriptor itself: a thread blocked in a buffered reader holds its lock, and
+        # the interpreter aborts at exit after Ctrl-C ("could not acquire lock ... <stdin>").
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        descriptor = None
+
+    def read(size: int) -> bytes:
+        if descriptor is not None:
+            return os.read(descriptor, size)
+        return getattr(stream, "read1", stream.read)(size)
+
     def reader() -> None:
-        read = getattr(stream, "read1", stream.read)
         try:
             while chunk := read(_CHUNK):
                 put(chunk)
@@ -204,7 +216,7 @@ class _Deliveries:
 
 async def run_produce(context: Context) -> int:
     """Send the input's lines to the topic."""
-    from aiokafkawire import Admin, Producer
+    from aiokafkawire import Producer
 
     args = context.args
     report = context.report
@@ -216,7 +228,7 @@ async def run_produce(context: Context) -> int:
         headers=[parse_header(h) for h in args.header],
     )
     fixed_key = args.key.encode() if args.key is not None else None
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         partitions = await ensure_topic(
             admin,
             args.topic,

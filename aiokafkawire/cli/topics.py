@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import existing_topics
+from aiokafkawire.cli.cluster import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import positive_int
 
@@ -111,10 +111,8 @@ def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
 
 async def run_list(context: Context) -> int:
     """Print topic names, or a table of them."""
-    from aiokafkawire import Admin
-
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         names = await admin.list_topics(include_internal=args.internal)
         infos = await admin.describe_topics(names, raise_on_error=False) if args.long else {}
     if not args.long:
@@ -134,12 +132,12 @@ async def run_list(context: Context) -> int:
 
 async def run_describe(context: Context) -> int:
     """Print each topic's partitions and non-default configuration."""
-    from aiokafkawire import Admin, ConfigResource
+    from aiokafkawire import ConfigResource
     from aiokafkawire.admin import ResourceType
 
     args = context.args
     report = context.report
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
         configs = await admin.describe_configs(resources, raise_on_error=False)
@@ -172,7 +170,7 @@ async def run_describe(context: Context) -> int:
 
 async def run_create(context: Context) -> int:
     """Create topics; each topic's result is checked."""
-    from aiokafkawire import Admin, NewTopic
+    from aiokafkawire import NewTopic
     from aiokafkawire.errors import TopicAlreadyExistsError
 
     args = context.args
@@ -186,7 +184,7 @@ async def run_create(context: Context) -> int:
         )
         for name in args.topics
     ]
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         results = await admin.create_topics(wanted, raise_on_error=False)
     for name in args.topics:
         result = results.get(name)
@@ -205,11 +203,10 @@ async def run_create(context: Context) -> int:
 
 async def run_delete(context: Context) -> int:
     """Delete topics; each topic's result is checked."""
-    from aiokafkawire import Admin
     from aiokafkawire.errors import UnknownTopicOrPartitionError
 
     args = context.args
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         results = await admin.delete_topics(args.topics, raise_on_error=False)
     for name in args.topics:
         result = results.get(name)
@@ -227,7 +224,7 @@ async def run_delete(context: Context) -> int:
 
 async def run_alter_config(context: Context) -> int:
     """Set and delete configuration values of one topic."""
-    from aiokafkawire import Admin, ConfigResource
+    from aiokafkawire import ConfigResource
     from aiokafkawire.admin import ResourceType
 
     args = context.args
@@ -236,7 +233,7 @@ async def run_alter_config(context: Context) -> int:
     if not changes:
         raise CliError("alter-config needs --set NAME=VALUE or --delete NAME", ExitCode.USAGE)
     resource = ConfigResource(ResourceType.TOPIC, args.topic)
-    async with Admin(**context.client_options()) as admin:
+    async with connect_admin(context) as admin:
         await existing_topics(admin, [args.topic])
         results = await admin.alter_configs({resource: changes}, raise_on_error=False)
     result = results.get(resource)

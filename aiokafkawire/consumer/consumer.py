@@ -51,6 +51,7 @@ log = logging.getLogger("aiokafkawire.consumer")
 __all__ = ["Consumer", "ConsumerRebalanceListener"]
 
 _RESETS = ("earliest", "latest", "none")
+_FETCH_KEY = 1  # the Fetch API: its latency is the consumer's fetch latency
 _ISOLATION = ("read_uncommitted", "read_committed")
 CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
 
@@ -474,10 +475,11 @@ class Consumer:
     def metrics(self) -> dict[str, Any]:
         """A snapshot of this consumer's counters (see :mod:`aiokafkawire.metrics`).
 
-        ``brokers``: per broker request counts, latency percentiles per API (``Fetch`` is the
-        fetch latency), in-flight requests, bytes in/out, throttle time.  ``consumer``: records
-        consumed and their rate since the previous call, lag per assigned partition (high
-        watermark minus position, None until both are known), rebalances and their duration.
+        ``brokers``: per broker request counts, latency percentiles per API, in-flight requests,
+        bytes in/out, throttle time.  ``consumer``: records consumed and their rate since the
+        previous call, the fetch latency over all brokers (it includes the broker's long-poll
+        wait, up to ``fetch_max_wait_ms``), lag per assigned partition (high watermark minus
+        position, None until both are known), rebalances and their duration.
         """
         lag: dict[str, int | None] = {}
         if self._subs is not None:
@@ -492,6 +494,7 @@ class Consumer:
             "consumer": {
                 "records_consumed": self._records_consumed,
                 "records_per_sec": self._consume_rate.per_second(self._records_consumed),
+                "fetch_latency": self._common.metrics.api_latency(_FETCH_KEY),
                 "assigned_partitions": len(lag),
                 "lag": lag,
                 "lag_total": sum(v for v in lag.values() if v is not None),

@@ -111,7 +111,7 @@ def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> N
     async def commit() -> None:
         async with Admin(bootstrap_servers=bootstrap) as admin:
             for _ in range(20):
-                results = await admin.alter_group_offsets(group, offsets)
+                results = await admin.alter_group_offsets(group, offsets, raise_on_error=False)
                 problems = [r.error for r in results.values() if r.error is not None]
                 # A fresh Kafka answers NOT_COORDINATOR per partition while its offsets topic
                 # is being created; Admin retries only errors of the whole request.

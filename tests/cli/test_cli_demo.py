@@ -6,7 +6,11 @@ Issue 14: the demo printed four plain lines with a raw ``TopicPartition(...)`` r
 
 from __future__ import annotations
 
-from cli_helpers import column, run_aiokafkawire
+import subprocess
+import sys
+
+import pytest
+from cli_helpers import REPO_ROOT, cli_environment, column, run_aiokafkawire
 
 from aiokafkawire.cli.exit_codes import ExitCode
 
@@ -50,3 +54,42 @@ def test_bench_against_a_cluster_cleans_up_after_itself(cli) -> None:
     assert column(_row(result.stdout, "consume"), 1) == "5,000"
     assert column(_row(result.stdout, "consumer 1"), 1) == "2"
     assert "aiokafkawire-bench-" not in cli("topics", "list").stdout
+
+
+@pytest.mark.slow
+def test_demo_against_apache_kafka_with_bootstrap_servers(kafka_cluster) -> None:
+    servers = kafka_cluster.bootstrap_servers
+    result = run_aiokafkawire("demo", "--records", "3000", "-b", servers, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "embedded" not in result.stderr
+    assert column(_row(result.stdout, "consume"), 1) == "3,000"
+    assert [column(_row(result.stdout, f"consumer {i}"), 1) for i in (1, 2, 3)] == ["2"] * 3
+    assert "aiokafkawire-bench-" not in run_aiokafkawire("topics", "list", "-b", servers).stdout
+
+
+def test_the_readme_snippet_runs_promptly_on_the_embedded_broker(tansu_broker, name) -> None:
+    # Issue 14: run against the embedded broker, it waited 23 s in silence for its group join.
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    using_it = readme[readme.index("## Using it") :]
+    snippet = using_it.split("```python\n", 1)[1].split("```", 1)[0]
+    snippet = (
+        snippet.replace("localhost:9092", tansu_broker.bootstrap_servers)
+        .replace('"orders"', repr(name("readme")))
+        .replace('"billing"', repr(name("readme-group")))
+    )
+    # Timed after the imports: on a loaded machine they alone can take seconds.
+    timed = (
+        "import time, sys\nimport aiokafkawire.admin, aiokafkawire.consumer, aiokafkawire.producer"
+        f"\n_started = time.monotonic()\n{snippet}\n"
+        "print(f'{time.monotonic() - _started:.1f}', file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", timed],
+        capture_output=True,
+        text=True,
+        env=cli_environment(),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-2:] == ["b'key'", "b'value'"]
+    assert float(result.stderr.split()[-1]) < 12  # the join: ~3 s with a 6 s session timeout

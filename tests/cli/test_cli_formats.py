@@ -1,4 +1,4 @@
-"""The record formats of ``consume`` and ``produce``, and the option types, in-process."""
+"""In-process: the record formats of ``consume`` and ``produce``, option types, status lines."""
 
 from __future__ import annotations
 
@@ -69,3 +69,35 @@ def test_option_types() -> None:
     for bad, kind in (("0", positive_int), ("x", positive_int), ("yesterday", timestamp_ms)):
         with pytest.raises(argparse.ArgumentTypeError):
             kind(bad)
+
+
+def test_slow_waits_are_announced_and_quick_ones_are_not(capsys) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from aiokafkawire.cli.output import Reporter
+
+    async def wait(seconds: float) -> None:
+        report = Reporter()
+        async with report.waiting_if_slow("the thing", delay=0.05):
+            await asyncio.sleep(seconds)
+
+    asyncio.run(wait(0))
+    assert capsys.readouterr().err == ""
+    asyncio.run(wait(0.3))
+    assert capsys.readouterr().err == "waiting: the thing ...\n"
+
+
+def test_exit_codes_of_errors() -> None:
+    from aiokafkawire import errors
+    from aiokafkawire.cli.exit_codes import exit_code_for
+
+    missing = errors.UnknownTopicOrPartitionError("t")
+    assert exit_code_for(missing) == ExitCode.NOT_FOUND
+    assert exit_code_for(errors.GroupIdNotFoundError("g")) == ExitCode.NOT_FOUND
+    assert exit_code_for(errors.SaslAuthenticationFailedError("x")) == ExitCode.AUTH
+    assert exit_code_for(errors.TopicAuthorizationFailedError("x")) == ExitCode.AUTH
+    assert exit_code_for(errors.NoBrokersAvailableError("x")) == ExitCode.UNREACHABLE
+    assert exit_code_for(errors.KafkaTimeoutError("x")) == ExitCode.UNREACHABLE
+    assert exit_code_for(errors.TopicAlreadyExistsError("x")) == ExitCode.KAFKA_ERROR
+    failed = errors.AdminOperationError("delete_topics", {"t": None}, {"t": missing})
+    assert exit_code_for(failed) == ExitCode.NOT_FOUND

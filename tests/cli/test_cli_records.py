@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import signal
 import subprocess
 import time
@@ -173,3 +174,36 @@ def test_ctrl_c_ends_a_following_group_consumer_cleanly_with_commits(
     assert described.returncode == 0, described.stderr
     rows = [line for line in described.stdout.splitlines() if records_topic in line]
     assert [column(row, 2) for row in rows] == ["10", "10", "10"]
+
+
+def test_ctrl_c_while_producing_from_a_terminal_sends_what_was_typed(
+    tansu_broker, cli, cli_fast, name
+) -> None:
+    topic = name("typed")
+    assert cli_fast("topics", "create", topic, "-p", "1").returncode == 0
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(
+        cli_command("produce", topic, "-b", tansu_broker.bootstrap_servers),
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_environment(),
+        cwd=REPO_ROOT,
+    )
+    try:
+        os.close(terminal)
+        assert process.stderr is not None
+        assert "one a line; Ctrl-D ends" in process.stderr.readline()
+        os.write(controller, b"typed line\n")
+        read = cli_fast("consume", topic, "-n", "1")  # delivered while the terminal is open
+        assert read.stdout == "typed line\n"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        os.close(controller)
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 130, err
+    assert "Fatal Python error" not in err  # a reader thread must not hold stdin's lock at exit

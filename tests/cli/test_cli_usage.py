@@ -111,3 +111,13 @@ def test_sasl_over_tls_on_apache_kafka_with_the_password_from_the_environment(
     wrong = run_in_process("topics", "list", *options, env={"CLI_TEST_PASSWORD": "wrong-pw-7k2"})
     assert wrong.returncode == ExitCode.AUTH, wrong.stderr
     assert "wrong-pw-7k2" not in wrong.stdout + wrong.stderr
+
+
+def test_the_command_line_page_names_every_command_and_exit_code() -> None:
+    page = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for path, _ in _parsers(build_parser()):
+        words = path.split()[1:]
+        if (words and words[0] not in ("topics", "groups")) or len(words) == 2:
+            assert f"`{' '.join(words)}" in page, path
+    for code in ExitCode:
+        assert f"| {code.value} |" in page

@@ -118,6 +118,10 @@ async def test_three_consumers_two_partitions_each_record_accepted_once(
             group_id=group,
             client_id=f"c{i}",
             on_acknowledgement=outcomes.append,
+            # At most 200 records a fetch: the work is shared in small pieces, so every member
+            # gets some however fast the others are.
+            max_poll_records=200,
+            acquire_mode="record_limit",
         )
         for i in range(3)
     ]

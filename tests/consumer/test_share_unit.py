@@ -355,6 +355,8 @@ def test_options_are_checked() -> None:
         ShareConsumer("t", group_id="")
     with pytest.raises(errors.ConfigError, match="acknowledgement_mode"):
         ShareConsumer("t", group_id="g", acknowledgement_mode="auto")
+    with pytest.raises(errors.ConfigError, match="acquire_mode"):
+        ShareConsumer("t", group_id="g", acquire_mode="greedy")
     with pytest.raises(errors.ConfigError, match="unknown ShareConsumer options"):
         ShareConsumer("t", group_id="g", enable_auto_commit=True)
 
@@ -366,3 +368,169 @@ async def test_use_before_start_and_after_close() -> None:
     await consumer.close()
     with pytest.raises(errors.ClientClosedError):
         await consumer.commit()
+
+
+# ------------------------------------------------------------------ the fetch loop, scripted
+
+
+class _ScriptedConnection:
+    """Answers share requests from a script; records what was sent."""
+
+    host, port = "127.0.0.1", 9092
+
+    def __init__(self, answer: Any) -> None:
+        self.versions = SimpleNamespace(supports=lambda key, version=0: True)
+        self.sent: list[Any] = []
+        self._answer = answer
+
+    async def send(self, request: Any, version: Any = None, *, timeout_ms: Any = None) -> Any:
+        self.sent.append(request)
+        await asyncio.sleep(0)
+        return self._answer(request, len(self.sent))
+
+
+def _scripted_fetcher(answer: Any) -> tuple[ShareFetcher, _ScriptedConnection, Any]:
+    from aiokafkawire.protocol.messages import share_acknowledge as m_ack
+    from aiokafkawire.protocol.messages import share_fetch as m_fetch
+
+    topic_id = uuid.uuid4()
+    connection = _ScriptedConnection(answer)
+
+    async def get_connection(node: int, purpose: str = "default") -> _ScriptedConnection:
+        return connection
+
+    metadata = SimpleNamespace(
+        topics={"jobs": SimpleNamespace(topic_id=topic_id)}, leader_for=lambda t, p: 1
+    )
+    cluster: Any = SimpleNamespace(
+        metadata=metadata, connection=get_connection, request_update=lambda: None
+    )
+    outcomes: list[Any] = []
+    fetcher = ShareFetcher(
+        cluster,
+        ShareFetchConfig(group_id="g", check_crcs=False, fetch_max_wait_ms=10),
+        Acknowledgements(FakeClock()),
+        member_id=lambda: "member",
+        on_outcomes=outcomes.extend,
+        on_fatal=lambda error: outcomes.append(error),
+    )
+    helpers = SimpleNamespace(topic_id=topic_id, m_fetch=m_fetch, m_ack=m_ack, outcomes=outcomes)
+    return fetcher, connection, helpers
+
+
+def _fetch_answer(
+    h: Any,
+    *,
+    error: int = 0,
+    records: bytes | None = None,
+    ack_error: int = 0,
+    acquired: list[tuple[int, int, int]] = (),
+) -> Any:
+    m = h.m_fetch
+    partition = m.PartitionData(
+        partition_index=0,
+        acknowledge_error_code=ack_error,
+        current_leader=m.LeaderIdAndEpoch(leader_id=1, leader_epoch=0),
+        records=records,
+        acquired_records=[
+            m.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
+            for first, last, count in acquired
+        ],
+    )
+    return m.ShareFetchResponse(
+        error_code=error,
+        acquisition_lock_timeout_ms=30_000,
+        responses=[m.ShareFetchableTopicResponse(topic_id=h.topic_id, partitions=[partition])]
+        if not error
+        else [],
+        node_endpoints=[],
+    )
+
+
+async def test_a_forgotten_share_session_is_reopened_and_its_acknowledgements_fail() -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if n == 1:  # opens the session: records 0..2
+            return _fetch_answer(h, records=_records(0, 3), acquired=[(0, 2, 1)])
+        if n == 2:  # carries the acknowledgements; the broker forgot the session
+            return _fetch_answer(h, error=errors.ShareSessionNotFoundError.code)
+        return _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        [(_, records)] = fetcher.drain(10)
+        assert [r.offset for r in records] == [0, 1, 2]
+        for record in records:
+            fetcher._acks.acknowledge(TP, record.offset, A)
+        fetcher.wake_all()
+        for _ in range(200):
+            if len(connection.sent) >= 3:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await fetcher.close(1.0)
+    first, second, third = connection.sent[:3]
+    assert (
+        first.share_session_epoch == 0
+        and first.topics[0].partitions[0].acknowledgement_batches == []
+    )
+    assert second.share_session_epoch == 1
+    [batch] = second.topics[0].partitions[0].acknowledgement_batches
+    assert (batch.first_offset, batch.last_offset, batch.acknowledge_types) == (0, 2, [1])
+    # A new session: epoch 0 again, naming the partition again.
+    assert third.share_session_epoch == 0
+    assert [p.partition_index for p in third.topics[0].partitions] == [0]
+    [outcome] = [o for o in h.outcomes if hasattr(o, "offsets")]
+    assert outcome.offsets == {0: A, 1: A, 2: A}
+    assert isinstance(outcome.error, errors.ShareSessionNotFoundError)
+
+
+async def test_commit_sends_a_share_acknowledge_and_returns_the_verdicts() -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if isinstance(request, h.m_ack.ShareAcknowledgeRequest):
+            m = h.m_ack
+            return m.ShareAcknowledgeResponse(
+                responses=[
+                    m.ShareAcknowledgeTopicResponse(
+                        topic_id=h.topic_id,
+                        partitions=[
+                            m.PartitionData(
+                                partition_index=0,
+                                error_code=errors.InvalidRecordStateError.code,
+                                current_leader=m.LeaderIdAndEpoch(leader_id=1, leader_epoch=0),
+                            )
+                        ],
+                    )
+                ],
+                node_endpoints=[],
+            )
+        if n == 1:
+            return _fetch_answer(h, records=_records(0, 2), acquired=[(0, 1, 1)])
+        return _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        fetcher.drain(10)
+        fetcher._acks.acknowledge(TP, 0, A)
+        fetcher._acks.acknowledge(TP, 1, J)
+        outcomes = await asyncio.wait_for(fetcher.commit(fetcher._acks.take_pending()), 5)
+    finally:
+        await fetcher.close(1.0)
+    acknowledges = [r for r in connection.sent if isinstance(r, h.m_ack.ShareAcknowledgeRequest)]
+    ack, close = acknowledges
+    assert close.share_session_epoch == -1 and close.topics == []
+    assert ack.share_session_epoch >= 1 and ack.group_id == "g" and ack.member_id == "member"
+    [batch] = ack.topics[0].partitions[0].acknowledgement_batches
+    assert (batch.first_offset, batch.last_offset, batch.acknowledge_types) == (0, 1, [1, 3])
+    [outcome] = outcomes
+    assert outcome.partition == TP and outcome.offsets == {0: A, 1: J}
+    assert isinstance(outcome.error, errors.InvalidRecordStateError)

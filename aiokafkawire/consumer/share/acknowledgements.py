@@ -17,7 +17,6 @@ pending acknowledgements out) and by the consumer (the application's acknowledge
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -47,29 +46,29 @@ def build_batches(acks: Mapping[int, int]) -> list[AckBatch]:
     """Batches for ``{offset: type}``: ascending, non-overlapping, one per contiguous run."""
     if not acks:
         return []
-    offsets = list(acks)
-    # Acknowledgements are made in delivery order, so the offsets are nearly always ascending
-    # already; sort only when they are not.
-    if any(later < earlier for earlier, later in itertools.pairwise(offsets)):
-        offsets.sort()
+    offsets = sorted(acks)  # linear on the usual, already ascending, offsets
     batches: list[AckBatch] = []
     first = previous = offsets[0]
-    types = [int(acks[first])]
+    types = [acks[first]]
     uniform = True
     for offset in offsets[1:]:
-        ack_type = int(acks[offset])
+        ack_type = acks[offset]
         if offset == previous + 1:
             if uniform and ack_type != types[0]:
                 uniform = False
             types.append(ack_type)
         else:
-            batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
+            batches.append(_batch(first, previous, types, uniform))
             first = offset
             types = [ack_type]
             uniform = True
         previous = offset
-    batches.append(AckBatch(first, previous, (types[0],) if uniform else tuple(types)))
+    batches.append(_batch(first, previous, types, uniform))
     return batches
+
+
+def _batch(first: int, last: int, types: list[int], uniform: bool) -> AckBatch:
+    return AckBatch(first, last, (int(types[0]),) if uniform else tuple(map(int, types)))
 
 
 def expand_batches(batches: Iterable[AckBatch]) -> dict[int, int]:
@@ -170,23 +169,28 @@ class Acknowledgements:
         hold (never delivered to it, or already acknowledged).
         """
         acquired = self._acquired.get(tp)
-        entry = None if acquired is None else acquired.get(offset)
+        entry = None if acquired is None else acquired.pop(offset, None)
         if entry is None:
             raise errors.IllegalStateError(
-                f"{tp.topic}-{tp.partition} offset {offset} is not held by this share consumer "
+                f"{tp[0]}-{tp[1]} offset {offset} is not held by this share consumer "
                 "(never delivered to it, or already acknowledged)"
             )
-        if delivery_count is not None and delivery_count != entry.delivery_count:
-            self._expired.setdefault(tp, {})[offset] = ack_type
-            return
         assert acquired is not None
-        del acquired[offset]
+        if delivery_count is not None and delivery_count != entry[0]:
+            acquired[offset] = entry  # the newer delivery stays held
+            self._expired.setdefault(TopicPartition(*tp), {})[offset] = ack_type
+            return
         if not acquired:
             del self._acquired[tp]
-        if ack_type is not AcknowledgeType.GAP and self._clock() >= entry.deadline:
-            self._expired.setdefault(tp, {})[offset] = ack_type
+        # ``tp`` may be a plain (topic, partition) tuple: new keys are always TopicPartitions.
+        if ack_type and self._clock() >= entry[1]:  # GAP (0) is never late
+            target = self._expired
         else:
-            self._pending.setdefault(tp, {})[offset] = ack_type
+            target = self._pending
+        offsets = target.get(tp)
+        if offsets is None:
+            offsets = target[TopicPartition(*tp)] = {}
+        offsets[offset] = ack_type
 
     def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
         """ACCEPT every record of one partition still held in the delivery handed out

@@ -56,32 +56,47 @@ log = logging.getLogger("aiokafkawire.consumer.share")
 __all__ = ["ShareConsumer"]
 
 _MODES = ("implicit", "explicit")
+#: ShareFetch ``ShareAcquireMode`` values (KIP-1206, Kafka 4.2+; older brokers batch-optimize).
+ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
+_ACK_BY_NAME = {
+    "accept": AcknowledgeType.ACCEPT,
+    "release": AcknowledgeType.RELEASE,
+    "reject": AcknowledgeType.REJECT,
+}
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
 class ShareConsumer:
     """A member of a share group: records are shared out one by one and acknowledged.
 
+    How long a record stays locked (``share.record.lock.duration.ms``), how often it is
+    delivered at most (``share.delivery.count.limit``) and where a new group starts
+    (``share.auto.offset.reset``, ``"latest"`` by default) are group configurations on the
+    broker, set with ``Admin.alter_configs`` on a ``ResourceType.GROUP`` resource.
+
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
     ``client_id``, ``security_protocol``):
 
     - ``group_id`` (required): the share group.
-    - ``acknowledgement_mode``: ``"implicit"`` (default) or ``"explicit"`` (see the module
-      documentation).
+    - ``acknowledgement_mode``: ``"implicit"`` (default: a poll accepts the records the previous
+      poll handed out) or ``"explicit"`` (:meth:`acknowledge` every record).
     - ``on_acknowledgement``: called with each
       :class:`~aiokafkawire.consumer.share.records.AcknowledgementOutcome` (the broker's verdict
       on the acknowledgements of one partition in one request, or a client-side failure such as
       :class:`~aiokafkawire.errors.AcquisitionLockTimeoutError`); a plain function or a
       coroutine function.
-    - ``fetch_max_wait_ms``, ``fetch_min_bytes`` (the ShareFetch long poll),
-      ``fetch_max_bytes``, ``max_poll_records`` (also the ShareFetch ``MaxRecords``),
-      ``check_crcs``, ``client_rack``.
-    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
-
-    How long a record stays locked, how often it is delivered at most
-    (``share.delivery.count.limit``) and where a new group starts (``share.auto.offset.reset``,
-    ``"latest"`` by default) are group configurations on the broker, set with
-    :meth:`Admin.alter_configs` on a ``ResourceType.GROUP`` resource.
+    - ``fetch_max_wait_ms``: how long a ShareFetch waits on the broker for records.
+    - ``fetch_min_bytes``: how much data a ShareFetch waits for.
+    - ``fetch_max_bytes``: the most data one ShareFetch answer carries.
+    - ``max_poll_records``: the most records one poll hands out; also the ShareFetch
+      ``MaxRecords`` (and ``BatchSize``).
+    - ``acquire_mode``: ``"batch_optimized"`` (default: the broker may acquire more than
+      ``max_poll_records`` to keep whole record batches together) or ``"record_limit"`` (at
+      most ``max_poll_records`` per fetch: finer sharing between members, more requests).
+    - ``check_crcs``: verify the CRC of fetched record batches.
+    - ``client_rack``: the rack id sent with the heartbeat (rack-aware assignment).
+    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys.
+    - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
     """
 
     def __init__(
@@ -94,6 +109,7 @@ class ShareConsumer:
         fetch_min_bytes: int = 1,
         fetch_max_bytes: int = 52_428_800,
         max_poll_records: int = 500,
+        acquire_mode: str = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
@@ -109,6 +125,8 @@ class ShareConsumer:
             raise errors.ConfigError(f"acknowledgement_mode must be one of {_MODES}")
         if max_poll_records < 1:
             raise errors.ConfigError("max_poll_records must be at least 1")
+        if acquire_mode not in ACQUIRE_MODES:
+            raise errors.ConfigError(f"acquire_mode must be one of {sorted(ACQUIRE_MODES)}")
         self._common = common
         self._group_id = group_id
         self._explicit = acknowledgement_mode == "explicit"
@@ -121,6 +139,7 @@ class ShareConsumer:
             fetch_min_bytes=fetch_min_bytes,
             fetch_max_bytes=fetch_max_bytes,
             max_poll_records=max_poll_records,
+            acquire_mode=ACQUIRE_MODES[acquire_mode],
             check_crcs=check_crcs,
             key_deserializer=key_deserializer,
             value_deserializer=value_deserializer,
@@ -372,15 +391,21 @@ class ShareConsumer:
         The acknowledgement goes out with the next request to the partition's leader (or at once
         with :meth:`commit`).
         """
-        self._require_started()
-        if not self._explicit:
+        if not self._explicit or self._closed or self._fatal is not None:
+            self._require_started()
             raise errors.IllegalStateError(
                 "acknowledge() needs acknowledgement_mode='explicit' (implicit mode accepts "
                 "every record at the next poll)"
             )
-        ack_type = AcknowledgeType.parse(type)
+        ack_type = _ACK_BY_NAME.get(type) if isinstance(type, str) else None  # the hot path
+        if ack_type is None:
+            ack_type = AcknowledgeType.parse(type)
+        # A plain (topic, partition) tuple finds the TopicPartition key: same hash, equal.
         self._acks.acknowledge(
-            record.topic_partition, record.offset, ack_type, record.delivery_count
+            (record[0], record[1]),  # type: ignore[arg-type]
+            record[2],
+            ack_type,
+            record[9],
         )
 
     async def commit(self) -> dict[TopicPartition, errors.KafkaError | None]:

@@ -84,6 +84,7 @@ class ShareFetchConfig:
     """The fetch-related share consumer options."""
 
     __slots__ = (
+        "acquire_mode",
         "check_crcs",
         "fetch_max_bytes",
         "fetch_max_wait_ms",
@@ -104,6 +105,7 @@ class ShareFetchConfig:
         fetch_min_bytes: int = 1,
         fetch_max_bytes: int = 52_428_800,
         max_poll_records: int = 500,
+        acquire_mode: int = 0,
         check_crcs: bool = True,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
         value_deserializer: Callable[[bytes | None], Any] | None = None,
@@ -111,6 +113,8 @@ class ShareFetchConfig:
         retry_backoff_ms: int = 100,
     ) -> None:
         self.group_id = group_id
+        #: ShareFetch v2 ``ShareAcquireMode``: 0 batch-optimized, 1 record-limit (KIP-1206).
+        self.acquire_mode = acquire_mode
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_bytes = fetch_max_bytes
@@ -166,6 +170,7 @@ class ShareFetcher:
         self._assignment: set[TopicPartition] = set()
         self._sessions: dict[int, ShareSession] = {}
         self._wakes: dict[int, asyncio.Event] = {}
+        self._loops: dict[int, asyncio.Task[None]] = {}
         self._waiting_chunks: dict[int, int] = {}
         self._commits: dict[int, list[_CommitRequest]] = {}
         self._buffer: deque[_Chunk] = deque()
@@ -333,7 +338,7 @@ class ShareFetcher:
             return
         self._wakes[node] = asyncio.Event()
         self._sessions.setdefault(node, ShareSession(node))
-        self._tasks.start(f"fetch-{node}", self._node_loop(node))
+        self._loops[node] = self._tasks.start(f"fetch-{node}", self._node_loop(node))
 
     # ----------------------------------------------------------------- per-leader loop
 
@@ -377,12 +382,15 @@ class ShareFetcher:
                     for request in commits:
                         _merge(acks, request.acks)
                     wanted_set = set(wanted)
-                    if acks and (not can_fetch or any(tp not in wanted_set for tp in acks)):
-                        # Partitions outside the session's fetch set (adding them to a
-                        # ShareFetch would fetch them again), or no fetch due: acknowledge now.
+                    if acks and (
+                        commits or not can_fetch or any(tp not in wanted_set for tp in acks)
+                    ):
+                        # A commit waits for its verdicts (one request answers them all), no
+                        # fetch is due, or partitions are outside the session's fetch set (a
+                        # ShareFetch naming them would fetch them again): acknowledge now.
                         send_now = (
                             acks
-                            if not can_fetch
+                            if commits or not can_fetch
                             else {tp: a for tp, a in acks.items() if tp not in wanted_set}
                         )
                         acks = {tp: a for tp, a in acks.items() if tp not in send_now}
@@ -470,6 +478,7 @@ class ShareFetcher:
             max_bytes=config.fetch_max_bytes,
             max_records=config.max_poll_records,
             batch_size=config.max_poll_records,
+            share_acquire_mode=config.acquire_mode,
             topics=[m_fetch.FetchTopic(topic_id=t, partitions=p) for t, p in topics.items()],
             forgotten_topics_data=[
                 m_fetch.ForgottenTopic(topic_id=t, partitions=p) for t, p in forgotten.items()

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import wait_event
+from aiokafkawire.consumer._waits import timeout_after, wait_event
 from aiokafkawire.protocol.messages import ShareGroupHeartbeatRequest
 from aiokafkawire.structs import TopicPartition
 
@@ -105,7 +105,6 @@ class ShareMembership:
         self._topics: list[str] = []
         self._topics_sent: list[str] | None = None
         self._wake = asyncio.Event()
-        self._joined = asyncio.Event()
         self._tasks = TaskSupervisor("share-membership", self._task_failed)
         self._stopping = False
 
@@ -133,22 +132,15 @@ class ShareMembership:
         if not self._tasks.running("heartbeat"):
             self._tasks.start("heartbeat", self._heartbeat_loop())
 
-    async def wait_joined(self, timeout: float | None = None) -> bool:
-        """Wait until the coordinator has answered the join (a member epoch > 0)."""
-        try:
-            await asyncio.wait_for(self._joined.wait(), timeout)
-        except asyncio.TimeoutError:
-            return False
-        return True
-
     async def close(self, leave: bool = True) -> None:
         """Stop heartbeating and (by default) leave the group with epoch -1."""
         self._stopping = True
         await self._tasks.stop()
         if leave and self.member_epoch > 0:
             try:
-                await asyncio.wait_for(self._send(LEAVE_EPOCH), self._request_timeout_ms / 1000)
-            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+                async with timeout_after(self._request_timeout_ms / 1000):
+                    await self._send(LEAVE_EPOCH)
+            except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
                 log.info("share group %r: leaving failed: %s", self.group_id, exc)
         self.member_epoch = JOIN_EPOCH
         self._set_assignment(set())
@@ -231,8 +223,6 @@ class ShareMembership:
         self._topics_sent = topics
         self.member_epoch = response.member_epoch  # type: ignore[attr-defined]
         self.heartbeat_interval_ms = response.heartbeat_interval_ms or 5_000  # type: ignore[attr-defined]
-        if self.member_epoch > 0:
-            self._joined.set()
         assignment = response.assignment  # type: ignore[attr-defined]
         if assignment is not None:
             self._unresolved = assignment.topic_partitions
