@@ -448,6 +448,16 @@ def _read_assigned(
             )
         except errors.OffsetOutOfRangeClientError:
             earliest = runner.run(consumer.beginning_offsets([tp]))[tp]
+            if position >= earliest:
+                # Past the end of the log (truncated after an unclean leader change, or the
+                # topic was recreated): the rest of the range will not come.
+                latest = runner.run(consumer.end_offsets([tp]))[tp]
+                _data_lost(
+                    opts,
+                    f"offsets {position}..{end - 1} of {tp.topic}-{tp.partition} are beyond "
+                    f"the end of its log ({latest})",
+                )
+                return
             _data_lost(
                 opts,
                 f"offsets {position}..{min(earliest, end) - 1} of {tp.topic}-{tp.partition} "
@@ -455,7 +465,7 @@ def _read_assigned(
             )
             if earliest >= end:
                 return
-            position = max(earliest, position)
+            position = earliest
             runner.run(_assign(consumer, tp, position))
             last_progress = time.monotonic()
             continue

@@ -342,6 +342,15 @@ def test_deleted_records_follow_fail_on_data_loss(spark: Any, bootstrap: str) ->
         reader(spark, bootstrap, **options).load().collect()
     rows = reader(spark, bootstrap, failOnDataLoss="false", **options).load().collect()
     assert sorted(r.offset for r in rows) == list(range(8, 20))
+    # A range beyond the end of the log ends at once (no waiting for offsets that cannot come).
+    beyond = {
+        "subscribe": topic,
+        "startingOffsets": f'{{"{topic}": {{"0": 25}}}}',
+        "endingOffsets": f'{{"{topic}": {{"0": 30}}}}',
+    }
+    with pytest.raises(Exception, match="beyond the end of its log"):
+        reader(spark, bootstrap, **beyond).load().collect()
+    assert reader(spark, bootstrap, failOnDataLoss="false", **beyond).load().count() == 0
 
 
 @pytest.mark.parametrize(
