@@ -172,7 +172,8 @@ class OffsetResolver:
             names = sorted({tp.topic for tp in subscription.partitions})
         found: set[TopicPartition] = set()
         if names:
-            described = await admin.describe_topics(names)
+            # Unknown topics come back with an error code: a subscription may name them early.
+            described = await admin.describe_topics(names, raise_on_error=False)
             for name, info in described.items():
                 if info.error_code == 0:
                     found.update(TopicPartition(name, p) for p in info.partition_ids)
@@ -202,7 +203,9 @@ class OffsetResolver:
         if not specs:
             return {}
         admin = await self._client()
-        listed = await admin.list_offsets(dict(specs), isolation_level=self._opts.isolation_level)
+        listed = await admin.list_offsets(
+            dict(specs), isolation_level=self._opts.isolation_level, raise_on_error=False
+        )
         result: dict[TopicPartition, int] = {}
         for tp in specs:
             found = listed.get(tp)
@@ -445,6 +448,16 @@ def _read_assigned(
             )
         except errors.OffsetOutOfRangeClientError:
             earliest = runner.run(consumer.beginning_offsets([tp]))[tp]
+            if position >= earliest:
+                # Past the end of the log (truncated after an unclean leader change, or the
+                # topic was recreated): the rest of the range will not come.
+                latest = runner.run(consumer.end_offsets([tp]))[tp]
+                _data_lost(
+                    opts,
+                    f"offsets {position}..{end - 1} of {tp.topic}-{tp.partition} are beyond "
+                    f"the end of its log ({latest})",
+                )
+                return
             _data_lost(
                 opts,
                 f"offsets {position}..{min(earliest, end) - 1} of {tp.topic}-{tp.partition} "
@@ -452,7 +465,7 @@ def _read_assigned(
             )
             if earliest >= end:
                 return
-            position = max(earliest, position)
+            position = earliest
             runner.run(_assign(consumer, tp, position))
             last_progress = time.monotonic()
             continue

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark", reason="the 'spark' extra (pyspark) is not installed")
-
 from aiokafkawire.testing._errors import BrokerUnavailableError
 from aiokafkawire.testing.kafka import KafkaCluster
 from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
@@ -31,6 +29,7 @@ class SparkFixture:
 @pytest.fixture(scope="session")
 def spark_fixture() -> Iterator[SparkFixture]:
     """One ``local[2]`` SparkSession for every Spark test, stopped at the end."""
+    pytest.importorskip("pyspark", reason="the 'spark' extra (pyspark) is not installed")
     from aiokafkawire.spark import register
     from aiokafkawire.testing.spark import (
         local_spark_session,

@@ -146,6 +146,7 @@ def test_rate_limit_admits_exactly_the_limit() -> None:
 
 def test_pem_tls_and_sasl_become_client_options(tmp_path: Any) -> None:
     trustme = pytest.importorskip("trustme")
+    pytest.importorskip("pyarrow")
     import ssl
 
     from aiokafkawire.spark._kafka_io import client_options

@@ -158,9 +158,12 @@ def _stream_to_parquet(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    try:
+        query.awaitTermination(120)
+    except Exception as exc:  # a failed query raises here (StreamingQueryException)
+        raise AssertionError(str(exc)) from exc
     assert not query.isActive
-    assert query.exception() is None
+    assert query.exception() is None, str(query.exception())
 
 
 def test_streaming_available_now_restart_reads_each_record_once(
@@ -339,6 +342,15 @@ def test_deleted_records_follow_fail_on_data_loss(spark: Any, bootstrap: str) ->
         reader(spark, bootstrap, **options).load().collect()
     rows = reader(spark, bootstrap, failOnDataLoss="false", **options).load().collect()
     assert sorted(r.offset for r in rows) == list(range(8, 20))
+    # A range beyond the end of the log ends at once (no waiting for offsets that cannot come).
+    beyond = {
+        "subscribe": topic,
+        "startingOffsets": f'{{"{topic}": {{"0": 25}}}}',
+        "endingOffsets": f'{{"{topic}": {{"0": 30}}}}',
+    }
+    with pytest.raises(Exception, match="beyond the end of its log"):
+        reader(spark, bootstrap, **beyond).load().collect()
+    assert reader(spark, bootstrap, failOnDataLoss="false", **beyond).load().count() == 0
 
 
 @pytest.mark.parametrize(
@@ -390,3 +402,36 @@ def test_failed_delivery_fails_the_write_with_the_broker_error(spark: Any, boots
             .mode("append")
             .save()
         )
+
+
+def test_a_topic_that_does_not_exist_reads_as_empty(spark: Any, bootstrap: str) -> None:
+    df = reader(spark, bootstrap, subscribe=unique("never-created")).load()
+    assert df.count() == 0
+
+
+def test_streaming_deleted_records_follow_fail_on_data_loss(
+    spark: Any, bootstrap: str, tmp_path: Path
+) -> None:
+    topic = create_topic(bootstrap, 1)
+    produce_records(bootstrap, topic, 10, 1)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    _stream_to_parquet(spark, bootstrap, topic, out, checkpoint)
+    # Offsets 10..29 arrive, then 10..19 are deleted before the query runs again.
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        producer.produce(topic, value=f"later-{i}".encode(), partition=0)
+    producer.flush(30)
+
+    async def delete() -> None:
+        async with Admin(bootstrap_servers=bootstrap) as admin:
+            await admin.delete_records({TopicPartition(topic, 0): 20})
+
+    asyncio.run(delete())
+    with pytest.raises(AssertionError, match="failOnDataLoss"):
+        _stream_to_parquet(spark, bootstrap, topic, out, checkpoint)
+    # The same checkpoint without failOnDataLoss: the planned batch skips what is gone.
+    _stream_to_parquet(spark, bootstrap, topic, out, checkpoint, failOnDataLoss="false")
+    offsets = sorted(r.offset for r in spark.read.parquet(str(out)).select("offset").collect())
+    assert offsets == list(range(10)) + list(range(20, 30))
