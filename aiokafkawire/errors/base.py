@@ -39,6 +39,7 @@ __all__ = [
     "ProtocolError",
     "RebalanceInProgressClientError",
     "RecordTooLargeError",
+    "SslAuthenticationError",
     "TransactionAbortedError",
     "UnknownCodecError",
     "UnknownMagicError",
@@ -70,6 +71,12 @@ class KafkaError(Exception):
 
 class AuthenticationError(KafkaError):
     """Authentication with the broker failed (bad credentials, mechanism, or SASL exchange)."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed on a certificate: unknown CA, host name mismatch, or the
+    broker refused (or required) a client certificate.  Not retriable: trying again fails the
+    same way."""
 
 
 class AuthorizationError(KafkaError):

@@ -11,6 +11,7 @@ the pool (:mod:`aiokafkawire.net.pool`) makes a new one, with backoff.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
 import socket
@@ -266,10 +267,9 @@ class BrokerConnection:
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
-        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic);
+        # the time itself is counted in the broker's stats (throttle_time_ms_total, _max).
         self.throttled_until = 0.0
-        self.throttle_time_ms_total = 0
-        self.throttle_count = 0
         metrics = self.config.metrics
         self._metrics = metrics
         self._hooks = bool(metrics is not None and metrics.hooks)
@@ -278,6 +278,12 @@ class BrokerConnection:
             if metrics is not None
             else BrokerStats(host, port, node_id)
         )
+        # KIP-368 re-authentication: the timer that starts it, the task running it, and the
+        # gate new requests wait at while it runs (None when open).
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        self._reauth_gate: asyncio.Future[None] | None = None
+        self.reauthentications = 0
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open" if self._transport else "new"
@@ -326,8 +332,8 @@ class BrokerConnection:
                 f"connecting to {self.host}:{self.port} timed out after {timeout:.1f}s"
             ) from None
         except ssl.SSLError as exc:
-            raise errors.KafkaConnectionError(
-                f"TLS handshake with {self.host}:{self.port} failed: {exc.reason or exc}"
+            raise _tls_error(
+                f"TLS handshake with {self.host}:{self.port} failed", exc
             ) from exc
         except OSError as exc:
             raise errors.KafkaConnectionError(
@@ -399,7 +405,9 @@ class BrokerConnection:
         timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
         await self._wait_throttle()
-        await self._acquire_slot(timeout)
+        if self._reauth_gate is not None and not _reauthenticating.get():
+            await self._wait_reauthenticated(timeout)
+        await self._acquire_slot(max(deadline - time.monotonic(), 0.0))
         if self._error is not None:
             self._slots.release()
             raise self._error
@@ -443,6 +451,7 @@ class BrokerConnection:
             raise self._error
         if (
             self._transport is None
+            or self._reauth_gate is not None
             or self._slots.locked()
             or (self._writable is not None and not self._writable.is_set())
             or self.throttled
@@ -471,6 +480,10 @@ class BrokerConnection:
             raise self._error
         timeout = self._timeout_seconds(timeout_ms)
         await self._wait_throttle()
+        if self._reauth_gate is not None:
+            deadline = time.monotonic() + timeout
+            await self._wait_reauthenticated(timeout)
+            timeout = max(deadline - time.monotonic(), 0.0)
         await self._acquire_slot(timeout)
         if self._writable is not None and not self._writable.is_set():
             try:
@@ -497,18 +510,12 @@ class BrokerConnection:
                 return
             await asyncio.sleep(remaining)
 
-    def _note_throttle(self, api_key: int, version: int, response: Any) -> None:
-        throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
-        if throttle_ms <= 0:
-            return
-        self.throttle_count += 1
-        self.throttle_time_ms_total += throttle_ms
-        self._stats.throttled(throttle_ms)
-        if version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+    def _note_throttle(self, api_key: int, version: int, throttle_ms: int) -> None:
+        if throttle_ms > 0 and version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
             until = time.monotonic() + throttle_ms / 1000
             if until > self.throttled_until:
                 self.throttled_until = until
-        log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
+            log.debug("%r: throttled by the broker for %d ms (api %d)", self, throttle_ms, api_key)
 
     def _timeout_seconds(self, timeout_ms: float | None) -> float:
         """A request's timeout in seconds: ``timeout_ms``, or the configured request timeout."""
@@ -749,11 +756,14 @@ class BrokerConnection:
                     )
                     return
                 self._slots.release()
-                self._note_throttle(event.api_key, event.api_version, event.response)
+                response = event.response
                 stats.responses += 1
                 ring = latencies.get(waiter.api_key) or stats.latency(waiter.api_key)
                 ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
                 ring.count += 1
+                if getattr(response, "throttle_time_ms", 0):
+                    stats.throttled(response.throttle_time_ms)
+                    self._note_throttle(event.api_key, event.api_version, response.throttle_time_ms)
                 if self._hooks:
                     self._emit_request(waiter, now, None)
                 if waiter.abandoned:
@@ -772,9 +782,14 @@ class BrokerConnection:
     def _connection_lost(self, exc: Exception | None) -> None:
         if self._error is None:
             message = f"connection to {self.host}:{self.port} lost"
-            if exc is not None:
-                message += f": {exc}"
-            error = errors.KafkaConnectionError(message)
+            error: errors.KafkaError
+            if isinstance(exc, ssl.SSLError):
+                # TLS 1.3: a refused client certificate shows only after the handshake.
+                error = _tls_error(message, exc)
+            else:
+                if exc is not None:
+                    message += f": {exc}"
+                error = errors.KafkaConnectionError(message)
             if exc is not None:
                 error.__cause__ = exc
             self._fail(error)
@@ -795,6 +810,13 @@ class BrokerConnection:
         if self._error is not None:
             return
         self._error = error
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        if self._reauth_task is not None and self._reauth_task is not _current_task():
+            self._reauth_task.cancel()
+        if self._reauth_gate is not None and not self._reauth_gate.done():
+            self._reauth_gate.set_result(None)  # waiters then see the error
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
         self._close_direct_socket()
@@ -907,6 +929,7 @@ class BrokerConnection:
             )
         use_frames = handshake_version >= 1 and self.versions.supports(SASL_AUTHENTICATE_KEY)
         token: bytes | None = mechanism.start()
+        lifetime_ms = 0
         while token is not None:
             if use_frames:
                 response = await self.send(SaslAuthenticateRequest(auth_bytes=token))
@@ -915,10 +938,87 @@ class BrokerConnection:
                         response.error_message or "SASL authentication failed"
                     )
                 server_message = bytes(response.auth_bytes)
+                lifetime_ms = getattr(response, "session_lifetime_ms", 0) or 0
             else:
                 server_message = await self._raw_exchange(token)
             token = mechanism.step(server_message)
         log.debug("%r authenticated with %s", self, mechanism.name)
+        if lifetime_ms > 0:
+            self._schedule_reauthentication(lifetime_ms)
+
+    # ---------------------------------------------------------------- re-authentication
+
+    def _schedule_reauthentication(self, lifetime_ms: int) -> None:
+        """Re-authenticate (KIP-368) at 85-95% of the session the broker granted.
+
+        Past the session's end the broker closes the connection at the next request, so the
+        client re-authenticates ahead of it, on the same connection: new requests wait at a
+        gate, the ones in flight are answered first, then SaslHandshake and SaslAuthenticate
+        run again (a token provider is asked for a fresh token).  Jitter keeps a client's many
+        connections from re-authenticating at the same moment.
+        """
+        assert self._loop is not None
+        delay = lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+        self._reauth_timer = self._loop.call_later(delay, self._start_reauthentication)
+
+    def _start_reauthentication(self) -> None:
+        self._reauth_timer = None
+        if self._error is not None:
+            return
+        assert self._loop is not None
+        self._reauth_gate = self._loop.create_future()
+        self._reauth_task = self._loop.create_task(
+            self._reauthenticate(), name=f"reauthenticate {self.host}:{self.port}"
+        )
+
+    async def _reauthenticate(self) -> None:
+        gate = self._reauth_gate
+        assert gate is not None
+        token = _reauthenticating.set(True)
+        try:
+            # The broker must see the handshake after every request already sent was answered.
+            deadline = time.monotonic() + self.config.request_timeout_ms / 1000
+            while any(not w.abandoned for w in self._by_correlation.values()):
+                if self._error is not None:
+                    return
+                if time.monotonic() > deadline:
+                    raise errors.KafkaTimeoutError("requests in flight did not finish")
+                await asyncio.sleep(0.005)
+            await self._authenticate()
+            self.reauthentications += 1
+            log.debug("%r re-authenticated", self)
+        except asyncio.CancelledError:
+            raise  # closing
+        except Exception as exc:
+            # Without a valid session the broker will close the connection anyway.
+            error = (
+                exc
+                if isinstance(exc, errors.AuthenticationError)
+                else errors.AuthenticationError(f"re-authentication failed: {exc}")
+            )
+            if error is not exc:
+                error.__cause__ = exc
+            self._fail(error)
+        finally:
+            _reauthenticating.reset(token)
+            self._reauth_gate = None
+            if not gate.done():
+                gate.set_result(None)
+            self._reauth_task = None
+
+    async def _wait_reauthenticated(self, timeout: float) -> None:
+        gate = self._reauth_gate
+        if gate is None:
+            return
+        try:
+            async with _timeout(timeout):
+                await asyncio.shield(gate)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise errors.KafkaTimeoutError(
+                f"{self.host}:{self.port} did not finish re-authenticating within {timeout:.1f}s"
+            ) from None
+        if self._error is not None:
+            raise self._error
 
     async def _raw_exchange(self, token: bytes) -> bytes:
         """SASL v0: tokens travel as bare size-prefixed frames without Kafka headers."""
@@ -950,6 +1050,44 @@ class BrokerConnection:
         del self._raw_buffer[: 4 + size]
         if self._raw_waiter is not None and not self._raw_waiter.done():
             self._raw_waiter.set_result(payload)
+
+
+# OpenSSL reasons that mean a certificate was refused, on either side: not retriable.
+_CERTIFICATE_REASONS = (
+    "CERTIFICATE_VERIFY_FAILED",
+    "BAD_CERTIFICATE",
+    "CERTIFICATE_REQUIRED",
+    "UNKNOWN_CA",
+    "CERTIFICATE_UNKNOWN",
+    "UNSUPPORTED_CERTIFICATE",
+    "CERTIFICATE_EXPIRED",
+    "CERTIFICATE_REVOKED",
+    "HANDSHAKE_FAILURE",
+)
+
+
+def _tls_error(context: str, exc: ssl.SSLError) -> errors.KafkaError:
+    """A typed error for a TLS failure: certificates are authentication, the rest connection."""
+    reason = exc.reason or ""
+    detail = getattr(exc, "verify_message", None) or reason or str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError) or any(
+        name in reason for name in _CERTIFICATE_REASONS
+    ):
+        return errors.SslAuthenticationError(f"{context}: {detail}")
+    return errors.KafkaConnectionError(f"{context}: {detail}")
+
+
+# Set inside a connection's re-authentication task: its own requests pass the gate.
+_reauthenticating: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "aiokafkawire_reauthenticating", default=False
+)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop (closing from outside the loop)
+        return None
 
 
 def _acquire_now(semaphore: asyncio.Semaphore) -> None:

@@ -124,6 +124,16 @@ class Sender:
         self.gated: set[TopicPartition] = set()
         # Next sequence the broker expects per partition (after our last acknowledged batch).
         self.acked_next: dict[TopicPartition, int] = {}
+        # Per partition, the producer id of which the leader acknowledged a batch, i.e. holds
+        # state.  A leader without state for a producer id accepts ANY sequence as its first
+        # batch (Kafka's ProducerAppendInfo.checkSequence), so until then only one batch of the
+        # partition may be on its way: a later one could overtake it (a cut connection, a
+        # retriable error) and be written first.  Once it has state, the leader refuses
+        # sequences out of order itself and pipelining is safe.
+        self.confirmed: dict[TopicPartition, int] = {}
+        # Partitions whose sequences the next epoch restarts (the broker lost our state there,
+        # or a sent batch failed for good, leaving a hole): see _restart_sequences.
+        self.resequence: set[TopicPartition] = set()
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self.acked_next.clear
         self._identity_epoch = (-1, -1)
@@ -245,9 +255,15 @@ class Sender:
         for queue in accumulator.batches.values():
             while queue and now - queue[0].created >= limit:
                 batch = queue.popleft()
+                unknown = (
+                    ": sent before, the broker may or may not have written them"
+                    if batch.attempts
+                    else ""
+                )
                 exc = errors.KafkaTimeoutError(
                     f"{batch.count} records for {batch.topic}-{batch.partition} expired after "
                     f"{now - batch.created:.1f}s (delivery_timeout_ms) in {batch.attempts} attempts"
+                    f"{unknown}"
                 )
                 self._fail_batch(batch, exc)
 
@@ -271,6 +287,10 @@ class Sender:
         transactional = self.txn.transactional
         in_txn = self.txn.partitions_in_txn
         in_flight_by_tp = self.in_flight_by_tp
+        gated = self.gated
+        limit = self.partition_limit
+        confirmed = self.confirmed
+        producer_id = self.txn.producer_id
         for tp, queue in accumulator.batches.items():
             if not queue:
                 continue
@@ -285,12 +305,13 @@ class Sender:
                     next_due = due if next_due is None else min(next_due, due)
                     continue
             in_flight = in_flight_by_tp.get(tp, 0)
-            if tp in self.gated:
-                if in_flight:
+            if in_flight:
+                # At the limit, behind a retry (sent once nothing is in flight), or the leader
+                # may not know this producer yet (see ``confirmed``): wait for the answers.
+                if in_flight >= limit or tp in gated or confirmed.get(tp) != producer_id:
                     continue
-                self.gated.discard(tp)
-            if in_flight >= self.partition_limit:
-                continue
+            elif tp in gated:
+                gated.discard(tp)
             if transactional and tp not in in_txn:
                 continue  # AddPartitionsToTxn first
             leader = metadata.leader_for(tp.topic, tp.partition)
@@ -331,15 +352,10 @@ class Sender:
             queues[batch.tp].popleft()
             batch.closed = True
             batch.in_flight = True
-            if self.idempotent:
-                if (
-                    batch.base_sequence < 0
-                    or batch.producer_id != txn.producer_id
-                    or batch.producer_epoch != txn.producer_epoch
-                ):
-                    sequence = txn.sequence_for(batch.tp, batch.count)
-                else:
-                    sequence = batch.base_sequence
+            if self.idempotent and batch.base_sequence < 0:
+                # A retried batch keeps its producer id, epoch and sequence (it may be in the
+                # log already): only a new batch, or one _restart_sequences cleared, takes some.
+                sequence = txn.sequence_for(batch.tp, batch.count)
                 batch.encode(txn.producer_id, txn.producer_epoch, sequence)
             self.in_flight_by_tp[batch.tp] = self.in_flight_by_tp.get(batch.tp, 0) + 1
             batches.append(batch)
@@ -584,6 +600,7 @@ class Sender:
             and batch.producer_epoch == txn.producer_epoch
         ):
             self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
+            self.confirmed[batch.tp] = batch.producer_id
         stats = self.stats
         stats.records += batch.count
         stats.batches += 1
@@ -629,6 +646,7 @@ class Sender:
             txn.set_abortable(exc)
         if self.idempotent and batch.base_sequence >= 0 and batch.attempts:
             # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
+            self.resequence.add(batch.tp)
             txn.request_bump(f"batch for {batch.topic}-{batch.partition} failed: {exc}")
 
     def _attempt_failed(self, batch: ProducerBatch, exc: errors.KafkaError) -> None:
@@ -650,6 +668,7 @@ class Sender:
             if same_identity and not self._earlier_batch_pending(batch):
                 # The broker lost our state (or records): nothing earlier is pending, so waiting
                 # will not help.  A new epoch restarts the sequences (KIP-360).
+                self.resequence.add(tp)
                 if txn.transactional:
                     self._fail_batch(batch, exc)
                     return
@@ -694,6 +713,7 @@ class Sender:
             await self.txn.init_producer_id()
             self._identity_error = None
             self.acked_next.clear()
+            self._restart_sequences()
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
@@ -707,6 +727,27 @@ class Sender:
             await asyncio.sleep(self.retry_backoff)
         finally:
             self.wakeup.set()
+
+    def _restart_sequences(self) -> None:
+        """After a new epoch or producer id (nothing is in flight then): renumber what must be.
+
+        The partitions in ``resequence`` start again at 0: their waiting batches lose their
+        sequence numbers and take new ones as they are drained, i.e. in creation order (retries
+        are queued before every younger batch).  Elsewhere a batch sent before keeps its old
+        producer id, epoch and sequence until it is decided: it may be in the log already, and
+        renumbered it would be written twice.  Such a partition sends one batch at a time until
+        one of the new identity is acknowledged, so that no batch of the new epoch can be
+        written before the old ones are resolved (the broker would then fence the old epoch).
+        """
+        for tp, queue in self.accumulator.batches.items():
+            if not queue or queue[0].base_sequence < 0:
+                continue  # retried batches come first: none here
+            if tp in self.resequence:
+                for batch in queue:
+                    batch.base_sequence = -1
+            else:
+                self.confirmed.pop(tp, None)
+        self.resequence.clear()
 
     async def _add_partitions(self) -> None:
         txn = self.txn

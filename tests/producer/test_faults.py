@@ -14,6 +14,7 @@ import pytest
 from _producer_helpers import create_topic, read_back, unique_topic
 
 from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 from aiokafkawire.testing import KafkaCluster, MockCluster, TansuBroker
 from aiokafkawire.testing.pytest_plugin import broker_kind_params
@@ -229,29 +230,32 @@ async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(
     assert [int(r.value) for r in read] == list(range(50))  # type: ignore[arg-type]
 
 
-# OPEN BUG, found when this test first ran on Apache Kafka 4.4: the log held 20,045 records for
-# 20,000 sent: partition 0 held the second batch (sequence 48) at offset 0, then the first, then
-# the second again; partitions 1 and 2 the first, the second, the second again.  The reading so
-# far: the first Produce to a fresh topic is slow on a cold broker and the cut catches the first
-# five requests in flight; on partition 0 the first batch had not been appended when the second
-# was, and Kafka accepts any first sequence from a producer it has no state for.  The retry of
-# sequence 0 then gets OUT_OF_ORDER_SEQUENCE_NUMBER, the producer bumps its epoch (KIP-360) and
-# re-sequences every unacknowledged batch, including second batches that were written but whose
-# answers the cut lost.  Not reproduced on every run; the fix belongs in the producer.
-KAFKA_DUPLICATES = "open bug: cut connections duplicated a batch on Kafka 4.4 (see comment)"
-
-
-@pytest.fixture(
-    params=[
-        *broker_kind_params(("tansu",)),
-        pytest.param("kafka", marks=pytest.mark.skip(reason=KAFKA_DUPLICATES)),
-    ]
-)
+@pytest.fixture(params=broker_kind_params(("tansu", "kafka")))
 def sequence_checking_bootstrap(request: pytest.FixtureRequest) -> str:
     """Brokers that check idempotent sequence numbers (the mock cannot bump producer epochs)."""
     fixture = "tansu_broker" if request.param == "tansu" else "kafka_cluster"
     broker: TansuBroker | KafkaCluster = request.getfixturevalue(fixture)
     return broker.bootstrap_servers
+
+
+async def _cut_when_in_flight(cluster: Cluster, within: float) -> bool:
+    """Close the produce connections the first moment one has requests in flight.
+
+    ``send()`` rarely yields, so right after a cut nothing may be in flight until the loop has
+    let the producer connect again: wait for that (polling, at most ``within`` seconds) instead
+    of counting on the timing of a loaded machine.  Returns whether a connection was cut.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        cut = False
+        for broker in cluster.metadata.brokers.values():
+            connection = cluster.pool.cached(broker.host, broker.port, "produce")
+            if connection is not None and connection.in_flight:
+                connection.close()  # the answers of the requests in flight are lost
+                cut = True
+        if cut or time.monotonic() >= deadline:
+            return cut
+        await asyncio.sleep(0.001)
 
 
 async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker(
@@ -276,16 +280,10 @@ async def test_cut_connections_with_five_in_flight_on_a_sequence_checking_broker
         cluster = producer._cluster
         assert cluster is not None
         handles = []
-        next_cut = 999  # a cut every 1,000 records at most: the first moment after that with
-        for i in range(count):  # requests in flight (how often there are some depends on timing)
+        for i in range(count):
             handles.append(await producer.send(topic, b"%d" % i, partition=i % PARTITIONS))
-            if i >= next_cut:
-                for broker in cluster.metadata.brokers.values():
-                    connection = cluster.pool.cached(broker.host, broker.port, "produce")
-                    if connection is not None and connection.in_flight:
-                        connection.close()  # responses of requests in flight are lost
-                        cuts += 1
-                        next_cut = i + 1000
+            if i % 1000 == 999:
+                cuts += await _cut_when_in_flight(cluster, within=5.0)
         await producer.flush(timeout=60)
     assert len(partitions) >= PARTITIONS
     assert cuts >= 3, "no connection was cut with requests in flight"
