@@ -359,6 +359,14 @@ def test_options_are_checked() -> None:
         ShareConsumer("t", group_id="g", acquire_mode="greedy")
     with pytest.raises(errors.ConfigError, match="unknown ShareConsumer options"):
         ShareConsumer("t", group_id="g", enable_auto_commit=True)
+    with pytest.raises(errors.ConfigTypeError, match="max_poll_records"):
+        ShareConsumer("t", group_id="g", max_poll_records="10")
+    with pytest.raises(errors.ConfigError, match="max_poll_records"):
+        ShareConsumer("t", group_id="g", max_poll_records=0)
+    with pytest.raises(errors.ConfigTypeError, match="on_acknowledgement"):
+        ShareConsumer("t", group_id="g", on_acknowledgement="print")
+    with pytest.raises(errors.ConfigTypeError, match="topic"):
+        ShareConsumer(b"t", group_id="g")  # type: ignore[arg-type]
 
 
 async def test_use_before_start_and_after_close() -> None:
