@@ -506,7 +506,8 @@ async def test_mixed_group_with_confluent_kafka_share_consumers(
     everything = Counter(v for part in [*ours_received, *theirs] for v in part)
     assert set(everything) == {str(i).encode() for i in range(total)}
     assert max(everything.values()) == 1, "a record was processed twice"
-    assert all(ours_received), "each of our consumers got records"
+    # The group really was mixed: records went to our members as well as to librdkafka's.
+    assert sum(map(len, ours_received)) > 0 and sum(map(len, theirs)) > 0
     print(  # the split, for the log
         "mixed group split:",
         [len(p) for p in ours_received],

@@ -359,6 +359,14 @@ def test_options_are_checked() -> None:
         ShareConsumer("t", group_id="g", acquire_mode="greedy")
     with pytest.raises(errors.ConfigError, match="unknown ShareConsumer options"):
         ShareConsumer("t", group_id="g", enable_auto_commit=True)
+    with pytest.raises(errors.ConfigTypeError, match="max_poll_records"):
+        ShareConsumer("t", group_id="g", max_poll_records="10")
+    with pytest.raises(errors.ConfigError, match="max_poll_records"):
+        ShareConsumer("t", group_id="g", max_poll_records=0)
+    with pytest.raises(errors.ConfigTypeError, match="on_acknowledgement"):
+        ShareConsumer("t", group_id="g", on_acknowledgement="print")
+    with pytest.raises(errors.ConfigTypeError, match="topic"):
+        ShareConsumer(b"t", group_id="g")  # type: ignore[arg-type]
 
 
 async def test_use_before_start_and_after_close() -> None:
@@ -534,3 +542,138 @@ async def test_commit_sends_a_share_acknowledge_and_returns_the_verdicts() -> No
     [outcome] = outcomes
     assert outcome.partition == TP and outcome.offsets == {0: A, 1: J}
     assert isinstance(outcome.error, errors.InvalidRecordStateError)
+
+
+# ------------------------------------------------------------------ membership, scripted
+
+
+def _scripted_membership(answers: list[Any]) -> tuple[Any, list[Any], list[Any], Any]:
+    from aiokafkawire.consumer.share.membership import ShareMembership
+
+    topic_id = uuid.uuid4()
+    sent: list[Any] = []
+    assignments: list[set[TopicPartition]] = []
+    fatal: list[Any] = []
+
+    class Connection:
+        host, port = "127.0.0.1", 9092
+        versions = SimpleNamespace(supports=lambda key, version=0: True)
+
+        async def send(self, request: Any, version: Any = None, *, timeout_ms: Any = None) -> Any:
+            sent.append(request)
+            return answers.pop(0) if answers else answers_default(request)
+
+    def answers_default(request: Any) -> Any:
+        from aiokafkawire.protocol.messages import share_group_heartbeat as m
+
+        return m.ShareGroupHeartbeatResponse(
+            member_id=request.member_id, member_epoch=7, heartbeat_interval_ms=50
+        )
+
+    refreshed: list[bool] = []
+
+    async def coordinator_connection(key: str, purpose: str = "group") -> Connection:
+        return Connection()
+
+    async def refresh_metadata() -> None:
+        refreshed.append(True)
+
+    metadata = SimpleNamespace(topics={"jobs": SimpleNamespace(topic_id=topic_id)})
+    cluster: Any = SimpleNamespace(
+        metadata=metadata,
+        set_topics=lambda topics: None,
+        coordinator_connection=coordinator_connection,
+        invalidate_coordinator=lambda key, kind="group": None,
+        refresh_metadata=refresh_metadata,
+    )
+    membership = ShareMembership(
+        cluster, "g", on_assignment=assignments.append, on_fatal=fatal.append, retry_backoff_ms=5
+    )
+    return (
+        membership,
+        sent,
+        assignments,
+        SimpleNamespace(topic_id=topic_id, fatal=fatal, refreshed=refreshed),
+    )
+
+
+def _heartbeat_answer(member_epoch: int, *, error: int = 0, assignment: Any = None) -> Any:
+    from aiokafkawire.protocol.messages import share_group_heartbeat as m
+
+    return m.ShareGroupHeartbeatResponse(
+        error_code=error,
+        member_id=None,
+        member_epoch=member_epoch,
+        heartbeat_interval_ms=20,
+        assignment=None
+        if assignment is None
+        else m.Assignment(
+            topic_partitions=[
+                m.TopicPartitions(topic_id=tid, partitions=parts) for tid, parts in assignment
+            ]
+        ),
+    )
+
+
+async def _until(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.005)
+
+
+async def test_membership_joins_follows_the_assignment_and_rejoins_when_fenced() -> None:
+    answers: list[Any] = []
+    membership, sent, assignments, h = _scripted_membership(answers)
+    answers += [
+        _heartbeat_answer(1, assignment=[(h.topic_id, [0, 1])]),
+        _heartbeat_answer(1),  # no change
+        _heartbeat_answer(-1, error=errors.FencedMemberEpochError.code),
+        _heartbeat_answer(3, assignment=[(h.topic_id, [1])]),
+    ]
+    membership.subscribe(["jobs"])
+    membership.start()
+    try:
+        await _until(lambda: len(assignments) >= 3)
+    finally:
+        await membership.close(leave=True)
+    jobs = TopicPartition
+    assert assignments[:3] == [{jobs("jobs", 0), jobs("jobs", 1)}, set(), {jobs("jobs", 1)}]
+    # Join (epoch 0) with the full state, then only the epoch; after fencing, join again.
+    assert sent[0].member_epoch == 0 and sent[0].subscribed_topic_names == ["jobs"]
+    assert sent[1].member_epoch == 1 and sent[1].subscribed_topic_names is None
+    assert sent[3].member_epoch == 0 and sent[3].subscribed_topic_names == ["jobs"]
+    assert len({r.member_id for r in sent}) == 1  # one member id for the consumer's lifetime
+    assert sent[-1].member_epoch == -1  # left the group on close
+    assert h.fatal == []
+
+
+async def test_membership_unsupported_broker_is_fatal_with_the_way_to_enable_it() -> None:
+    answers = [_heartbeat_answer(0, error=errors.UnsupportedVersionError.code)]
+    membership, _, _, h = _scripted_membership(answers)
+    membership.subscribe(["jobs"])
+    membership.start()
+    try:
+        await _until(lambda: bool(h.fatal))
+    finally:
+        await membership.close(leave=False)
+    [error] = h.fatal
+    assert isinstance(error, errors.ShareGroupsUnsupportedError)
+    assert "share.version" in str(error)
+
+
+async def test_membership_waits_for_metadata_naming_an_assigned_topic_id() -> None:
+    unknown = uuid.uuid4()
+    answers: list[Any] = []
+    membership, _, assignments, h = _scripted_membership(answers)
+    answers.append(_heartbeat_answer(1, assignment=[(unknown, [0])]))
+    membership.subscribe(["jobs"])
+    membership.start()
+    try:
+        await _until(lambda: len(h.refreshed) >= 2)
+        assert assignments == []  # never an assignment with a topic it cannot name
+        membership._cluster.metadata.topics["later"] = SimpleNamespace(topic_id=unknown)
+        await _until(lambda: bool(assignments))
+    finally:
+        await membership.close(leave=False)
+    assert assignments == [{TopicPartition("later", 0)}, set()]  # set(): given up on close

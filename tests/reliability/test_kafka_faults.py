@@ -333,10 +333,16 @@ async def test_a_group_survives_the_death_of_its_coordinator(fault_cluster: Kafk
         tasks.append(asyncio.create_task(feed(producer)))
         try:
             before = await stable_assignment(consumers, 6)
-            async with Admin(bootstrap_servers=bootstrap) as admin:
-                coordinator = (await admin.describe_groups([group]))[group].coordinator
-            assert coordinator in cluster.broker_ids
             await asyncio.sleep(1.0)  # commits and heartbeats flowing
+            async with Admin(bootstrap_servers=bootstrap) as admin:
+                described = (await admin.describe_groups([group]))[group]
+                coordinator = described.coordinator
+                members_before = {m.member_id for m in described.members}
+                committed_before = {
+                    tp: o.offset for tp, o in (await admin.list_group_offsets(group)).items()
+                }
+            assert coordinator in cluster.broker_ids and len(members_before) == 3
+            assert len(committed_before) == 6, committed_before
             cluster.kill_broker(coordinator)
             killed_at = time.monotonic()
             # Every member gets records produced after the kill, within the session timeout.
@@ -347,8 +353,22 @@ async def test_a_group_survives_the_death_of_its_coordinator(fault_cluster: Kafk
                     if index not in resumed and any(t > killed_at + 0.5 for t, _ in got):
                         resumed[index] = next(t for t, _ in got if t > killed_at + 0.5) - killed_at
                 await asyncio.sleep(0.1)
-            async with Admin(bootstrap_servers=bootstrap) as admin:
-                moved_to = (await admin.describe_groups([group]))[group].coordinator
+            # The group works through the new coordinator: every partition's committed offset
+            # moves on (auto-commit) — only a coordinator accepts commits.
+            commits_resumed = None
+            async with Admin(bootstrap_servers=bootstrap, request_timeout_ms=2_000) as admin:
+                while commits_resumed is None and time.monotonic() < deadline:
+                    with contextlib.suppress(errors.KafkaError, asyncio.TimeoutError):
+                        now = await asyncio.wait_for(admin.list_group_offsets(group), 3)
+                        if all(
+                            tp in now and now[tp].offset > offset
+                            for tp, offset in committed_before.items()
+                        ):
+                            commits_resumed = time.monotonic() - killed_at
+                    await asyncio.sleep(0.2)
+                described = (await admin.describe_groups([group]))[group]
+            moved_to = described.coordinator
+            members_after = {m.member_id for m in described.members}
             after = [c.assignment() for c in consumers]
         finally:
             stop.set()
@@ -356,11 +376,15 @@ async def test_a_group_survives_the_death_of_its_coordinator(fault_cluster: Kafk
     slowest = max(resumed.values(), default=float("inf"))
     print(
         f"\n[coordinator] killed node {coordinator}, new coordinator {moved_to}, members resumed "
-        f"after {sorted(round(v, 2) for v in resumed.values())} s"
+        f"consuming after {sorted(round(v, 2) for v in resumed.values())} s, committing after "
+        f"{commits_resumed if commits_resumed is None else round(commits_resumed, 2)} s"
     )
     assert len(resumed) == 3, f"members that resumed: {resumed}"
     assert slowest < SESSION_TIMEOUT_MS / 1000, f"resumed after {slowest:.1f}s"
     assert moved_to != coordinator
+    assert commits_resumed is not None, "no commit reached the new coordinator"
+    assert commits_resumed < SESSION_TIMEOUT_MS / 1000, f"commits resumed after {commits_resumed}"
+    assert members_after == members_before, "the members rejoined: the group was rebuilt"
     assert after == before, "the assignment changed although no member left"
     await wait_until_healthy(cluster, [topic])
 

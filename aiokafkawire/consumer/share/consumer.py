@@ -34,7 +34,14 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
-from aiokafkawire.client_config import split_common_options
+from aiokafkawire.client_config import (
+    check_choice,
+    check_int,
+    check_number,
+    check_type,
+    split_common_options,
+    unknown_options_error,
+)
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import timeout_after
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
@@ -118,15 +125,29 @@ class ShareConsumer:
     ) -> None:
         common, rest = split_common_options(dict(options))
         if rest:
-            raise errors.ConfigError(f"unknown ShareConsumer options: {sorted(rest)}")
-        if not group_id:
-            raise errors.ConfigError("a ShareConsumer needs a group_id")
-        if acknowledgement_mode not in _MODES:
-            raise errors.ConfigError(f"acknowledgement_mode must be one of {_MODES}")
-        if max_poll_records < 1:
-            raise errors.ConfigError("max_poll_records must be at least 1")
-        if acquire_mode not in ACQUIRE_MODES:
-            raise errors.ConfigError(f"acquire_mode must be one of {sorted(ACQUIRE_MODES)}")
+            raise unknown_options_error("ShareConsumer", rest)
+        for topic in topics:
+            check_type("topic", topic, str)
+        check_type("group_id", group_id, str)
+        if not group_id.strip():
+            raise errors.ConfigError("a ShareConsumer needs a group_id (the share group)")
+        check_choice("acknowledgement_mode", acknowledgement_mode, _MODES)
+        check_choice("acquire_mode", acquire_mode, tuple(ACQUIRE_MODES))
+        check_int("max_poll_records", max_poll_records, minimum=1)
+        check_number("fetch_max_wait_ms", fetch_max_wait_ms, minimum=0)
+        check_int("fetch_min_bytes", fetch_min_bytes, minimum=0)
+        check_int("fetch_max_bytes", fetch_max_bytes, minimum=1)
+        check_type("check_crcs", check_crcs, bool)
+        check_type("client_rack", client_rack, str, none_ok=True)
+        for name, function in (
+            ("on_acknowledgement", on_acknowledgement),
+            ("key_deserializer", key_deserializer),
+            ("value_deserializer", value_deserializer),
+        ):
+            if function is not None and not callable(function):
+                raise errors.ConfigTypeError(
+                    f"{name} must be callable, got {type(function).__name__}"
+                )
         self._common = common
         self._group_id = group_id
         self._explicit = acknowledgement_mode == "explicit"
@@ -135,7 +156,7 @@ class ShareConsumer:
         self._max_poll_records = max_poll_records
         self._fetch_config = ShareFetchConfig(
             group_id=group_id,
-            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_max_wait_ms=int(fetch_max_wait_ms),
             fetch_min_bytes=fetch_min_bytes,
             fetch_max_bytes=fetch_max_bytes,
             max_poll_records=max_poll_records,
