@@ -52,11 +52,13 @@ def read_with_librdkafka(
     partitions: int = 1,
     *,
     isolation_level: str = "read_committed",
+    expected: int | None = None,
     idle_s: float = 3.0,
     timeout_s: float = 30.0,
 ) -> list[Any]:
-    """Every message confluent-kafka reads from the start of ``topic`` until ``idle_s`` of
-    silence (bounded by ``timeout_s``); blocking."""
+    """Every message confluent-kafka reads from the start of ``topic``: until ``expected``
+    arrived, or ``idle_s`` of silence after the first message (bounded by ``timeout_s``; a
+    loaded machine can take seconds to the first one); blocking."""
     consumer = ck.Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -72,8 +74,12 @@ def read_with_librdkafka(
         )
         messages: list[Any] = []
         deadline = time.monotonic() + timeout_s
-        last = time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - last < idle_s:
+        last: float | None = None
+        while time.monotonic() < deadline:
+            if expected is not None and len(messages) >= expected:
+                break
+            if last is not None and time.monotonic() - last >= idle_s:
+                break
             message = consumer.poll(0.2)
             if message is None:
                 continue
@@ -95,15 +101,17 @@ async def read_all(
     **config: Any,
 ) -> list[ConsumerRecord]:
     """Every record our consumer reads from the beginning of ``partitions``: until ``expected``
-    arrived, or ``idle_s`` without a record (bounded by ``timeout_s``)."""
+    arrived, or ``idle_s`` without a record after the first (bounded by ``timeout_s``)."""
     records: list[ConsumerRecord] = []
     async with Consumer(bootstrap_servers=bootstrap, fetch_max_wait_ms=100, **config) as consumer:
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         deadline = time.monotonic() + timeout_s
-        last = time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - last < idle_s:
+        last: float | None = None
+        while time.monotonic() < deadline:
             if expected is not None and len(records) >= expected:
+                break
+            if last is not None and time.monotonic() - last >= idle_s:
                 break
             batch = await consumer.getmany(timeout_ms=200)
             for part in batch.values():
