@@ -159,7 +159,11 @@ async def test_commit_metadata_round_trip_with_librdkafka(kafka_cluster: KafkaCl
     topic = await create_topic(bootstrap, "meta", 2)
     group = unique("meta")
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
-    async with Consumer(bootstrap_servers=bootstrap, group_id=group) as ours:
+    # No auto-commit: a position resolved before close would be committed again on close with
+    # empty metadata (as the Java client does), overwriting the metadata under test.
+    async with Consumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    ) as ours:
         ours.assign(tps)
         await ours.commit({tps[0]: OffsetAndMetadata(0, "ours ✓"), tps[1]: (0, "")})
 
