@@ -17,7 +17,6 @@ TLS certificates come from a ``trustme`` CA made per cluster.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import shutil
@@ -32,13 +31,13 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from aiokafkawire.errors import ConfigError, KafkaTimeoutError
 from aiokafkawire.testing._errors import BrokerStartError, BrokerUnavailableError
 from aiokafkawire.testing._maven import find_java, resolve_jars
 from aiokafkawire.testing._probe import probe_api_versions
+from aiokafkawire.testing._process import ChildProcessServer, die_with_this_process, terminate
 from aiokafkawire.testing.tansu import find_free_port
 
 __all__ = [
@@ -154,28 +153,6 @@ def _random_cluster_id() -> str:
             return text
 
 
-def _die_with_this_process() -> list[str]:
-    # Linux's parent-death signal (util-linux setpriv) stops the JVM if the test process dies
-    # without stopping it. It is tied to the starting thread, so only used from the main thread.
-    if threading.current_thread() is not threading.main_thread():
-        return []
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
-
-
-def _terminate(process: subprocess.Popen[bytes], grace: float) -> None:
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=30)
-
-
 def _finalize(processes: list[subprocess.Popen[bytes]], workdir: str) -> None:
     # Safety net for a cluster that was never stopped (garbage collection or interpreter exit).
     for process in processes:
@@ -205,7 +182,7 @@ class _Node:
         return self.directory / "server.properties"
 
 
-class KafkaCluster:
+class KafkaCluster(ChildProcessServer):
     """Apache Kafka brokers (KRaft, combined broker+controller nodes) as child processes.
 
     Use it as a context manager, synchronous or asynchronous::
@@ -369,21 +346,6 @@ class KafkaCluster:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
         self._nodes = {}
-
-    async def start_async(self) -> KafkaCluster:
-        """:meth:`start` in a worker thread; a cancelled caller still gets the JVMs stopped."""
-        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
-        try:
-            return await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await starting
-            await asyncio.to_thread(self.stop)
-            raise
-
-    async def stop_async(self) -> None:
-        """:meth:`stop` in a worker thread."""
-        await asyncio.to_thread(self.stop)
 
     # ------------------------------------------------------------------------- node control
 
@@ -661,7 +623,7 @@ class KafkaCluster:
         log = open(node.log_path, "ab")  # kept open while the JVM runs
         try:
             process = subprocess.Popen(
-                _die_with_this_process() + self._jvm_command("kafka.Kafka", str(node.config_path)),
+                die_with_this_process() + self._jvm_command("kafka.Kafka", str(node.config_path)),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -732,7 +694,7 @@ class KafkaCluster:
 
     def _stop_node(self, node: _Node, grace: float) -> None:
         if node.process is not None:
-            _terminate(node.process, grace)
+            terminate(node.process, grace)
         node.paused = False
         self._close_log(node)
 
@@ -741,30 +703,6 @@ class KafkaCluster:
         if node.log is not None:
             node.log.close()
             node.log = None
-
-    # ------------------------------------------------------------------------ context managers
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> KafkaCluster:
-        return await self.start_async()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop_async()
 
     def __repr__(self) -> str:
         state = self.bootstrap_servers if self._nodes else "not started"

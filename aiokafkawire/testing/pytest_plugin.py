@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -142,6 +142,28 @@ def tansu_broker() -> Iterator[TansuBroker]:
         broker.stop()
 
 
+_Made = TypeVar("_Made")
+
+
+def _tracking_factory(
+    make: Callable[..., _Made], dispose: Callable[[_Made], object]
+) -> Iterator[Callable[..., _Made]]:
+    """A fixture body: yields ``make`` wrapped so that everything it made is disposed of at
+    teardown, in order, even when the test failed."""
+    made: list[_Made] = []
+
+    def factory(*args: Any, **kwargs: Any) -> _Made:
+        thing = make(*args, **kwargs)
+        made.append(thing)
+        return thing
+
+    try:
+        yield factory
+    finally:
+        for thing in made:
+            dispose(thing)
+
+
 def _start_kafka(what: str, **kwargs: Any) -> KafkaCluster:
     cluster = KafkaCluster(**kwargs)
     try:
@@ -173,18 +195,9 @@ def kafka_cluster_39() -> Iterator[KafkaCluster]:
 @pytest.fixture
 def kafka_cluster_factory() -> Iterator[Callable[..., KafkaCluster]]:
     """A factory ``(**KafkaCluster kwargs) -> started KafkaCluster``, each stopped at teardown."""
-    clusters: list[KafkaCluster] = []
-
-    def factory(**kwargs: Any) -> KafkaCluster:
-        cluster = _start_kafka("Apache Kafka", **kwargs)
-        clusters.append(cluster)
-        return cluster
-
-    try:
-        yield factory
-    finally:
-        for cluster in clusters:
-            cluster.stop()
+    yield from _tracking_factory(
+        lambda **kwargs: _start_kafka("Apache Kafka", **kwargs), KafkaCluster.stop
+    )
 
 
 def _new_mock_cluster(num_brokers: int) -> MockCluster:
@@ -197,18 +210,9 @@ def _new_mock_cluster(num_brokers: int) -> MockCluster:
 @pytest.fixture
 def mock_cluster_factory() -> Iterator[Callable[..., MockCluster]]:
     """A factory ``(num_brokers=3) -> MockCluster``; every cluster is closed at teardown."""
-    clusters: list[MockCluster] = []
-
-    def factory(num_brokers: int = 3) -> MockCluster:
-        cluster = _new_mock_cluster(num_brokers)
-        clusters.append(cluster)
-        return cluster
-
-    try:
-        yield factory
-    finally:
-        for cluster in clusters:
-            cluster.close()
+    yield from _tracking_factory(
+        lambda num_brokers=3: _new_mock_cluster(num_brokers), MockCluster.close
+    )
 
 
 @pytest.fixture

@@ -8,24 +8,19 @@ started.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import IO
 
 from aiokafkawire.errors import ConfigError, KafkaTimeoutError
 from aiokafkawire.testing._errors import BrokerStartError, BrokerUnavailableError
 from aiokafkawire.testing._probe import ApiVersionsInfo, probe_api_versions
+from aiokafkawire.testing._process import ChildProcessServer, die_with_this_process, terminate
 
 __all__ = ["TansuBroker", "find_free_port", "resolve_tansu_binary"]
 
@@ -69,41 +64,15 @@ def find_free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def _terminate(process: subprocess.Popen[bytes], grace: float) -> None:
-    """Stop ``process`` (SIGTERM, bounded wait, then SIGKILL) and reap it."""
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=grace)
-
-
 def _finalize(process: subprocess.Popen[bytes] | None, log: IO[bytes] | None) -> None:
     # Safety net for brokers that were never stopped: runs at garbage collection or at exit.
     if process is not None:
-        _terminate(process, grace=2.0)
+        terminate(process, grace=2.0)
     if log is not None:
         log.close()
 
 
-def _die_with_this_process() -> list[str]:
-    """A command prefix that kills the broker if this process dies without stopping it.
-
-    A test run that is killed (a timeout, Ctrl-C twice) runs no fixture teardown; Linux's
-    parent-death signal, set by util-linux ``setpriv``, then stops the broker too.  The signal is
-    tied to the thread that starts the child, so it is only used from the main thread (the
-    fixtures'); ``start_async`` starts from a worker thread that may end before the broker should.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return []
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
-
-
-class TansuBroker:
+class TansuBroker(ChildProcessServer):
     """A Tansu broker child process with in-memory storage on a loopback port.
 
     Use it as a context manager, synchronous or asynchronous::
@@ -256,30 +225,10 @@ class TansuBroker:
             self._finalizer = None
         try:
             if process is not None:
-                _terminate(process, self.stop_timeout)
+                terminate(process, self.stop_timeout)
         finally:
             if log is not None:
                 log.close()
-
-    async def start_async(self) -> TansuBroker:
-        """:meth:`start` without blocking the running event loop.
-
-        If the caller is cancelled meanwhile, the start (bounded by ``startup_timeout``) is
-        allowed to finish and the broker is stopped before the cancellation propagates, so no
-        process outlives a cancelled ``async with``.
-        """
-        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
-        try:
-            return await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await starting
-            await asyncio.to_thread(self.stop)
-            raise
-
-    async def stop_async(self) -> None:
-        """:meth:`stop` without blocking the running event loop."""
-        await asyncio.to_thread(self.stop)
 
     def probe(self, *, version: int = 3, timeout: float = 2.0) -> ApiVersionsInfo:
         """Send a fresh ApiVersions request to the running broker and return its answer."""
@@ -292,7 +241,7 @@ class TansuBroker:
         log = tempfile.TemporaryFile(prefix="tansu-", suffix=".log")
         try:
             process = subprocess.Popen(
-                _die_with_this_process() + self.command(port),
+                die_with_this_process() + self.command(port),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -353,30 +302,6 @@ class TansuBroker:
                     return info
             time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
             delay = min(delay * 2, 0.1)
-
-    # ------------------------------------------------------------------------ context managers
-
-    def __enter__(self) -> TansuBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> TansuBroker:
-        return await self.start_async()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop_async()
 
     def __repr__(self) -> str:
         where = f"{self.host}:{self._port}" if self._port else "not started"
