@@ -138,8 +138,19 @@ async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     chunks: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=16)
 
+    class _LoopGone(Exception):
+        """The consuming loop has ended (the command finished or was interrupted)."""
+
     def put(item: bytes | BaseException | None) -> None:
-        asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
+        if loop.is_closed():
+            raise _LoopGone
+        put_item = chunks.put(item)
+        try:
+            future = asyncio.run_coroutine_threadsafe(put_item, loop)
+        except RuntimeError as exc:  # closed between the check and the call
+            put_item.close()
+            raise _LoopGone from exc
+        future.result()
 
     try:
         # The file descriptor itself: a thread blocked in a buffered reader holds its lock, and
@@ -155,11 +166,16 @@ async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
 
     def reader() -> None:
         try:
-            while chunk := read(_CHUNK):
-                put(chunk)
-            put(None)
-        except BaseException as exc:  # handed to the loop, which raises it
-            put(exc)
+            try:
+                while chunk := read(_CHUNK):
+                    put(chunk)
+                put(None)
+            except _LoopGone:
+                raise
+            except BaseException as exc:  # handed to the loop, which raises it
+                put(exc)
+        except _LoopGone:
+            return  # nobody reads any more: the rest of the input is not wanted
 
     threading.Thread(target=reader, name="aiokafkawire-cli-input", daemon=True).start()
     pending = b""

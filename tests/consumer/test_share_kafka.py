@@ -455,7 +455,18 @@ async def test_mixed_group_with_confluent_kafka_share_consumers(
     bootstrap = share_cluster.bootstrap_servers
     total = 6_000
     topic, group = await _setup(bootstrap, partitions=2)
-    ours = [ShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group) for _ in range(2)]
+    # record_limit: each of our fetches acquires at most max_poll_records, so a fast member of
+    # ours cannot take everything in one fetch before librdkafka's members poll.
+    ours = [
+        ShareConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            acquire_mode="record_limit",
+            max_poll_records=100,
+        )
+        for _ in range(2)
+    ]
     theirs: list[list[bytes]] = [[], []]
     stop = threading.Event()
     problems: list[str] = []
@@ -484,6 +495,16 @@ async def test_mixed_group_with_confluent_kafka_share_consumers(
         for consumer in ours:
             await consumer.start()
         await asyncio.gather(*(c.wait_assignment(20) for c in ours))
+        # Produce only once librdkafka's two members have joined too (bounded: 60 s).
+        async with Admin(bootstrap_servers=bootstrap) as admin:
+            members = 0
+            for _ in range(300):
+                described = await admin.describe_share_groups([group], raise_on_error=False)
+                members = len(described[group].members)
+                if members >= 4:
+                    break
+                await asyncio.sleep(0.2)
+        assert members >= 4, f"only {members} members joined the share group"
         await asyncio.to_thread(produce_values, bootstrap, topic, 2, total)
 
         def count() -> int:
