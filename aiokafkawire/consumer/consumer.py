@@ -32,7 +32,7 @@ from aiokafkawire.client_config import (
 )
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
-from aiokafkawire.consumer.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor, create_assignor
 from aiokafkawire.consumer.group.membership import ClassicMembership, GroupConfig, Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity, RebalanceNeeded
