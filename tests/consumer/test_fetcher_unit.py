@@ -6,9 +6,10 @@ from typing import Any
 
 from aiokafkawire.consumer.fetch import FetchConfig
 from aiokafkawire.consumer.fetch.buffer import FetchBuffer
+from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import RecordDecoder, scan
 from aiokafkawire.consumer.fetch.session import FetchSession
-from aiokafkawire.consumer.fetch.source import BrokerSource, FetchContext
+from aiokafkawire.consumer.fetch.source import BrokerSource
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.protocol.messages.fetch import PartitionData
 from aiokafkawire.protocol.records import DefaultRecordBatchBuilder

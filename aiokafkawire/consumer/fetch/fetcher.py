@@ -14,20 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
-from aiokafkawire.consumer.fetch.buffer import FetchBuffer, PositionUpdate
+from aiokafkawire.consumer.fetch.buffer import FetchBuffer
 from aiokafkawire.consumer.fetch.config import FetchConfig
+from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import RecordDecoder
-from aiokafkawire.consumer.fetch.positions import CommittedLookup, OffsetAnswer, Positions
-from aiokafkawire.consumer.fetch.source import IDLE_RECHECK_S, BrokerSource, FetchContext
-from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.fetch.positions import CommittedLookup, Positions
+from aiokafkawire.consumer.fetch.source import IDLE_RECHECK_S, BrokerSource
 from aiokafkawire.consumer.subscription import SubscriptionState
-from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
 
@@ -51,8 +49,15 @@ class Fetcher:
         self._subs = subscription
         self._config = config
         self.buffer = FetchBuffer(subscription, RecordDecoder(config))
-        self.positions = Positions(cluster, subscription, config, self.buffer, committed_lookup)
         self._context = FetchContext(cluster, subscription, config, self.buffer)
+        self.positions = Positions(self._context, committed_lookup)
+        # The user's side is the buffer's and the positions' own methods.
+        self.data_event = self.buffer.data_event
+        self.has_data = self.buffer.has_data
+        self.drain = self.buffer.drain
+        self.apply_position = self.buffer.apply_position
+        self.discard = self.buffer.discard
+        self.list_offsets = self.positions.list_offsets
         self._sources: dict[int, BrokerSource] = {}
         self._tasks = TaskSupervisor("fetcher", self._task_failed)
         self._closed = False
@@ -77,40 +82,6 @@ class Fetcher:
             self._tasks.restart(key, self._dispatch_loop)
         elif isinstance(key, tuple) and key[0] == _SOURCE:
             self._tasks.restart(key, self._sources[key[1]].run)
-
-    # ----------------------------------------------------------------- the user's side
-
-    def data_event(self) -> asyncio.Event:
-        """Set whenever records (or an error) may be available."""
-        return self.buffer.data_event()
-
-    def has_data(self, partitions: Iterable[TopicPartition] | None = None) -> bool:
-        """Whether :meth:`drain` would return something now (cheap check)."""
-        return self.buffer.has_data(partitions)
-
-    def drain(
-        self,
-        max_records: int,
-        partitions: Iterable[TopicPartition] | None = None,
-        *,
-        advance: bool = True,
-    ) -> tuple[dict[TopicPartition, list[ConsumerRecord]], dict[TopicPartition, PositionUpdate]]:
-        """See :meth:`FetchBuffer.drain`."""
-        return self.buffer.drain(max_records, partitions, advance=advance)
-
-    def apply_position(self, tp: TopicPartition, update: PositionUpdate) -> None:
-        """Apply a position returned by :meth:`drain` (ignored if the partition was seeked)."""
-        self.buffer.apply_position(tp, update)
-
-    def discard(self, partitions: Iterable[TopicPartition]) -> None:
-        """Drop buffered data of partitions (revoked, seeked)."""
-        self.buffer.discard(partitions)
-
-    async def list_offsets(
-        self, timestamps: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAnswer]:
-        """See :meth:`Positions.list_offsets`."""
-        return await self.positions.list_offsets(timestamps)
 
     # ----------------------------------------------------------------- dispatch
 

@@ -15,11 +15,10 @@ from collections.abc import Awaitable, Callable
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer.fetch.buffer import FetchBuffer
-from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS, FetchConfig
+from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
+from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.routing import current_leader_epoch, refreshes_leader
 from aiokafkawire.consumer.records import OffsetAndMetadata
-from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from aiokafkawire.protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsTopic
 from aiokafkawire.protocol.messages.offset_for_leader_epoch import (
@@ -65,18 +64,11 @@ class _OffsetsMissing(errors.KafkaError):
 class Positions:
     """Resolves unknown positions and validates positions after leader changes."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        subscription: SubscriptionState,
-        config: FetchConfig,
-        buffer: FetchBuffer,
-        committed_lookup: CommittedLookup | None = None,
-    ) -> None:
-        self._cluster = cluster
-        self._subs = subscription
-        self._config = config
-        self._buffer = buffer
+    def __init__(self, context: FetchContext, committed_lookup: CommittedLookup | None) -> None:
+        self._cluster = context.cluster
+        self._subs = context.subs
+        self._config = context.config
+        self._buffer = context.buffer
         self.committed_lookup = committed_lookup
 
     # ----------------------------------------------------------------- unknown positions
@@ -173,7 +165,9 @@ class Positions:
     async def _validate_at(self, node: int, tps: list[TopicPartition]) -> None:
         subs = self._subs
         connection = await self._cluster.connection(node, "fetch")
-        if not connection.versions.supports(OffsetForLeaderEpochRequest.API_KEY, 2):
+        if not connection.versions.supports(
+            OffsetForLeaderEpochRequest.API_KEY, _VALIDATION_VERSION
+        ):
             for tp in tps:
                 subs.assignment[tp].awaiting_validation = False
             return

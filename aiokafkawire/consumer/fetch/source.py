@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
-from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, FetchBuffer, FetchedChunk
-from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS, FetchConfig
+from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, FetchedChunk
+from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
+from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import scan
 from aiokafkawire.consumer.fetch.positions import supports_validation
 from aiokafkawire.consumer.fetch.request import (
@@ -28,18 +28,17 @@ from aiokafkawire.consumer.fetch.request import (
     build_fetch_request,
 )
 from aiokafkawire.consumer.fetch.routing import (
-    ReadReplicas,
     current_leader_epoch,
     refreshes_leader,
 )
 from aiokafkawire.consumer.fetch.session import SESSION_ERROR_CODES, FetchSession, PartitionPlan
-from aiokafkawire.consumer.subscription import PartitionState, SubscriptionState
+from aiokafkawire.consumer.subscription import PartitionState
 from aiokafkawire.protocol.messages import FetchRequest
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
 
-__all__ = ["IDLE_RECHECK_S", "BrokerSource", "FetchContext"]
+__all__ = ["IDLE_RECHECK_S", "BrokerSource"]
 
 #: How long an idle loop sleeps before looking at the assignment again without being woken.
 IDLE_RECHECK_S = 1.0
@@ -48,33 +47,6 @@ _LEADER_MOVED = frozenset(
     (errors.FencedLeaderEpochError.code, errors.NotLeaderOrFollowerError.code)
 )
 _FATAL_BACKOFF_FACTOR = 10  # a partition that failed for good is fetched again this much later
-
-
-class FetchContext:
-    """What the fetcher's parts share: the cluster, the positions, the buffer and the routing."""
-
-    __slots__ = ("backoff_until", "buffer", "cluster", "config", "in_flight", "replicas", "subs")
-
-    def __init__(
-        self,
-        cluster: Cluster,
-        subscription: SubscriptionState,
-        config: FetchConfig,
-        buffer: FetchBuffer,
-    ) -> None:
-        self.cluster = cluster
-        self.subs = subscription
-        self.config = config
-        self.buffer = buffer
-        self.replicas = ReadReplicas()
-        #: Partitions in a fetch on its way (by any source).
-        self.in_flight: set[TopicPartition] = set()
-        #: Partitions not to fetch before a time, unless seeked since (the state's version).
-        self.backoff_until: dict[TopicPartition, tuple[float, int]] = {}
-
-    def back_off(self, tp: TopicPartition, state: PartitionState, seconds: float) -> None:
-        """Leave ``tp`` alone for ``seconds`` (a seek ends that at once)."""
-        self.backoff_until[tp] = (time.monotonic() + seconds, state.version)
 
 
 class BrokerSource:

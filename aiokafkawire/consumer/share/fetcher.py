@@ -59,17 +59,6 @@ _LOOP = "fetch"  # task keys of the per-leader loops: (_LOOP, node id)
 _SESSION_CODES = frozenset(
     (errors.ShareSessionNotFoundError.code, errors.InvalidShareSessionEpochError.code)
 )
-_METADATA_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.NotLeaderOrFollowerError,
-        errors.UnknownTopicOrPartitionError,
-        errors.UnknownTopicIdError,
-        errors.LeaderNotAvailableError,
-        errors.FencedLeaderEpochError,
-        errors.KafkaStorageErrorError,
-    )
-)
 _FATAL_CODES = frozenset(
     cls.code
     for cls in (
@@ -576,7 +565,7 @@ class ShareFetcher:
         self, node: int, tp: TopicPartition, code: int, message: str | None
     ) -> None:
         error = _error(code, message, tp)
-        if code in _METADATA_CODES:
+        if errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA:
             log.info("share fetch %s from broker %s: %s; refreshing metadata", tp, node, error)
             self._cluster.request_update()
             self._changed.set()
@@ -695,7 +684,7 @@ class ShareFetcher:
                         tp, dict(sent), _error(part.error_code, part.error_message, tp)
                     )
                 )
-                if part.error_code in _METADATA_CODES:
+                if errors.action_for(part.error_code) is errors.ErrorAction.REFRESH_METADATA:
                     self._cluster.request_update()
         for tp, sent in acks.items():
             if tp not in answered:

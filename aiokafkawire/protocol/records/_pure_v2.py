@@ -83,10 +83,11 @@ def _decode_records(
     base_timestamp: int,
     timestamp_type: TimestampType,
     log_append_time: int | None,
-    record_cls: type[Record],
-) -> list[Record]:
-    """Decode ``count`` records from ``buf[pos:end]`` in one pass (varints decoded inline)."""
-    records: list[Record] = []
+    record_cls: Callable[..., Any],
+) -> list[Any]:
+    """Decode ``count`` records from ``buf[pos:end]`` in one pass (varints decoded inline);
+    ``record_cls(offset, timestamp, timestamp_type, key, value, headers)`` makes each."""
+    records: list[Any] = []
     append = records.append
     read = read_varint
     for _ in range(count):
@@ -329,6 +330,11 @@ class RecordBatch:
         return records
 
     def _decode(self) -> list[Record]:
+        return self._decode_with(None)
+
+    def _decode_with(self, make: Callable[..., Any] | None) -> list[Any]:
+        """The records, each made by ``make(offset, timestamp, timestamp_type, key, value,
+        headers)`` (None: ``Record``, or ``ControlRecord`` in a control batch); always Python."""
         if self.record_count == 0:
             # Compaction keeps emptied batches (for producer state); Java skips their payload.
             return []
@@ -354,7 +360,7 @@ class RecordBatch:
                 self.base_timestamp,
                 timestamp_type,
                 log_append_time,
-                ControlRecord if attributes & ATTR_CONTROL else Record,
+                make or (ControlRecord if attributes & ATTR_CONTROL else Record),
             )
         except (IndexError, ValueError) as exc:  # short buffer, bad varint or utf-8
             raise CorruptRecordError(
@@ -384,13 +390,38 @@ class RecordBatch:
         attributes = self.attributes
         if attributes & ATTR_CONTROL:
             return []
-        records = self.records()
-        if self.base_offset < min_offset:
-            records = [r for r in records if r.offset >= min_offset]
         epoch = self.partition_leader_epoch
         leader_epoch = epoch if epoch >= 0 else None
         timestamp_type = 1 if attributes & ATTR_TIMESTAMP_TYPE else 0
         new = tuple.__new__
+        if key_deserializer is None and value_deserializer is None and self._records is None:
+            # Built while decoding, without Record objects in between: one tracked object per
+            # record instead of three keeps the cyclic collector's work down.
+            def make(
+                offset: int, timestamp: int, _type: Any, key: Any, value: Any, headers: Any
+            ) -> Any:
+                return new(
+                    record_cls,
+                    (
+                        topic,
+                        partition,
+                        offset,
+                        timestamp,
+                        timestamp_type,
+                        key,
+                        value,
+                        tuple(headers) if headers else (),
+                        leader_epoch,
+                    ),
+                )
+
+            made = self._decode_with(make)
+            if self.base_offset < min_offset:
+                made = [r for r in made if r[2] >= min_offset]
+            return made
+        records = self.records()
+        if self.base_offset < min_offset:
+            records = [r for r in records if r.offset >= min_offset]
         if key_deserializer is None and value_deserializer is None:
             return [
                 new(
