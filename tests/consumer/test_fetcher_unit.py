@@ -230,3 +230,50 @@ async def test_a_divergence_past_the_consumed_position_refetches_without_skippin
     assert fetcher.source.handle_partition(A, again, (5, -1, 0, 1 << 20), state.version, 12)
     fetched, _ = fetcher.buffer.drain(100)
     assert [r.offset for r in fetched[A]] == list(range(5, 10))
+
+
+def test_decoding_leaves_the_garbage_collector_alone() -> None:
+    # gc.disable() around decoding used to switch the collector off for every thread of the
+    # process; a deserializer runs while records are decoded, so it sees the collector's state.
+    import gc
+
+    seen: list[bool] = []
+
+    def deserialize(value: bytes | None) -> bytes | None:
+        seen.append(gc.isenabled())
+        return value
+
+    subs = SubscriptionState("earliest")
+    subs.assign_manually([A])
+    subs.assignment[A].seek(0)
+    config = FetchConfig(value_deserializer=deserialize)
+    buffer = FetchBuffer(subs, RecordDecoder(config))
+    source = BrokerSource(0, FetchContext(None, subs, config, buffer))  # type: ignore[arg-type]
+    data = PartitionData(partition_index=0, high_watermark=3, records=_batch(0, 3))
+    assert source.handle_partition(A, data, (0, -1, -1, 1000), subs.assignment[A].version, 11)
+    assert gc.isenabled()
+    records, _ = buffer.drain(10)
+    assert [r.offset for r in records[A]] == [0, 1, 2]
+    assert seen == [True, True, True]
+
+
+async def test_a_failed_source_is_restarted_by_its_node_id() -> None:
+    import asyncio
+
+    from aiokafkawire.consumer.fetch import Fetcher
+
+    subs = SubscriptionState("earliest")
+    fetcher = Fetcher(None, subs, FetchConfig())  # type: ignore[arg-type]
+    runs: list[int] = []
+    restarted = asyncio.Event()
+
+    class _Source:
+        async def run(self) -> None:
+            runs.append(7)
+            restarted.set()
+
+    fetcher._sources[7] = _Source()  # type: ignore[assignment]
+    fetcher._task_failed(("fetch", 7), RuntimeError("boom"))
+    await asyncio.wait_for(restarted.wait(), 5)
+    assert runs == [7]
+    await fetcher.close()

@@ -58,8 +58,9 @@ class BrokerSource:
         self.session = FetchSession()
 
     async def run(self) -> None:
-        """The long-poll loop (until cancelled)."""
+        """The long-poll loop (until cancelled); a restarted loop opens a new session."""
         ctx = self._ctx
+        self.session.reset()
         backoff = ctx.config.retry_backoff_s
         while True:
             changed = ctx.subs.change_event()
