@@ -13,14 +13,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.client_config import split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo
 from aiokafkawire.structs import TopicPartition
 
-_RETRY_LIMIT = 5
+# Attempts of one call's request (besides its deadline, request_timeout_ms): a few, as the
+# admin calls always made.
+ATTEMPTS = 5
 
 T = TypeVar("T")
+R = TypeVar("R")
 _Self = TypeVar("_Self", bound="AdminCore")
 
 
@@ -95,6 +99,25 @@ class AdminCore:
     def _timeout_ms(self) -> int:
         return self._config.request_timeout_ms
 
+    async def _retried(
+        self,
+        op: Callable[[], Awaitable[T]],
+        should_retry: Callable[[BaseException], bool],
+        what: str,
+        on_retry: Callable[[BaseException], Awaitable[None] | None] | None = None,
+    ) -> T:
+        """``op`` under the client's retry policy: ``retry_backoff_ms`` doubling up to
+        ``retry_backoff_max_ms``, at most :data:`ATTEMPTS` tries within ``request_timeout_ms``."""
+        return await retry(
+            op,
+            should_retry=should_retry,
+            deadline=Deadline.after_ms(self._timeout_ms),
+            backoff=Backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms),
+            what=what,
+            on_retry=on_retry,
+            max_attempts=ATTEMPTS,
+        )
+
     # ---------------------------------------------------------------- routes
 
     async def _send_any(self, request: Any, version: int | None = None) -> Any:
@@ -117,35 +140,68 @@ class AdminCore:
         return dict(zip(nodes, answers, strict=True))
 
     async def _send_controller(self, request: Any, version: int | None = None) -> Any:
-        """Send to the controller, following it when it moves (NOT_CONTROLLER)."""
-        for _ in range(_RETRY_LIMIT):
+        """Send to the controller, following it when it moves: a lost connection refreshes the
+        metadata (which names the controller) and tries again."""
+
+        async def attempt() -> Any:
             controller = self._cluster.metadata.controller_id
             if controller < 0 or controller not in self._cluster.metadata.brokers:
-                return await self._send_any(request, version)
-            try:
-                return await self._cluster.send(controller, request, version)
-            except errors.KafkaConnectionError:
-                await self._cluster.refresh_metadata()
-        raise errors.KafkaTimeoutError("the controller could not be reached")
+                return await self._send_any(request, version)  # any broker forwards it
+            return await self._cluster.send(controller, request, version)
+
+        async def refresh(_: BaseException) -> None:
+            await self._cluster.refresh_metadata()
+
+        try:
+            return await self._retried(attempt, _connection_lost, "the controller", refresh)
+        except errors.KafkaConnectionError as exc:
+            raise errors.KafkaTimeoutError("the controller could not be reached") from exc
 
     async def _coordinator_call(
         self, group_id: str, request: Any, version: int | None = None
     ) -> tuple[Any, int]:
-        """Send to a group's coordinator, retrying on coordinator errors."""
-        for attempt in range(_RETRY_LIMIT):
+        """Send to a group's coordinator; a lost connection is tried again, and so is an answer
+        saying that broker is not (yet) the coordinator, after looking the coordinator up again.
+        """
+        refusals: list[BaseException] = []  # raised here for an answer, not by the lookup
+
+        async def attempt() -> tuple[Any, int]:
             broker = await self._cluster.coordinator(group_id)
-            try:
-                response = await self._cluster.send_to_coordinator(group_id, request, version)
-            except errors.KafkaConnectionError:
-                if attempt == _RETRY_LIMIT - 1:
-                    raise
-                continue
-            if _coordinator_error(response):
-                self._cluster.invalidate_coordinator(group_id)
-                await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
-                continue
+            response = await self._cluster.send_to_coordinator(group_id, request, version)
+            code = coordinator_error_code(response)
+            if code:
+                refusals.append(errors.error_for_code(code)(f"group {group_id!r}"))
+                raise refusals[-1]
             return response, broker.node_id
-        raise errors.KafkaTimeoutError(f"the coordinator of group {group_id!r} is not available")
+
+        def forget_coordinator(exc: BaseException) -> None:
+            if errors.action_of(exc) is errors.ErrorAction.FIND_COORDINATOR:
+                self._cluster.invalidate_coordinator(group_id)
+
+        try:
+            return await self._retried(
+                attempt, _coordinator_retriable, f"group {group_id!r}", forget_coordinator
+            )
+        except errors.BrokerResponseError as exc:
+            if refusals and exc is refusals[-1]:
+                raise errors.KafkaTimeoutError(
+                    f"the coordinator of group {group_id!r} is not available"
+                ) from exc
+            raise
+
+    async def _ask_each_coordinator(
+        self,
+        group_ids: Iterable[str],
+        request_for: Callable[[str], Any],
+        results_of: Callable[[Any, int], Iterable[tuple[str, R]]],
+    ) -> dict[str, R]:
+        """One request per group to its coordinator, in turn; ``results_of(answer,
+        coordinator)`` gives the answer's ``(group id, result)`` pairs."""
+        results: dict[str, R] = {}
+        for group_id in group_ids:
+            response, node = await self._coordinator_call(group_id, request_for(group_id))
+            results.update(results_of(response, node))
+        return results
 
     async def _by_leader(
         self, partitions: Iterable[TopicPartition]
@@ -167,27 +223,32 @@ class AdminCore:
         return leaders, failed
 
 
-_COORDINATOR_ERRORS = frozenset(
-    {
-        errors.NotCoordinatorError.code,
-        errors.CoordinatorNotAvailableError.code,
-        errors.CoordinatorLoadInProgressError.code,
-    }
-)
+def _connection_lost(exc: BaseException) -> bool:
+    return isinstance(exc, errors.KafkaConnectionError)
 
 
-def _coordinator_error(response: Any) -> bool:
-    """Whether the answer says its broker cannot act as the group's coordinator (yet).
+def _coordinator_retriable(exc: BaseException) -> bool:
+    """A lost connection, or a broker that is not (yet) the coordinator."""
+    return _connection_lost(exc) or errors.action_of(exc) is errors.ErrorAction.FIND_COORDINATOR
+
+
+def coordinator_error_code(response: Any) -> int:
+    """The code by which an answer says its broker cannot act as the coordinator (yet), or 0.
 
     Some answers carry that at the top (or per group); OffsetCommit and the older OffsetFetch
     only per partition, e.g. COORDINATOR_LOAD_IN_PROGRESS from a broker just started.
     """
-    if _top_level_error(response) in _COORDINATOR_ERRORS:
-        return True
-    return any(
-        getattr(partition, "error_code", 0) in _COORDINATOR_ERRORS
-        for topic in getattr(response, "topics", None) or ()
-        for partition in getattr(topic, "partitions", None) or ()
+    top = _top_level_error(response)
+    if top in errors.COORDINATOR_CODES:
+        return top
+    return next(
+        (
+            code
+            for topic in getattr(response, "topics", None) or ()
+            for partition in getattr(topic, "partitions", None) or ()
+            if (code := getattr(partition, "error_code", 0)) in errors.COORDINATOR_CODES
+        ),
+        0,
     )
 
 

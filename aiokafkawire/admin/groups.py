@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -112,12 +112,40 @@ class _Listing(Protocol):
 L = TypeVar("L", bound=_Listing)
 
 
-def one_listing_per_group(answers: Iterable[list[L]]) -> list[L]:
-    """Brokers' group listings merged: the first listing of each group, sorted by group id."""
+async def listings_of_each_broker(
+    admin: AdminCore,
+    request: ListGroupsRequest,
+    listing_of: Callable[[Any, int], L | None],
+    check_broker: Callable[[Any, int], None] | None = None,
+) -> list[L]:
+    """ListGroups on every broker (each knows only the groups it coordinates), merged: the first
+    listing of each group, sorted by group id.  ``listing_of(group, node_id)`` is None for a
+    group to leave out; ``check_broker(connection, node_id)`` may refuse a broker first."""
+
+    async def ask(node_id: int) -> list[L]:
+        if check_broker is not None:
+            check_broker(await admin._cluster.connection(node_id), node_id)
+        response = await admin._cluster.send(node_id, request)
+        errors.raise_for_code(response.error_code, f"ListGroups on broker {node_id}")
+        listings = (listing_of(group, node_id) for group in response.groups)
+        return [listing for listing in listings if listing is not None]
+
     seen: dict[str, L] = {}
-    for listing in (g for answer in answers for g in answer):
-        seen.setdefault(listing.group_id, listing)
+    for answer in (await admin._ask_each_broker(ask)).values():
+        for listing in answer:
+            seen.setdefault(listing.group_id, listing)
     return sorted(seen.values(), key=lambda g: g.group_id)
+
+
+def _group_listing(group: Any, node_id: int) -> GroupListing:
+    """A ListGroups answer's group as a :class:`GroupListing` (states and types from v4/v5)."""
+    return GroupListing(
+        group.group_id,
+        group.protocol_type,
+        getattr(group, "group_state", None) or None,
+        getattr(group, "group_type", None) or None,
+        node_id,
+    )
 
 
 def _assigned_partitions(protocol_type: str, assignment: bytes) -> tuple[TopicPartition, ...]:
@@ -200,35 +228,20 @@ class GroupCalls(AdminCore):
     async def list_groups(self) -> list[GroupListing]:
         """Every group in the cluster: asks each broker, since each knows only its own groups."""
         self._check()
-
-        async def ask(node_id: int) -> list[GroupListing]:
-            response = await self._cluster.send(node_id, ListGroupsRequest())
-            errors.raise_for_code(response.error_code, f"ListGroups on broker {node_id}")
-            return [
-                GroupListing(
-                    g.group_id,
-                    g.protocol_type,
-                    getattr(g, "group_state", None) or None,
-                    getattr(g, "group_type", None) or None,
-                    node_id,
-                )
-                for g in response.groups
-            ]
-
-        return one_listing_per_group((await self._ask_each_broker(ask)).values())
+        return await listings_of_each_broker(self, ListGroupsRequest(), _group_listing)
 
     async def describe_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, GroupDescription]:
         """State, protocol and members of groups; decodes consumer-protocol assignments."""
         self._check()
-        results: dict[str, GroupDescription] = {}
-        for group_id in group_ids:
-            response, node = await self._coordinator_call(
-                group_id, DescribeGroupsRequest(groups=[group_id])
-            )
-            for group in response.groups:
-                results[group.group_id] = _group_description(group, node)
+        results = await self._ask_each_coordinator(
+            group_ids,
+            lambda group_id: DescribeGroupsRequest(groups=[group_id]),
+            lambda response, node: (
+                (group.group_id, _group_description(group, node)) for group in response.groups
+            ),
+        )
         return item_results("describe_groups", results, raise_on_error)
 
     async def delete_groups(
@@ -236,13 +249,14 @@ class GroupCalls(AdminCore):
     ) -> dict[str, GroupResult]:
         """Delete empty groups; a non-empty group reports NonEmptyGroupError."""
         self._check()
-        results: dict[str, GroupResult] = {}
-        for group_id in group_ids:
-            response, _ = await self._coordinator_call(
-                group_id, DeleteGroupsRequest(groups_names=[group_id])
-            )
-            for r in response.results:
-                results[r.group_id] = GroupResult(r.group_id, error_or_none(r.error_code))
+        results = await self._ask_each_coordinator(
+            group_ids,
+            lambda group_id: DeleteGroupsRequest(groups_names=[group_id]),
+            lambda response, _: (
+                (r.group_id, GroupResult(r.group_id, error_or_none(r.error_code)))
+                for r in response.results
+            ),
+        )
         return item_results("delete_groups", results, raise_on_error)
 
     async def _offsets_version(self, group_id: str, api_key: int) -> int:

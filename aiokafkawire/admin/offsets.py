@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.admin._core import _RETRY_LIMIT, AdminCore
+from aiokafkawire.admin._core import AdminCore
 from aiokafkawire.admin._items import by_topic, error_or_none, item_results
 from aiokafkawire.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
 from aiokafkawire.protocol.messages import delete_records as m_delete_records
@@ -19,6 +19,10 @@ from aiokafkawire.structs import TopicPartition
 _MAX_TIMESTAMP_VERSION = 7
 # ListOffsets takes an isolation level from v2.
 _ISOLATION_VERSION = 2
+
+
+class _PartitionsToRetry(Exception):
+    """Some partitions of a ``list_offsets`` pass failed in a way worth another pass."""
 
 
 @dataclass(frozen=True)
@@ -96,14 +100,29 @@ class OffsetCalls(AdminCore):
         }
         results: dict[TopicPartition, ListedOffset] = {}
         pending = dict(wanted)
-        for attempt in range(_RETRY_LIMIT):
-            if not pending:
-                break
+        passes = 0
+
+        async def one_pass() -> None:
+            nonlocal pending, passes
+            passes += 1
+            if passes > 1:
+                await self._cluster.refresh_metadata()  # leaders may have moved
             pending = await self._list_offsets_pass(pending, isolation_level, results)
             if pending:
-                self._cluster.request_update()
-                await asyncio.sleep(self._config.retry_backoff_ms / 1000 * (attempt + 1))
-                await self._cluster.refresh_metadata()
+                raise _PartitionsToRetry
+
+        def refresh_soon(_: BaseException) -> None:
+            self._cluster.request_update()
+
+        try:
+            await self._retried(
+                one_pass,
+                lambda exc: isinstance(exc, _PartitionsToRetry),
+                "ListOffsets",
+                refresh_soon,
+            )
+        except _PartitionsToRetry:
+            pass  # out of attempts: those partitions keep their last (retriable) errors
         return item_results("list_offsets", results, raise_on_error)
 
     async def _list_offsets_pass(

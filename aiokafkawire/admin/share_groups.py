@@ -15,7 +15,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire.admin._core import AdminCore
 from aiokafkawire.admin._items import by_topic, item_results, itself
-from aiokafkawire.admin.groups import one_listing_per_group
+from aiokafkawire.admin.groups import listings_of_each_broker
 from aiokafkawire.consumer.share.membership import share_groups_unsupported
 from aiokafkawire.protocol.messages import (
     AlterShareGroupOffsetsRequest,
@@ -88,6 +88,21 @@ def _error(code: int, message: str | None = None) -> errors.KafkaError | None:
     return errors.error_for_code(code)(message or "")
 
 
+def _check_types_filter(connection: Any, node_id: int) -> None:
+    """A broker whose ListGroups cannot filter by type serves no share groups."""
+    if not connection.versions.supports(ListGroupsRequest.API_KEY, _TYPES_FILTER_VERSION):
+        raise share_groups_unsupported(
+            f"broker {node_id}", "its ListGroups cannot filter by group type"
+        )
+
+
+def _share_listing(group: Any, node_id: int) -> ShareGroupListing | None:
+    """A ListGroups answer's share group as a :class:`ShareGroupListing` (others: None)."""
+    if group.group_type != "share":
+        return None
+    return ShareGroupListing(group.group_id, group.group_state or None, node_id)
+
+
 def _share_group_description(group: Any, coordinator: int) -> ShareGroupDescription:
     """A ShareGroupDescribe answer's group as a :class:`ShareGroupDescription`."""
     error = _error(group.error_code, group.error_message)
@@ -144,35 +159,22 @@ class ShareGroupCalls(AdminCore):
     async def list_share_groups(self) -> list[ShareGroupListing]:
         """Every share group of the cluster (ListGroups filtered to the "share" type)."""
         self._check()
-
-        async def ask(node_id: int) -> list[ShareGroupListing]:
-            connection = await self._cluster.connection(node_id)
-            if not connection.versions.supports(ListGroupsRequest.API_KEY, _TYPES_FILTER_VERSION):
-                raise share_groups_unsupported(
-                    f"broker {node_id}", "its ListGroups cannot filter by group type"
-                )
-            response = await connection.send(ListGroupsRequest(types_filter=["share"]))
-            errors.raise_for_code(response.error_code, f"ListGroups on broker {node_id}")
-            return [
-                ShareGroupListing(g.group_id, g.group_state or None, node_id)
-                for g in response.groups
-                if g.group_type == "share"
-            ]
-
-        return one_listing_per_group((await self._ask_each_broker(ask)).values())
+        return await listings_of_each_broker(
+            self, ListGroupsRequest(types_filter=["share"]), _share_listing, _check_types_filter
+        )
 
     async def describe_share_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, ShareGroupDescription]:
         """State, epochs, assignor and members (with their assignments) of share groups."""
         self._check()
-        results: dict[str, ShareGroupDescription] = {}
-        for group_id in group_ids:
-            response, node = await self._coordinator_call(
-                group_id, ShareGroupDescribeRequest(group_ids=[group_id])
-            )
-            for group in response.groups:
-                results[group.group_id] = _share_group_description(group, node)
+        results = await self._ask_each_coordinator(
+            group_ids,
+            lambda group_id: ShareGroupDescribeRequest(group_ids=[group_id]),
+            lambda response, node: (
+                (group.group_id, _share_group_description(group, node)) for group in response.groups
+            ),
+        )
         return item_results("describe_share_groups", results, raise_on_error)
 
     async def list_share_group_offsets(

@@ -199,10 +199,7 @@ class TransactionCalls(AdminCore):
                 continue
             for state in response.transaction_states:
                 error = error_or_none(state.error_code)
-                if error is not None and error.code in (
-                    errors.NotCoordinatorError.code,
-                    errors.CoordinatorNotAvailableError.code,
-                ):
-                    self._cluster.invalidate_coordinator(tid, "transaction")
+                if errors.action_for(state.error_code) is errors.ErrorAction.FIND_COORDINATOR:
+                    self._cluster.invalidate_coordinator(tid, "transaction")  # ask afresh next time
                 results[state.transactional_id] = _description(state, coordinator.node_id, error)
         return item_results("describe_transactions", results, raise_on_error)

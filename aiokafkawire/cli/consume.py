@@ -26,6 +26,7 @@ _POLL_MS = 500
 GROUP_SESSION_TIMEOUT_MS = 6_000
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``consume``."""
     consume = parents.command(
@@ -231,6 +232,7 @@ class _Output:
             os.dup2(devnull, sys.stdout.fileno())
 
 
+# long: the direct and group paths share setup and the loop
 async def run_consume(context: Context) -> int:
     """Read and print records until the count, the end, or Ctrl-C."""
     from aiokafkawire import Consumer

@@ -24,6 +24,7 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 _CHUNK = 65536
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``produce``."""
     produce = parents.command(
@@ -127,6 +128,7 @@ async def ensure_topic(
     return len((await existing_topics(admin, [topic]))[topic].partitions)
 
 
+# long: the reader thread's nested helpers (hand-off to a loop that may be gone) belong to it
 async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
     """Lines of a binary stream (without their line ends), read by a daemon thread.
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from aiokafkawire.cli.app import Context, Parents
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``topics`` and its actions."""
     topics = sub.add_parser(
