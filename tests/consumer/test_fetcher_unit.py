@@ -277,3 +277,75 @@ async def test_a_failed_source_is_restarted_by_its_node_id() -> None:
     await asyncio.wait_for(restarted.wait(), 5)
     assert runs == [7]
     await fetcher.close()
+
+
+class _ScriptedOffsets:
+    """A cluster whose one broker answers ListOffsets from a script of error codes."""
+
+    def __init__(self, codes: list[int]) -> None:
+        from types import SimpleNamespace
+
+        self.codes = codes
+        self.updates = 0
+        self.metadata = SimpleNamespace(
+            topics={"t": SimpleNamespace(partitions={})}, leader_for=lambda topic, p: 0
+        )
+        self.versions = SimpleNamespace(version_for=lambda key: 7)
+
+    def request_update(self) -> None:
+        self.updates += 1
+
+    async def connection(self, node: int, purpose: str) -> _ScriptedOffsets:
+        return self
+
+    async def send(self, request: Any, version: int) -> Any:
+        from aiokafkawire.protocol.messages.list_offsets import (
+            ListOffsetsPartitionResponse,
+            ListOffsetsResponse,
+            ListOffsetsTopicResponse,
+        )
+
+        code = self.codes.pop(0) if self.codes else 0
+        partition = ListOffsetsPartitionResponse(
+            partition_index=0, error_code=code, offset=42, timestamp=-1, leader_epoch=3
+        )
+        return ListOffsetsResponse(
+            topics=[ListOffsetsTopicResponse(name="t", partitions=[partition])]
+        )
+
+
+def _positions(cluster: _ScriptedOffsets, timeout_ms: int) -> Any:
+    from aiokafkawire.consumer.fetch.positions import Positions
+
+    subs = SubscriptionState("earliest")
+    config = FetchConfig(request_timeout_ms=timeout_ms, retry_backoff_ms=10)
+    buffer = FetchBuffer(subs, RecordDecoder(config))
+    return Positions(FetchContext(cluster, subs, config, buffer), None)  # type: ignore[arg-type]
+
+
+async def test_list_offsets_retries_retriable_errors_until_the_deadline() -> None:
+    from aiokafkawire.errors import (
+        KafkaTimeoutError,
+        NotLeaderOrFollowerError,
+        TopicAuthorizationFailedError,
+    )
+
+    not_leader = NotLeaderOrFollowerError.code
+    cluster = _ScriptedOffsets([not_leader, not_leader])
+    found = await _positions(cluster, 5_000).list_offsets({A: -1})
+    assert found == {A: (42, None, 3)}
+    assert cluster.updates == 2  # metadata refreshed before each retry
+    cluster = _ScriptedOffsets([not_leader] * 1000)
+    try:
+        await _positions(cluster, 200).list_offsets({A: -1})
+    except KafkaTimeoutError as exc:
+        assert "not found in time" in str(exc)
+    else:
+        raise AssertionError("KafkaTimeoutError expected")
+    cluster = _ScriptedOffsets([TopicAuthorizationFailedError.code])
+    try:
+        await _positions(cluster, 5_000).list_offsets({A: -1})
+    except TopicAuthorizationFailedError:
+        assert cluster.updates == 0  # not retried
+    else:
+        raise AssertionError("TopicAuthorizationFailedError expected")
