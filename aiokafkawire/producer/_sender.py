@@ -114,7 +114,7 @@ class Sender:
         self.retry_backoff = retry_backoff_ms / 1000
         self.partition_limit = min(IDEMPOTENT_MAX_IN_FLIGHT, max_in_flight) if idempotent else 1
         self.wakeup = asyncio.Event()
-        accumulator.wakeup = self.wakeup
+        accumulator.connect_sender(self.wakeup, self.send_now)
         self.flushing = 0
         self.closing = False
         self.in_flight_by_node: dict[int, int] = {}

@@ -1,16 +1,15 @@
-"""DeliveryHandle on both paths: the Python class, and the C type outside the cyclic GC.
+"""DeliveryHandle on both paths: over the C base type (outside the cyclic GC), and pure Python.
 
-With the extension built, ``DeliveryHandle`` is a C type carrying the Python class's methods
-(``_batch._untracked_handle_class``); the same expectations run with ``AIOKAFKAWIRE_PURE_PYTHON=1``
-against the Python class.  No broker: batches are resolved by hand, so every outcome (pending,
-delivered, log append time, acks=0, failed) is reached exactly.
+With the extension built, ``DeliveryHandle`` subclasses ``_cproducer.HandleCore`` (the fields
+and a C ``__await__`` for delivered records); the same expectations run with
+``AIOKAFKAWIRE_PURE_PYTHON=1`` over the pure-Python base.  No broker: batches are resolved by
+hand, so every outcome (pending, delivered, log append time, acks=0, failed) is reached exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
 from typing import Any
 
@@ -18,17 +17,14 @@ import pytest
 
 from aiokafkawire import errors
 from aiokafkawire.producer import RecordMetadata
+from aiokafkawire.producer import _batch as batch_module
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.structs import TopicPartition
 
-try:
-    from aiokafkawire.producer._cproducer import untracked_handle_type
-except ImportError:
-    untracked_handle_type = None
+_accelerator = batch_module._accelerator
 
 needs_extension = pytest.mark.skipif(
-    untracked_handle_type is None or bool(os.environ.get("AIOKAFKAWIRE_PURE_PYTHON")),
-    reason="the C handle type is not built or not in use",
+    _accelerator is None, reason="the C handle type is not built or not in use"
 )
 
 
@@ -95,7 +91,9 @@ async def test_the_active_handle_behaves_like_the_python_class() -> None:
 
 @needs_extension
 async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class() -> None:
-    assert untracked_handle_type is not None
+    assert _accelerator is not None
+    assert issubclass(DeliveryHandle, _accelerator.HandleCore)
+    assert issubclass(ProducerBatch, _accelerator.BatchCore)
     loop = asyncio.get_running_loop()
     handle = DeliveryHandle(_batch_for(loop), 0, 1)
     assert not gc.is_tracked(handle)
@@ -106,9 +104,9 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     with pytest.raises(TypeError):
         DeliveryHandle(handle._batch, 0)
     with pytest.raises(TypeError):
-        untracked_handle_type(dict, ProducerBatch)  # type: ignore[arg-type]
+        DeliveryHandle(object(), 0, 1)  # not a batch
     with pytest.raises(TypeError):
-        untracked_handle_type(RecordMetadata, dict)  # not a slotted batch class
+        _accelerator.set_metadata_type(dict)  # not a tuple type
     # References: awaiting many delivered handles leaks nothing.
     batch = _batch_for(loop)
     batch.complete(0, -1)

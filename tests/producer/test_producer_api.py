@@ -13,6 +13,7 @@ from busy_loop import block_loop, require_direct_reads
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.producer._sender import Sender
+from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
 
 
@@ -226,7 +227,7 @@ async def test_batches_grow_their_reservation_as_records_arrive(
         assert producer.buffered_bytes == 3 * 16384
         # Partition 0's batch doubles its reservation as it fills, from the free memory.
         handles = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(100)]
-        queue = producer._batches[(topic, 0)]  # type: ignore[index]
+        queue = producer._accumulator.batches[TopicPartition(topic, 0)]
         assert len(queue) == 1 and queue[0].count == 101
         assert queue[0].reserved == 131072  # 16 KiB -> 32 -> 64 -> 128 KiB: ~100 KB of records
         assert producer.buffered_bytes == 2 * 16384 + 131072
