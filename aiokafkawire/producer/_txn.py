@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._fsm import TransitionTable
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -76,6 +77,44 @@ class TxnState(enum.Enum):
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable_error"
     FATAL_ERROR = "fatal_error"
+
+
+class TxnEvent(enum.Enum):
+    """What moves a producer from one :class:`TxnState` to the next."""
+
+    GOT_PRODUCER_ID = "got_producer_id"  # InitProducerId answered (a new id or epoch)
+    BEGIN = "begin"  # begin_transaction()
+    COMMIT = "commit"  # commit_transaction() is about to send EndTxn
+    ABORT = "abort"  # abort_transaction() starts
+    ENDED = "ended"  # EndTxn answered (or nothing to end)
+    FAILED = "failed"  # a batch or request of the transaction failed for good
+    FATAL = "fatal"  # fenced, or an error after which nothing can be sent
+
+
+_S, _E = TxnState, TxnEvent
+#: Every legal transition of the transaction state machine; anything else is a bug of ours
+#: (InvalidTransitionError).  A failure outside a transaction's open or committing phase
+#: changes nothing: the abort under way, or the next begin, deals with it.
+TRANSACTION_STATES: TransitionTable[TxnState, TxnEvent] = TransitionTable.from_rows(
+    "transaction",
+    [
+        (_S.UNINITIALIZED, _E.GOT_PRODUCER_ID, _S.READY),
+        (_S.READY, _E.GOT_PRODUCER_ID, _S.READY),  # an epoch bump after an abort
+        (_S.ABORTABLE_ERROR, _E.GOT_PRODUCER_ID, _S.READY),
+        (_S.FATAL_ERROR, _E.GOT_PRODUCER_ID, _S.FATAL_ERROR),  # answered after the fatal error
+        (_S.READY, _E.BEGIN, _S.IN_TRANSACTION),
+        (_S.IN_TRANSACTION, _E.COMMIT, _S.COMMITTING),
+        (_S.IN_TRANSACTION, _E.ABORT, _S.ABORTING),
+        (_S.ABORTABLE_ERROR, _E.ABORT, _S.ABORTING),
+        (_S.COMMITTING, _E.ENDED, _S.READY),
+        (_S.ABORTING, _E.ENDED, _S.READY),
+        (_S.IN_TRANSACTION, _E.FAILED, _S.ABORTABLE_ERROR),
+        (_S.COMMITTING, _E.FAILED, _S.ABORTABLE_ERROR),
+        *((state, _E.FAILED, state) for state in (_S.UNINITIALIZED, _S.READY, _S.ABORTING)),
+        *((state, _E.FAILED, state) for state in (_S.ABORTABLE_ERROR, _S.FATAL_ERROR)),
+        *((state, _E.FATAL, _S.FATAL_ERROR) for state in TxnState),
+    ],
+)
 
 
 def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
@@ -143,11 +182,15 @@ class TransactionManager:
             log.info("producer %d: epoch bump needed (%s)", self.producer_id, reason)
         self.bump_needed = True
 
+    def _move(self, event: TxnEvent) -> None:
+        """The one place the state changes: by ``event``, as TRANSACTION_STATES declares."""
+        self.state = TRANSACTION_STATES.next(self.state, event)
+
     def set_fatal(self, exc: BaseException) -> None:
         """Enter the fatal state: every later operation raises ``exc``."""
         if self.fatal is None:
             self.fatal = exc
-        self.state = TxnState.FATAL_ERROR
+        self._move(TxnEvent.FATAL)
 
     async def init_producer_id(self) -> None:
         """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
@@ -189,8 +232,7 @@ class TransactionManager:
         self.producer_id = response.producer_id
         self.producer_epoch = response.producer_epoch
         self.bump_needed = False
-        if self.state in (TxnState.UNINITIALIZED, TxnState.ABORTABLE_ERROR):
-            self.state = TxnState.READY
+        self._move(TxnEvent.GOT_PRODUCER_ID)
         if self.transactional_id is not None and self.state == TxnState.READY:
             await self._choose_transaction_version()
         log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
@@ -264,7 +306,7 @@ class TransactionManager:
         self.pending_partitions.clear()
         self.offsets_added = False
         self.abortable = None
-        self.state = TxnState.IN_TRANSACTION
+        self._move(TxnEvent.BEGIN)
 
     def _require_transactional(self, operation: str) -> None:
         if not self.transactional:
@@ -279,7 +321,15 @@ class TransactionManager:
         """A batch or request of this transaction failed: only abort is possible now."""
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.abortable = exc
-            self.state = TxnState.ABORTABLE_ERROR
+        self._move(TxnEvent.FAILED)
+
+    def start_commit(self) -> None:
+        """commit_transaction() has delivered the records and sends EndTxn next."""
+        self._move(TxnEvent.COMMIT)
+
+    def start_abort(self) -> None:
+        """abort_transaction() starts: queued records are dropped, then EndTxn."""
+        self._move(TxnEvent.ABORT)
 
     async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable.
@@ -400,7 +450,7 @@ class TransactionManager:
         self.pending_partitions.clear()
         self.offsets_added = False
         self.abortable = None
-        self.state = TxnState.READY
+        self._move(TxnEvent.ENDED)
         if not self.bump_needed:
             await self._choose_transaction_version()
 

@@ -711,7 +711,7 @@ class Producer:
             raise errors.IllegalStateError(
                 f"the transaction cannot commit, abort it: {cause}"
             ) from cause
-        txn.state = TxnState.COMMITTING
+        txn.start_commit()
         try:
             await txn.end_transaction(commit=True)
         except errors.ProducerFencedClientError as exc:
@@ -728,7 +728,7 @@ class Producer:
             raise errors.IllegalStateError(f"no transaction to abort (state {txn.state.value})")
         sender = self._sender
         assert sender is not None
-        txn.state = TxnState.ABORTING
+        txn.start_abort()
         self._accumulator.abort_queued(
             errors.TransactionAbortedError("its transaction was aborted before the record was sent")
         )
