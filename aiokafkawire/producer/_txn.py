@@ -15,16 +15,15 @@ transaction never mixes the two.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._fsm import TransitionTable
+from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -59,11 +58,6 @@ FENCING_ERRORS: tuple[type[errors.KafkaError], ...] = (
     errors.ProducerFencedError,
     errors.InvalidProducerEpochError,
     errors.TransactionCoordinatorFencedError,
-)
-_COORDINATOR_ERRORS = (
-    errors.NotCoordinatorError,
-    errors.CoordinatorNotAvailableError,
-    errors.CoordinatorLoadInProgressError,
 )
 
 
@@ -194,36 +188,48 @@ class TransactionManager:
 
     async def init_producer_id(self) -> None:
         """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
-        deadline = time.monotonic() + max(self.request_timeout_ms / 1000, 1.0) * 2
-        backoff = self.retry_backoff
         bump = self.bump_needed and self.producer_id >= 0
-        while True:
-            try:
-                response = await self._send_init(bump)
-                code = response.error_code
-                if code == 0:
-                    break
-                error = errors.error_for_code(code)
-                if bump and self.transactional_id is None and not error.retriable:
+
+        async def attempt() -> Any:
+            nonlocal bump
+            response = await self._send_init(bump)
+            code = response.error_code
+            if code and bump and self.transactional_id is None:
+                if not errors.error_for_code(code).retriable:
                     # The broker cannot bump this id (librdkafka's mock, older brokers): an
                     # idempotent producer may just as well start over with a fresh id.
-                    log.debug("epoch bump refused (%s); asking for a new producer id", error.name)
+                    log.debug("epoch bump refused (%s); asking for a new producer id", code)
                     bump = False
-                    continue
-                if issubclass(error, _COORDINATOR_ERRORS) and self.transactional_id:
-                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                elif issubclass(error, FENCING_ERRORS):
+                    response = await self._send_init(bump)
+                    code = response.error_code
+            if code:
+                error = errors.error_for_code(code)
+                if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("InitProducerId"))
-                elif not (error.retriable or issubclass(error, errors.ConcurrentTransactionsError)):
-                    raise error("InitProducerId failed")
-                last: Exception = error("InitProducerId")
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                last = exc
-            if time.monotonic() + backoff > deadline:
-                raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {last}") from last
-            log.debug("InitProducerId: %s; retrying", last)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
+                raise error("InitProducerId failed")
+            return response
+
+        def should_retry(exc: BaseException) -> bool:
+            return isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)) or (
+                isinstance(exc, errors.KafkaError)
+                and not isinstance(exc, errors.ProducerFencedClientError)
+                and (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError))
+            )
+
+        try:
+            response = await retry(
+                attempt,
+                should_retry=should_retry,
+                deadline=Deadline.after(max(self.request_timeout_ms / 1000, 1.0) * 2),
+                backoff=Backoff(self.retry_backoff * 1000, 1000),
+                what="InitProducerId",
+                on_retry=self._forget_coordinator_after,
+            )
+        except errors.KafkaError as exc:
+            if not should_retry(exc):
+                raise
+            self._forget_coordinator_after(exc)
+            raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {exc}") from exc
         if (
             response.producer_id != self.producer_id
             or response.producer_epoch != self.producer_epoch
@@ -369,7 +375,7 @@ class TransactionManager:
                 error = errors.error_for_code(code)
                 if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("AddPartitionsToTxn"))
-                if issubclass(error, _COORDINATOR_ERRORS):
+                if issubclass(error, errors.COORDINATOR_ERRORS):
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
                     retry = True
                 elif error.retriable or issubclass(
@@ -400,26 +406,38 @@ class TransactionManager:
             self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
             raise
 
+    def _forget_coordinator_after(self, exc: BaseException) -> None:
+        """After a coordinator error, look the transaction coordinator up again."""
+        if isinstance(exc, errors.COORDINATOR_ERRORS) and self.transactional_id is not None:
+            self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+
     async def _retrying(self, operation: str, attempt: Any) -> Any:
         """Run ``attempt()`` until it returns, retrying retriable and coordinator errors."""
         assert self.transactional_id is not None
-        deadline = time.monotonic() + self.request_timeout_ms / 1000
-        backoff = min(self.retry_backoff, 0.02)
-        while True:
-            try:
-                return await attempt()
-            except errors.KafkaError as exc:
-                if isinstance(exc, FENCING_ERRORS):
-                    raise fenced_error(exc) from exc
-                if isinstance(exc, _COORDINATOR_ERRORS):
-                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                elif not (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError)):
-                    raise
-                if time.monotonic() + backoff > deadline:
-                    raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
-                log.debug("%s: %s; retrying", operation, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 0.5)
+
+        def should_retry(exc: BaseException) -> bool:
+            return isinstance(exc, errors.KafkaError) and (
+                isinstance(exc, errors.COORDINATOR_ERRORS)
+                or (not isinstance(exc, FENCING_ERRORS) and exc.retriable)
+                or isinstance(exc, errors.ConcurrentTransactionsError)
+            )
+
+        try:
+            return await retry(
+                attempt,
+                should_retry=should_retry,
+                deadline=Deadline.after_ms(self.request_timeout_ms),
+                backoff=Backoff(min(self.retry_backoff * 1000, 20), 500),
+                what=operation,
+                on_retry=self._forget_coordinator_after,
+            )
+        except errors.KafkaError as exc:
+            if isinstance(exc, FENCING_ERRORS):
+                raise fenced_error(exc) from exc
+            if not should_retry(exc):
+                raise
+            self._forget_coordinator_after(exc)
+            raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
 
     async def end_transaction(self, commit: bool) -> None:
         """EndTxn (retried) when the coordinator knows of the transaction; then READY."""
@@ -510,9 +528,7 @@ class TransactionManager:
             )
 
             async def add_offsets() -> None:
-                response = await self._coordinator_request(
-                    add, AddOffsetsToTxnRequest.MAX_VERSION
-                )
+                response = await self._coordinator_request(add, AddOffsetsToTxnRequest.MAX_VERSION)
                 errors.raise_for_code(response.error_code, "AddOffsetsToTxn")
 
             await self._retrying("AddOffsetsToTxn", add_offsets)
@@ -573,7 +589,7 @@ class TransactionManager:
                 for part in topic.partitions:
                     if part.error_code:
                         error = errors.error_for_code(part.error_code)
-                        if issubclass(error, _COORDINATOR_ERRORS):
+                        if issubclass(error, errors.COORDINATOR_ERRORS):
                             self.cluster.invalidate_coordinator(group_id, "group")
                             raise errors.KafkaConnectionError(
                                 f"group coordinator moved: {error.name}"
