@@ -90,7 +90,10 @@ def _counted_run(args: argparse.Namespace, workload: str, topic: str, records: i
             "--records",
             str(records),
         ]
-        subprocess.run(command, env=env, check=True, capture_output=True)
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode:
+            tail = done.stderr[-3000:]
+            raise RuntimeError(f"workload {workload} failed under callgrind:\n{tail}")
         return _instructions(out_file)
 
 

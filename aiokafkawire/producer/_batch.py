@@ -9,24 +9,14 @@ path creates no future and no coroutine per record.
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from crc32c import crc32c
-
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire.protocol.records import rewrite_producer_state
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["DeliveryHandle", "ProducerBatch", "RecordMetadata"]
-
-# Offsets of the v2 batch header fields that change when a batch is re-sequenced or its producer
-# epoch is bumped (see aiokafkawire.protocol.records._pure_v2.HEADER).
-_PRODUCER_FIELDS = struct.Struct(">qhi")
-_PRODUCER_FIELDS_POS = 43
-_CRC = struct.Struct(">I")
-_CRC_POS = 17
-_CRC_START = 21
 
 
 class RecordMetadata(NamedTuple):
@@ -171,13 +161,12 @@ class ProducerBatch(_BatchCore):
             or producer_epoch != self.producer_epoch
             or base_sequence != self.base_sequence
         ):
-            patched = bytearray(payload)
-            _PRODUCER_FIELDS.pack_into(
-                patched, _PRODUCER_FIELDS_POS, producer_id, producer_epoch, base_sequence
+            payload = self.payload = rewrite_producer_state(
+                payload,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=base_sequence,
             )
-            with memoryview(patched) as view:
-                _CRC.pack_into(patched, _CRC_POS, crc32c(view[_CRC_START:]))
-            payload = self.payload = bytes(patched)
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence

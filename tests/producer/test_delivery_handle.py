@@ -126,3 +126,26 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     # A pending handle's __await__ is the Python generator, suspended on the batch's future.
     pending = DeliveryHandle(_batch_for(loop), 0, 1)
     assert hasattr(pending.__await__(), "gi_frame")
+
+
+async def test_a_built_batch_takes_new_producer_fields_without_re_encoding() -> None:
+    from aiokafkawire.protocol.records import RecordBatchBuilder, iter_batches
+
+    loop = asyncio.get_running_loop()
+    builder = RecordBatchBuilder(2, batch_size=1 << 16)
+    for i in range(3):
+        assert builder.append(1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i)
+    batch = ProducerBatch(TopicPartition("t", 0), builder, 2, loop.create_future(), 0.0, 1, 0)
+    batch.count = 3
+    first = batch.encode(7, 1, 0)
+    assert batch.encode(7, 1, 0) is first  # unchanged fields: the same bytes
+    renumbered = batch.encode(7, 2, 40)
+    assert len(renumbered) == len(first) and renumbered != first
+    for payload, (pid, epoch, sequence) in ((first, (7, 1, 0)), (renumbered, (7, 2, 40))):
+        [parsed] = list(iter_batches(payload, check_crcs=True))  # the CRC was recomputed
+        assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (
+            pid,
+            epoch,
+            sequence,
+        )
+        assert [r.value for r in parsed] == [b"v0", b"v1", b"v2"]
