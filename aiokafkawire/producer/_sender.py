@@ -53,7 +53,7 @@ IDEMPOTENT_MAX_IN_FLIGHT = 5
 _SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
 
 
-class Sender:
+class Sender:  # long: drain, in-flight limits, answers, retries and sequences share state
     """Owns the sender loop and the Produce requests in flight of one producer."""
 
     def __init__(

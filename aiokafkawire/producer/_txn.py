@@ -120,7 +120,7 @@ def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
     return exc
 
 
-class TransactionManager:
+class TransactionManager:  # long: identity and every transactional request share its state
     """Producer id, epoch, per-partition sequences and the transaction state machine."""
 
     def __init__(
@@ -512,7 +512,7 @@ class TransactionManager:
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
-    ) -> None:
+    ) -> None:  # long: two requests (v1 and v2 variants) and the answer's per-partition errors
         """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's.
 
         Under transactions v2, TxnOffsetCommit v5 adds the group itself (no AddOffsetsToTxn).

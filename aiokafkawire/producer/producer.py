@@ -104,6 +104,32 @@ def _bad_header(header: Any) -> NoReturn:
     raise errors.KafkaTypeError(f"each header must be a (str, bytes | None) pair, got {header!r}")
 
 
+def _checked_headers(headers: Any) -> tuple[list[Any], int]:
+    """``headers`` as a list of checked (str, bytes | None) pairs, and the bytes they add."""
+    header_list = headers if type(headers) is list else _header_list(headers)
+    size = 0
+    try:
+        for header_key, header_value in header_list:
+            if type(header_key) is not str:
+                _bad_header((header_key, header_value))
+            if type(header_value) is bytes:
+                size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
+            else:
+                if header_value is not None:
+                    _check_bytes(f"the value of header {header_key!r}", header_value, None)
+                    size += len(header_value)
+                size += len(header_key) + _HEADER_OVERHEAD
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, errors.KafkaError):
+            raise
+        # An item that is not a pair: find it and say so.
+        for header in header_list:
+            if not isinstance(header, (tuple, list)) or len(header) != 2:
+                _bad_header(header)
+        raise
+    return header_list, size
+
+
 def _checked_timestamp(timestamp: Any) -> int:
     if isinstance(timestamp, int) and not isinstance(timestamp, bool):
         return int(timestamp)
@@ -209,7 +235,7 @@ def _parse_acks(acks: int | str) -> int:
     raise errors.ConfigError(f"acks must be 0, 1 or 'all' (-1), not {acks!r}")
 
 
-class Producer:
+class Producer:  # long: the public API (send, transactions, batches, metrics) and its checks
     """An asyncio Kafka producer; see the module docstring and :meth:`send`.
 
     Options (besides the common connection options of
@@ -258,7 +284,7 @@ class Producer:
         key_serializer: Serializer | None = None,
         value_serializer: Serializer | None = None,
         **options: Any,
-    ) -> None:
+    ) -> None:  # long: one check per option, in the order of the class docstring
         """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
         common, unknown = split_common_options(options)
         if unknown:
@@ -500,8 +526,10 @@ class Producer:
         if self._send_checks:
             # Rare cases kept off the hot path: not started, closed, serializers, transactions.
             key, value = self._check_send(key, value)
-        elif self._txn.fatal is not None:  # type: ignore[union-attr]
-            raise self._txn.fatal  # type: ignore[union-attr]
+        else:
+            fatal = self._txn.fatal  # type: ignore[union-attr]  # started: _send_checks is off
+            if fatal is not None:
+                raise fatal
         size = _RECORD_OVERHEAD
         # Types are checked before anything changes (a builder that failed half-way would
         # leave a broken batch); exact bytes pass with one comparison each.
@@ -518,27 +546,8 @@ class Producer:
         if headers is None:
             header_list = None
         else:
-            header_list = headers if type(headers) is list else _header_list(headers)
-        if header_list:
-            try:
-                for header_key, header_value in header_list:
-                    if type(header_key) is not str:
-                        _bad_header((header_key, header_value))
-                    if type(header_value) is bytes:
-                        size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
-                    else:
-                        if header_value is not None:
-                            _check_bytes(f"the value of header {header_key!r}", header_value, None)
-                            size += len(header_value)
-                        size += len(header_key) + _HEADER_OVERHEAD
-            except (TypeError, ValueError) as exc:
-                if isinstance(exc, errors.KafkaError):
-                    raise
-                # An item that is not a pair: find it and say so.
-                for header in header_list:
-                    if not isinstance(header, (tuple, list)) or len(header) != 2:
-                        _bad_header(header)
-                raise
+            header_list, header_size = _checked_headers(headers)
+            size += header_size
         if size > self._max_record_size:
             raise errors.RecordTooLargeError(
                 f"the record is about {size} bytes, more than max_request_size "
