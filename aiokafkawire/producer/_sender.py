@@ -558,7 +558,8 @@ class Sender:  # long: drain, in-flight limits, answers, retries and sequences s
             batch.fail(fenced)
             self.accumulator.release(batch)
             return
-        retriable = exc.retriable
+        action = errors.action_of(exc)
+        retriable = action.retriable
         if self.idempotent and isinstance(exc, _SEQUENCE_ERRORS):
             same_identity = (
                 batch.producer_id == txn.producer_id and batch.producer_epoch == txn.producer_epoch
@@ -572,7 +573,7 @@ class Sender:  # long: drain, in-flight limits, answers, retries and sequences s
                     return
                 txn.request_bump(f"{exc} on {tp.topic}-{tp.partition}")
             retriable = True  # an earlier batch failed, or the epoch changes: resend in order
-        if getattr(exc, "invalid_metadata", False):
+        if action is errors.ErrorAction.REFRESH_METADATA:
             self.cluster.request_update()
         now = time.monotonic()
         if (
