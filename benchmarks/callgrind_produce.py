@@ -13,7 +13,10 @@ Workloads are those of ``benchmarks/workloads`` (100-byte values, 8-byte keys, 3
 acks=1, lz4, linger 5 ms): ``1`` is one sender awaiting ``send`` in a loop, ``6`` is 1,000
 concurrent senders, each awaiting every handle it got.  ``--pure`` sets
 ``AIOKAFKAWIRE_PURE_PYTHON=1`` in the client.  The broker's timing still shapes batch sizes a
-little, so repeated runs differ by ~1%; compare revisions in one sitting.
+little, so repeated runs differ by ~2%; compare revisions in one sitting.  The client imported
+is this checkout's (its root goes first on ``PYTHONPATH``): to measure another revision, export
+it (``git archive REV | tar -x -C DIR``), build its extensions in place, run ``python -m
+compileall`` there (so that no run pays for compiling), and run this script from that tree.
 """
 
 from __future__ import annotations
