@@ -568,7 +568,8 @@ class BrokerConnection:
             return
         self._abandon(waiter)
         callback = waiter.take_callback()
-        assert callback is not None
+        if callback is None:
+            return  # the last free slot: _abandon closed the connection, which told the callback
         self._close_if_mid_frame()
         callback(None, self._no_response_error(request, version, timeout, waiter.correlation_id))
 
