@@ -24,6 +24,7 @@ import enum
 from collections.abc import Iterable
 
 from aiokafkawire import errors
+from aiokafkawire.consumer._state_table import next_state
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["TRANSITIONS", "SessionEvent", "SessionState", "ShareSession"]
@@ -90,13 +91,8 @@ class ShareSession:
         return f"<ShareSession node={self.node_id} {self.state.value} epoch={self.epoch}>"
 
     def _move(self, event: SessionEvent) -> None:
-        try:
-            self.state = TRANSITIONS[(self.state, event)]
-        except KeyError:
-            raise errors.IllegalStateError(
-                f"share session with broker {self.node_id}: {event.value} in state "
-                f"{self.state.value}"
-            ) from None
+        subject = f"share session with broker {self.node_id}"
+        self.state = next_state(TRANSITIONS, self.state, event, subject)
 
     @property
     def can_acknowledge(self) -> bool:
