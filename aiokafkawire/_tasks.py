@@ -17,14 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
 from aiokafkawire import errors
 
 log = logging.getLogger("aiokafkawire")
 
-ErrorHandler = Callable[[str, BaseException], None]
+#: What a task serves: a name, or a tuple such as ``("writer", node_id)``.  The owner gets the
+#: same key back in ``on_error``, so it never parses a task's name to know what it served.
+TaskKey = Hashable
+ErrorHandler = Callable[[Any, BaseException], None]
 CoroutineFactory = Callable[[], Coroutine[Any, Any, Any]]
 
 DEFAULT_RESTART_BACKOFF = (0.05, 5.0)  # seconds: first restart delay, cap
@@ -32,9 +35,10 @@ DEFAULT_HEALTHY_AFTER = 30.0  # seconds a restarted task must live before the de
 
 
 class TaskSupervisor:
-    """Owns a set of named background tasks.
+    """Owns a set of background tasks, each under a key naming what it serves.
 
-    ``on_error(name, exc)`` is called (from the event loop) when a task ends with an exception,
+    A key is any hashable: a string, or a tuple such as ``("fetch", node_id)``.
+    ``on_error(key, exc)`` is called (from the event loop) when a task ends with an exception,
     or is cancelled by anything but this supervisor (``exc`` is then a
     :class:`~aiokafkawire.errors.BackgroundTaskError`); the owner decides whether that is fatal
     or the task should be restarted.  Without ``on_error`` the failure is logged at ERROR.
@@ -57,26 +61,26 @@ class TaskSupervisor:
             raise ValueError(f"restart_backoff must be 0 < first <= cap, not {restart_backoff}")
         self._owner = owner
         self._on_error = on_error
-        self._tasks: dict[asyncio.Task[Any], str] = {}
+        self._tasks: dict[asyncio.Task[Any], TaskKey] = {}
         self._cancelled_by_us: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._restart_first = first
         self._restart_cap = cap
         self._healthy_after = healthy_after
-        self._restarts: dict[str, int] = {}  # consecutive restarts by name
-        self._began: dict[str, float] = {}  # loop time a restarted body last began, by name
+        self._restarts: dict[TaskKey, int] = {}  # consecutive restarts by key
+        self._began: dict[TaskKey, float] = {}  # loop time a restarted body last began, by key
 
-    def start(self, name: str, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        """Start ``coro`` as a supervised task called ``name``."""
+    def start(self, name: TaskKey, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Start ``coro`` as a supervised task under key ``name``."""
         if self._stopping:
             coro.close()
             raise RuntimeError(f"{self._owner}: cannot start {name!r} while stopping")
-        task = asyncio.get_running_loop().create_task(coro, name=f"{self._owner}:{name}")
+        task = asyncio.get_running_loop().create_task(coro, name=f"{self._owner}:{_label(name)}")
         self._tasks[task] = name
         task.add_done_callback(self._task_done)
         return task
 
-    def restart(self, name: str, factory: CoroutineFactory) -> asyncio.Task[Any] | None:
+    def restart(self, name: TaskKey, factory: CoroutineFactory) -> asyncio.Task[Any] | None:
         """Start ``factory()`` as task ``name`` after a backoff delay; returns that task.
 
         Meant for ``on_error`` handlers.  The task counts as running (:meth:`running`) while it
@@ -93,10 +97,10 @@ class TaskSupervisor:
         self._restarts[name] = count + 1
         delay = min(self._restart_first * 2**count, self._restart_cap)
         delay *= random.uniform(0.75, 1.25)
-        log.warning("%s: restarting task %s in %.2fs", self._owner, name, delay)
+        log.warning("%s: restarting task %s in %.2fs", self._owner, _label(name), delay)
         return self.start(name, self._after(name, delay, factory))
 
-    async def _after(self, name: str, delay: float, factory: CoroutineFactory) -> None:
+    async def _after(self, name: TaskKey, delay: float, factory: CoroutineFactory) -> None:
         await asyncio.sleep(delay)
         self._began[name] = asyncio.get_running_loop().time()
         await factory()
@@ -109,7 +113,8 @@ class TaskSupervisor:
                 self._cancelled_by_us.discard(task)
                 return
             exc = errors.BackgroundTaskError(
-                f"{self._owner}: task {name} was cancelled by something other than its owner "
+                f"{self._owner}: task {_label(name)} was cancelled by something other than its "
+                "owner "
                 "(a shared future cancelled on another caller's behalf?)"
             )
         else:
@@ -119,10 +124,10 @@ class TaskSupervisor:
         if self._on_error is not None:
             self._on_error(name, exc)
         else:
-            log.error("%s: background task %s failed", self._owner, name, exc_info=exc)
+            log.error("%s: background task %s failed", self._owner, _label(name), exc_info=exc)
 
-    def running(self, name: str) -> bool:
-        """Whether a task called ``name`` is alive (or waiting to be restarted)."""
+    def running(self, name: TaskKey) -> bool:
+        """Whether a task under key ``name`` is alive (or waiting to be restarted)."""
         return any(n == name and not t.done() for t, n in self._tasks.items())
 
     def __len__(self) -> int:
@@ -144,3 +149,10 @@ class TaskSupervisor:
         # A task that ignored cancellation and ended normally is no longer ours to track.
         self._cancelled_by_us.intersection_update(self._tasks)
         self._stopping = False
+
+
+def _label(key: TaskKey) -> str:
+    """A task key as text for task names and logs: ``("writer", 3)`` -> ``writer-3``."""
+    if isinstance(key, tuple):
+        return "-".join(str(part) for part in key)
+    return str(key)

@@ -122,3 +122,20 @@ async def test_a_restarted_task_that_ran_long_enough_starts_again_from_the_base_
 def test_restart_backoff_must_be_positive_and_ordered(bad: tuple[float, float]) -> None:
     with pytest.raises(ValueError):
         TaskSupervisor("owner", restart_backoff=bad)
+
+
+async def test_a_task_keyed_by_what_it_serves_reports_that_key() -> None:
+    failures: list[tuple[object, BaseException]] = []
+    supervisor = TaskSupervisor("owner", lambda key, exc: failures.append((key, exc)))
+
+    async def boom() -> None:
+        raise errors.KafkaConnectionError("gone")
+
+    task = supervisor.start(("writer", 3), boom())
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert task.get_name() == "owner:writer-3"
+    assert [key for key, _ in failures] == [("writer", 3)]
+    assert isinstance(failures[0][1], errors.KafkaConnectionError)
+    assert not supervisor.running(("writer", 3))
+    await supervisor.stop()

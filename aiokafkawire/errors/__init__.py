@@ -6,6 +6,7 @@ Broker error codes map to generated classes (:mod:`aiokafkawire.errors.codes`); 
 
 from __future__ import annotations
 
+from aiokafkawire.errors.actions import *  # noqa: F403
 from aiokafkawire.errors.base import *  # noqa: F403
 from aiokafkawire.errors.base import BrokerResponseError, UnsupportedVersionForBrokerError
 from aiokafkawire.errors.codes import *  # noqa: F403

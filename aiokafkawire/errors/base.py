@@ -27,6 +27,7 @@ __all__ = [
     "EncodeError",
     "FrameTooLargeError",
     "IllegalStateError",
+    "InvalidTransitionError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
@@ -196,6 +197,20 @@ class UnknownTopicError(KafkaError):
 
 class IllegalStateError(KafkaError):
     """An operation was called in a state that does not allow it."""
+
+
+class InvalidTransitionError(IllegalStateError):
+    """A state machine was asked for a transition its table does not declare.
+
+    Raised by :class:`aiokafkawire._fsm.TransitionTable`; names the machine, the state it was in
+    and the event it was given, so the bug (ours, never the user's) can be found from the message.
+    """
+
+    def __init__(self, machine: str, state: object, event: object) -> None:
+        super().__init__(f"{machine}: no transition from {state} on {event}")
+        self.machine = machine
+        self.state = state
+        self.event = event
 
 
 class CommitFailedError(KafkaError):

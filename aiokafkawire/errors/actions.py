@@ -1,0 +1,106 @@
+"""What a client does about an error: the one classification table (franz-go's ``kerr`` spirit).
+
+Every broker error code maps to one :class:`ErrorAction`, derived from the generated error
+classes (:mod:`aiokafkawire.errors.codes`: ``retriable`` and ``invalid_metadata`` come from
+Kafka's own error table), so a call site asks ``action_for(code)`` instead of keeping its own
+set of codes.  The table is computed once at import; codes the table does not know are fatal.
+
+Order of precedence, first match wins:
+
+1. ``NONE`` for code 0.
+2. ``FIND_COORDINATOR`` for the coordinator errors (:data:`COORDINATOR_CODES`): the request went
+   to a broker that is not (or not yet) the coordinator; look the coordinator up again, then
+   retry.  COORDINATOR_LOAD_IN_PROGRESS is among them: looking up again is harmless and finds
+   the same broker while it loads, which is what this client has always done.
+3. ``REFRESH_METADATA`` for errors that say the client's metadata is stale (leader moved,
+   unknown topic or partition, ...): refresh, then retry.
+4. ``RETRY`` for any other retriable error: retry after a backoff.
+5. ``FATAL`` for everything else: raise to the caller.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from aiokafkawire.errors.base import (
+    BrokerResponseError,
+    KafkaConnectionError,
+    KafkaError,
+)
+from aiokafkawire.errors.codes import (
+    ERRORS_BY_CODE,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    NotCoordinatorError,
+)
+
+__all__ = [
+    "COORDINATOR_CODES",
+    "COORDINATOR_ERRORS",
+    "ERROR_ACTIONS",
+    "ErrorAction",
+    "action_for",
+    "action_of",
+]
+
+
+class ErrorAction(enum.Enum):
+    """What to do about an error before (maybe) trying again."""
+
+    NONE = "none"
+    RETRY = "retry"
+    REFRESH_METADATA = "refresh metadata"
+    FIND_COORDINATOR = "find coordinator"
+    FATAL = "fatal"
+
+    @property
+    def retriable(self) -> bool:
+        """Whether the operation may be tried again after the action."""
+        return self not in (ErrorAction.NONE, ErrorAction.FATAL)
+
+
+#: The errors that mean "ask for the coordinator again".
+COORDINATOR_ERRORS: tuple[type[BrokerResponseError], ...] = (
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
+)
+COORDINATOR_CODES: frozenset[int] = frozenset(cls.code for cls in COORDINATOR_ERRORS)
+
+
+def _classify(cls: type[BrokerResponseError]) -> ErrorAction:
+    if cls.code == 0:
+        return ErrorAction.NONE
+    if cls.code in COORDINATOR_CODES:
+        return ErrorAction.FIND_COORDINATOR
+    if cls.invalid_metadata:
+        return ErrorAction.REFRESH_METADATA
+    if cls.retriable:
+        return ErrorAction.RETRY
+    return ErrorAction.FATAL
+
+
+#: Broker error code -> action, for every code in Kafka's error table.
+ERROR_ACTIONS: Mapping[int, ErrorAction] = MappingProxyType(
+    {code: _classify(cls) for code, cls in ERRORS_BY_CODE.items()} | {0: ErrorAction.NONE}
+)
+
+
+def action_for(code: int) -> ErrorAction:
+    """The action for a broker error code (``FATAL`` for a code the table does not know)."""
+    return ERROR_ACTIONS.get(code, ErrorAction.FATAL)
+
+
+def action_of(exc: BaseException) -> ErrorAction:
+    """The action for an exception: a broker error by its code, a lost connection refreshes
+    metadata (the broker may be gone), any other retriable :class:`KafkaError` is retried, and
+    everything else is fatal."""
+    if isinstance(exc, BrokerResponseError):
+        return action_for(exc.code)
+    if isinstance(exc, KafkaConnectionError):
+        return ErrorAction.REFRESH_METADATA
+    if isinstance(exc, KafkaError) and exc.retriable:
+        return ErrorAction.RETRY
+    return ErrorAction.FATAL
