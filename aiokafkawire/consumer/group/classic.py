@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import COORDINATOR_ERRORS
 from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.group.assignors import (
     COOPERATIVE,
@@ -46,7 +45,6 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 
 __all__ = ["ClassicMembership"]
 
-_COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
 _WATCH_INTERVAL_S = 1.0
 _GROUP_LOOP = "group-loop"
 _HEARTBEAT = "heartbeat"
@@ -128,7 +126,7 @@ class ClassicMembership(Membership):
                         await asyncio.sleep(backoff)
                         continue
                     except errors.BrokerResponseError as exc:
-                        if exc.code in _COORDINATOR_CODES or exc.retriable:
+                        if exc.code in errors.COORDINATOR_CODES or exc.retriable:
                             self._cluster.invalidate_coordinator(self.group_id)
                             await asyncio.sleep(backoff)
                             continue
@@ -297,7 +295,7 @@ class ClassicMembership(Membership):
         return decode_assignment(response.assignment)
 
     def _rejoin_if_coordinator_moved(self, code: int) -> None:
-        if code in _COORDINATOR_CODES:
+        if code in errors.COORDINATOR_CODES:
             self._cluster.invalidate_coordinator(self.group_id)
             raise _Rejoin(errors.error_for_code(code).name)
 
@@ -376,7 +374,7 @@ class ClassicMembership(Membership):
                     )
                 )
                 return
-            if code in _COORDINATOR_CODES:
+            if code in errors.COORDINATOR_CODES:
                 self._cluster.invalidate_coordinator(self.group_id)
             if time.monotonic() - last_ok > config.session_timeout_ms / 1000:
                 log.warning(

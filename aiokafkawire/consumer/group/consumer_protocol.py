@@ -15,7 +15,6 @@ import uuid
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import COORDINATOR_ERRORS
 from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.states import GroupEvent, GroupState
@@ -27,7 +26,6 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 
 __all__ = ["ConsumerProtocolMembership"]
 
-_COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
 _FENCED_CODES = frozenset((errors.FencedMemberEpochError.code, errors.UnknownMemberIdError.code))
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -87,7 +85,7 @@ class ConsumerProtocolMembership(Membership):
                 self._interval = backoff
                 continue
             code = response.error_code
-            if code in _COORDINATOR_CODES:
+            if code in errors.COORDINATOR_CODES:
                 self._cluster.invalidate_coordinator(self.group_id)
                 self._interval = backoff
                 continue
