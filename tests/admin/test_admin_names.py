@@ -42,17 +42,6 @@ def test_top_level_admin_names_are_the_admin_package_objects() -> None:
         assert getattr(aiokafkawire, name) is getattr(admin, name)
 
 
-def test_share_group_types_keep_their_old_path() -> None:
-    import aiokafkawire.admin as admin
-    from aiokafkawire.consumer.share import admin as old_path
-
-    moved = ("ShareGroupDescription", "ShareGroupListing", "ShareGroupOffset")
-    for name in (*moved, "ShareMemberDescription"):
-        assert getattr(old_path, name) is getattr(admin, name)
-    with pytest.raises(AttributeError):
-        _ = old_path.list_share_groups
-
-
 def test_admin_has_every_call_it_had() -> None:
     from aiokafkawire.admin import Admin
 
