@@ -11,155 +11,52 @@ the pool (:mod:`aiokafkawire.net.pool`) makes a new one, with backoff.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
-import random
 import socket
 import ssl
-import struct
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._waits import timeout_after
 from aiokafkawire.metrics import (
     LATENCY_MASK,
     BrokerStats,
-    ClientMetrics,
     ConnectionEvent,
     RequestEvent,
     api_name,
 )
-from aiokafkawire.net.credentials import Secret
-from aiokafkawire.net.sasl import SUPPORTED_MECHANISMS, create_mechanism
-from aiokafkawire.net.tls import create_ssl_context
-from aiokafkawire.net.versions import (
-    API_VERSIONS_KEY,
-    ApiVersionCap,
-    VersionPolicy,
-    client_api_versions,
-)
+from aiokafkawire.net.config import SECURITY_PROTOCOLS, ConnectionConfig, ReconnectBackoff
+from aiokafkawire.net.handshake import SaslSession, negotiate_versions, reauthenticating
+from aiokafkawire.net.lifecycle import CONNECTION_LIFECYCLE, ConnectionState, LifecycleEvent
+from aiokafkawire.net.slots import RequestSlots
+from aiokafkawire.net.tls import tls_error
+from aiokafkawire.net.versions import CLIENT_THROTTLES_SINCE, VersionPolicy, client_api_versions
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
 from aiokafkawire.protocol.framing import KafkaFraming
-from aiokafkawire.protocol.messages import (
-    ApiVersionsRequest,
-    SaslAuthenticateRequest,
-    SaslHandshakeRequest,
-)
+
+__all__ = [
+    "SECURITY_PROTOCOLS",
+    "BrokerConnection",
+    "ConnectionConfig",
+    "ConnectionState",
+    "ReconnectBackoff",
+    "ResponseCallback",
+]
 
 log = logging.getLogger("aiokafkawire.net")
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_HANDSHAKE_KEY = 17
-SASL_AUTHENTICATE_KEY = 36
-_INT32 = struct.Struct(">i")
 # Bytes asked of the socket per read in receive_now() (asyncio's transports read 256 KiB too).
 _DIRECT_READ_SIZE = 256 * 1024
 # At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
 _DIRECT_READS_MAX = 8
 
-# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
-# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
-# to it until then.  Before them the broker delayed the answer itself.  APIs added after
-# KIP-219 (Kafka 2.0) work the new way from their first version.
-_CLIENT_THROTTLES_SINCE: dict[int, int] = {
-    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
-    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
-    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
-}  # fmt: skip
+_READY = ConnectionState.READY
+_REAUTHENTICATING = ConnectionState.REAUTHENTICATING
 
 ResponseCallback = Callable[[Any, "BaseException | None"], None]
 """``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
-
-
-@dataclass
-class ConnectionConfig:
-    """Settings shared by every connection of one client.  Secrets are kept out of ``repr``."""
-
-    client_id: str | None = "aiokafkawire"
-    request_timeout_ms: int = 30_000
-    connect_timeout_ms: int = 10_000
-    max_in_flight_requests_per_connection: int = 5
-    max_frame_size: int = 100 * 1024 * 1024
-    reconnect_backoff_ms: int = 50
-    reconnect_backoff_max_ms: int = 1_000
-    security_protocol: str = "PLAINTEXT"
-    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | Secret | None = field(default=None, repr=False)
-    sasl_oauth_token_provider: Any = field(default=None, repr=False)
-    api_version: ApiVersionCap = None
-    client_software_name: str = "aiokafkawire"
-    client_software_version: str = "0.1.0"
-    # The client's counters and hooks (None: counted per connection, reported nowhere).
-    metrics: ClientMetrics | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self.security_protocol = self.security_protocol.upper()
-        if self.security_protocol not in SECURITY_PROTOCOLS:
-            raise errors.ConfigError(
-                f"security_protocol must be one of {SECURITY_PROTOCOLS}, "
-                f"got {self.security_protocol!r}"
-            )
-        if self.max_in_flight_requests_per_connection < 1:
-            raise errors.ConfigError("max_in_flight_requests_per_connection must be >= 1")
-        if self.security_protocol.startswith("SASL") and not self.sasl_mechanism:
-            raise errors.ConfigError(f"{self.security_protocol} needs sasl_mechanism")
-        if self.security_protocol in ("SSL", "SASL_SSL") and self.ssl_context is None:
-            self.ssl_context = create_ssl_context()
-        if isinstance(self.sasl_password, str):
-            # Held as a Secret so no repr, log line or traceback can show it.
-            self.sasl_password = Secret(self.sasl_password)
-        if self.sasl_mechanism is not None:
-            mechanism = self.sasl_mechanism.upper()
-            if mechanism not in SUPPORTED_MECHANISMS:
-                raise errors.ConfigError(
-                    f"unsupported SASL mechanism {self.sasl_mechanism!r}; "
-                    f"supported: {', '.join(SUPPORTED_MECHANISMS)}"
-                )
-
-    @property
-    def uses_tls(self) -> bool:
-        """Whether connections are wrapped in TLS."""
-        return self.security_protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def uses_sasl(self) -> bool:
-        """Whether connections authenticate with SASL after connecting."""
-        return self.security_protocol.startswith("SASL")
-
-
-class ReconnectBackoff:
-    """Exponential reconnect backoff with jitter, between ``base_ms`` and ``max_ms``."""
-
-    __slots__ = ("_base", "_failures", "_max", "_next_allowed")
-
-    def __init__(self, base_ms: int, max_ms: int) -> None:
-        self._base = max(base_ms, 0) / 1000
-        self._max = max(max_ms, base_ms) / 1000
-        self._failures = 0
-        self._next_allowed = 0.0
-
-    def failed(self) -> float:
-        """Record a failed attempt; returns the delay before the next one may start."""
-        self._failures += 1
-        delay = min(self._max, self._base * (2 ** min(self._failures - 1, 30)))
-        delay *= random.uniform(0.8, 1.2)  # jitter spreads reconnect storms
-        delay = min(delay, self._max)
-        self._next_allowed = time.monotonic() + delay
-        return delay
-
-    def succeeded(self) -> None:
-        """Reset after a successful connection."""
-        self._failures = 0
-        self._next_allowed = 0.0
-
-    def remaining(self) -> float:
-        """Seconds to wait before the next attempt is allowed (0 when allowed now)."""
-        return max(0.0, self._next_allowed - time.monotonic())
 
 
 class _Waiter:
@@ -221,11 +118,13 @@ class _StreamProtocol(asyncio.Protocol):
         self._connection._resume_writing()
 
 
-class BrokerConnection:
+class BrokerConnection:  # ~450 lines: the request pipeline's state stays in one object's slots
     """A connection to one broker.
 
     Create with :meth:`open` (connects, negotiates versions through ApiVersions, authenticates).
-    :meth:`send` pipelines up to ``max_in_flight_requests_per_connection`` requests.
+    :meth:`send` pipelines up to ``max_in_flight_requests_per_connection`` requests.  Its
+    lifecycle is the table in :mod:`aiokafkawire.net.lifecycle` (:attr:`state`); the handshake
+    lives in :mod:`aiokafkawire.net.handshake`, the request slots in :mod:`aiokafkawire.net.slots`.
     """
 
     def __init__(
@@ -248,27 +147,26 @@ class BrokerConnection:
         self._framing = KafkaFraming(
             self.config.client_id, max_frame_size=self.config.max_frame_size
         )
+        self._state = ConnectionState.NEW
         self._transport: asyncio.Transport | None = None
-        self._waiters: deque[tuple[int, _Waiter]] = deque()
         self._by_correlation: dict[int, _Waiter] = {}
-        self._slots = asyncio.Semaphore(self.config.max_in_flight_requests_per_connection)
+        self._slots = RequestSlots(self.config.max_in_flight_requests_per_connection)
         self._abandoned = 0
         self._error: errors.KafkaError | None = None
         self._closed_future: asyncio.Future[None] | None = None
         self._write_buffer: list[bytes] = []
         self._flush_scheduled = False
         self._writable: asyncio.Event | None = None
+        # SASL (with KIP-368 re-authentication); _raw_mode while a v0 exchange owns the bytes.
+        self._sasl = SaslSession(self) if self.config.uses_sasl else None
         self._raw_mode = False
-        self._raw_buffer = bytearray()
-        self._raw_waiter: asyncio.Future[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # receive_now(): a duplicate of the socket for reads outside the event loop's turn,
         # made on first use, on plain TCP with a selector loop only (see receive_now).
         self._direct_reads = False
         self._direct_socket: socket.socket | None = None
         self._receiving = False  # inside _data_received: no nested reads
-        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic);
-        # the time itself is counted in the broker's stats (throttle_time_ms_total, _max).
+        # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
         self.throttled_until = 0.0
         metrics = self.config.metrics
         self._metrics = metrics
@@ -278,18 +176,11 @@ class BrokerConnection:
             if metrics is not None
             else BrokerStats(host, port, node_id)
         )
-        # KIP-368 re-authentication: the timer that starts it, the task running it, and the
-        # gate new requests wait at while it runs (None when open).
-        self._reauth_timer: asyncio.TimerHandle | None = None
-        self._reauth_task: asyncio.Task[None] | None = None
-        self._reauth_gate: asyncio.Future[None] | None = None
-        self.reauthentications = 0
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "open" if self._transport else "new"
         return (
             f"<BrokerConnection node={self.node_id} {self.host}:{self.port} "
-            f"purpose={self.purpose} {state}>"
+            f"purpose={self.purpose} {self._state.value}>"
         )
 
     # ---------------------------------------------------------------- lifecycle
@@ -313,13 +204,55 @@ class BrokerConnection:
             raise
         return connection
 
+    @property
+    def state(self) -> ConnectionState:
+        """Where the connection is in its lifecycle."""
+        return self._state
+
+    def _enter(self, event: LifecycleEvent) -> None:
+        """Move along the lifecycle table (an undeclared move raises InvalidTransitionError)."""
+        self._state = CONNECTION_LIFECYCLE.next(self._state, event)
+
+    @property
+    def reauthentications(self) -> int:
+        """How many times this connection re-authenticated (KIP-368)."""
+        return 0 if self._sasl is None else self._sasl.reauthentications
+
     async def _connect(self) -> None:
+        self._enter(LifecycleEvent.CONNECT)
         self._loop = asyncio.get_running_loop()
         self._closed_future = self._loop.create_future()
+        transport = await self._open_transport()
+        if self._error is not None:  # lost while connecting
+            transport.abort()
+            raise self._error
+        self._transport = transport
+        self._enter(LifecycleEvent.CONNECTED)
+        await negotiate_versions(self)
+        if self._sasl is not None:
+            self._raise_if_failed()
+            self._enter(LifecycleEvent.AUTHENTICATE)
+            await self._sasl.authenticate()
+        self._raise_if_failed()
+        self._enter(LifecycleEvent.HANDSHAKE_DONE)
+        stats = self._stats
+        stats.connections_opened += 1
+        stats.connections.add(self)
+        log.debug("%r ready", self)
+        if self._hooks:
+            self._emit_connection("on_connect", None)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    async def _open_transport(self) -> asyncio.Transport:
+        """TCP (and TLS) connect, with typed errors; remembers whether direct reads are safe."""
+        assert self._loop is not None
         timeout = self.config.connect_timeout_ms / 1000
         tls = self.config.ssl_context if self.config.uses_tls else None
         try:
-            async with _timeout(timeout):
+            async with timeout_after(timeout):
                 transport, _ = await self._loop.create_connection(
                     lambda: _StreamProtocol(self),
                     self.host,
@@ -332,31 +265,18 @@ class BrokerConnection:
                 f"connecting to {self.host}:{self.port} timed out after {timeout:.1f}s"
             ) from None
         except ssl.SSLError as exc:
-            raise _tls_error(
-                f"TLS handshake with {self.host}:{self.port} failed", exc
-            ) from exc
+            raise tls_error(f"TLS handshake with {self.host}:{self.port} failed", exc) from exc
         except OSError as exc:
             raise errors.KafkaConnectionError(
                 f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
-        # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
-        self._transport = transport
         # Reading the socket directly is only safe when the transport reads it the same way:
         # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
         self._direct_reads = tls is None and isinstance(
             self._loop, asyncio.selector_events.BaseSelectorEventLoop
         )
-        if self._error is not None:  # lost while connecting
-            raise self._error
-        await self._negotiate_versions()
-        if self.config.uses_sasl:
-            await self._authenticate()
-        stats = self._stats
-        stats.connections_opened += 1
-        stats.connections.add(self)
-        log.debug("%r ready", self)
-        if self._hooks:
-            self._emit_connection("on_connect", None)
+        # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
+        return transport
 
     @property
     def closed(self) -> bool:
@@ -372,6 +292,10 @@ class BrokerConnection:
     def in_flight(self) -> int:
         """Requests sent and awaiting a response (timed-out ones included)."""
         return len(self._by_correlation)
+
+    def awaits_answers(self) -> bool:
+        """Whether a request in flight still has a requester waiting for its answer."""
+        return any(not waiter.abandoned for waiter in self._by_correlation.values())
 
     def close(self, error: errors.KafkaError | None = None) -> None:
         """Close now; every waiter fails with ``error`` (default: ConnectionClosedError)."""
@@ -405,9 +329,10 @@ class BrokerConnection:
         timeout = self._timeout_seconds(timeout_ms)
         deadline = time.monotonic() + timeout
         await self._wait_throttle()
-        if self._reauth_gate is not None and not _reauthenticating.get():
-            await self._wait_reauthenticated(timeout)
-        await self._acquire_slot(max(deadline - time.monotonic(), 0.0))
+        if self._state is _REAUTHENTICATING and not reauthenticating.get():
+            assert self._sasl is not None
+            await self._sasl.wait_reauthenticated(timeout)
+        await self._slots.acquire(max(deadline - time.monotonic(), 0.0), self)
         if self._error is not None:
             self._slots.release()
             raise self._error
@@ -447,17 +372,17 @@ class BrokerConnection:
         next turn.  A producer calls this with a batch that just filled up, so the broker works
         on it while the application keeps appending.
         """
-        if self._error is not None:
-            raise self._error
+        if self._state is not _READY:
+            if self._error is not None:
+                raise self._error
+            return False  # re-authenticating
         if (
-            self._transport is None
-            or self._reauth_gate is not None
-            or self._slots.locked()
+            self._slots.free == 0
             or (self._writable is not None and not self._writable.is_set())
             or self.throttled
         ):
             return False
-        _acquire_now(self._slots)
+        self._slots.free -= 1  # RequestSlots.take_now, inlined: this is the producer's hot path
         self._register(request, version, callback, self._timeout_seconds(timeout_ms))
         self._flush()  # with whatever earlier frames of this iteration wait for their flush
         return True
@@ -480,11 +405,12 @@ class BrokerConnection:
             raise self._error
         timeout = self._timeout_seconds(timeout_ms)
         await self._wait_throttle()
-        if self._reauth_gate is not None:
+        if self._state is _REAUTHENTICATING:
+            assert self._sasl is not None
             deadline = time.monotonic() + timeout
-            await self._wait_reauthenticated(timeout)
+            await self._sasl.wait_reauthenticated(timeout)
             timeout = max(deadline - time.monotonic(), 0.0)
-        await self._acquire_slot(timeout)
+        await self._slots.acquire(timeout, self)
         if self._writable is not None and not self._writable.is_set():
             try:
                 await self._writable.wait()
@@ -510,8 +436,11 @@ class BrokerConnection:
                 return
             await asyncio.sleep(remaining)
 
-    def _note_throttle(self, api_key: int, version: int, throttle_ms: int) -> None:
-        if throttle_ms > 0 and version >= _CLIENT_THROTTLES_SINCE.get(api_key, 0):
+    def _throttled_by_broker(self, api_key: int, version: int, throttle_ms: int) -> None:
+        """The one home of quota bookkeeping: count the time in the broker's stats and, from
+        the versions where the client is to hold back (KIP-219), mute this connection."""
+        self._stats.throttled(throttle_ms)
+        if throttle_ms > 0 and version >= CLIENT_THROTTLES_SINCE.get(api_key, 0):
             until = time.monotonic() + throttle_ms / 1000
             if until > self.throttled_until:
                 self.throttled_until = until
@@ -650,18 +579,6 @@ class BrokerConnection:
         if sock is not None:
             sock.close()
 
-    async def _acquire_slot(self, timeout: float) -> None:
-        if not self._slots.locked():
-            _acquire_now(self._slots)  # no timeout context needed: nothing to wait for
-            return
-        try:
-            async with _timeout(timeout):
-                await self._slots.acquire()
-        except (TimeoutError, asyncio.TimeoutError):
-            raise errors.KafkaTimeoutError(
-                f"no free request slot on {self!r} within {timeout:.1f}s"
-            ) from None
-
     async def _response(
         self, waiter: _Waiter, deadline: float, timeout: float, request: Any, version: int
     ) -> Any:
@@ -669,7 +586,7 @@ class BrokerConnection:
         assert future is not None
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
-            async with _timeout(remaining):
+            async with timeout_after(remaining):
                 return await asyncio.shield(future)
         except (TimeoutError, asyncio.TimeoutError):
             self._abandon(waiter)
@@ -729,7 +646,8 @@ class BrokerConnection:
 
     def _data_received(self, data: bytes) -> None:
         if self._raw_mode:
-            self._raw_data_received(data)
+            assert self._sasl is not None
+            self._sasl.raw_data_received(data)
             return
         stats = self._stats
         stats.bytes_received += len(data)
@@ -762,8 +680,9 @@ class BrokerConnection:
                 ring.samples[ring.count & LATENCY_MASK] = now - waiter.sent_at
                 ring.count += 1
                 if getattr(response, "throttle_time_ms", 0):
-                    stats.throttled(response.throttle_time_ms)
-                    self._note_throttle(event.api_key, event.api_version, response.throttle_time_ms)
+                    self._throttled_by_broker(
+                        event.api_key, event.api_version, response.throttle_time_ms
+                    )
                 if self._hooks:
                     self._emit_request(waiter, now, None)
                 if waiter.abandoned:
@@ -785,7 +704,7 @@ class BrokerConnection:
             error: errors.KafkaError
             if isinstance(exc, ssl.SSLError):
                 # TLS 1.3: a refused client certificate shows only after the handshake.
-                error = _tls_error(message, exc)
+                error = tls_error(message, exc)
             else:
                 if exc is not None:
                     message += f": {exc}"
@@ -793,6 +712,11 @@ class BrokerConnection:
             if exc is not None:
                 error.__cause__ = exc
             self._fail(error)
+        self._transport_gone()
+
+    def _transport_gone(self) -> None:
+        if self._state is ConnectionState.CLOSING:
+            self._enter(LifecycleEvent.TRANSPORT_GONE)
         if self._closed_future is not None and not self._closed_future.done():
             self._closed_future.set_result(None)
 
@@ -810,13 +734,9 @@ class BrokerConnection:
         if self._error is not None:
             return
         self._error = error
-        if self._reauth_timer is not None:
-            self._reauth_timer.cancel()
-            self._reauth_timer = None
-        if self._reauth_task is not None and self._reauth_task is not _current_task():
-            self._reauth_task.cancel()
-        if self._reauth_gate is not None and not self._reauth_gate.done():
-            self._reauth_gate.set_result(None)  # waiters then see the error
+        self._enter(LifecycleEvent.FAIL)
+        if self._sasl is not None:
+            self._sasl.connection_failed(error)
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
         self._close_direct_socket()
@@ -827,11 +747,23 @@ class BrokerConnection:
             if self._hooks:
                 self._emit_connection("on_disconnect", error)
         if waiters:
-            stats.request_errors += len(waiters)
-            if self._hooks:
-                now = time.monotonic()
-                for waiter in waiters:
-                    self._emit_request(waiter, now, error)
+            self._fail_waiters(waiters, error)
+        if self._writable is not None:
+            self._writable.set()
+        self._write_buffer.clear()
+        if self._transport is not None:
+            self._transport.abort()  # connection_lost follows, then the connection is CLOSED
+        else:
+            self._transport_gone()
+        log.debug("%r closed: %s", self, error)
+
+    def _fail_waiters(self, waiters: list[_Waiter], error: errors.KafkaError) -> None:
+        """Every request in flight fails with the sticky ``error``; their slots come free."""
+        self._stats.request_errors += len(waiters)
+        if self._hooks:
+            now = time.monotonic()
+            for waiter in waiters:
+                self._emit_request(waiter, now, error)
         for waiter in waiters:
             self._slots.release()
             if waiter.future is not None:
@@ -843,17 +775,6 @@ class BrokerConnection:
                 # On the loop's next turn: _fail may run inside a requester's own bookkeeping.
                 assert self._loop is not None
                 self._loop.call_soon(callback, None, error)
-        if self._raw_waiter is not None and not self._raw_waiter.done():
-            self._raw_waiter.set_exception(error)
-            self._raw_waiter.exception()
-        if self._writable is not None:
-            self._writable.set()
-        self._write_buffer.clear()
-        if self._transport is not None:
-            self._transport.abort()
-        elif self._closed_future is not None and not self._closed_future.done():
-            self._closed_future.set_result(None)
-        log.debug("%r closed: %s", self, error)
 
     def _emit_connection(self, method: str, error: BaseException | None) -> None:
         assert self._metrics is not None
@@ -876,239 +797,3 @@ class BrokerConnection:
                 error,
             ),
         )
-
-    # ---------------------------------------------------------------- handshake
-
-    async def _negotiate_versions(self) -> None:
-        policy = self.versions
-        if not policy.sends_api_versions:
-            policy.set_broker_versions(policy.pinned_broker_versions())
-            return
-        client_max = policy.client_versions[API_VERSIONS_KEY][1]
-        if policy.release is not None and policy.release < (2, 4, 0):
-            client_max = min(client_max, 2)
-        response = await self._api_versions(client_max)
-        if response.error_code == errors.UnsupportedVersionError.code:
-            # The broker answers an ApiVersions it cannot parse with its own range of ApiVersions.
-            broker_range = {k.api_key: k.max_version for k in response.api_keys}
-            retry = min(broker_range.get(API_VERSIONS_KEY, 0), client_max)
-            response = await self._api_versions(retry)
-        errors.raise_for_code(response.error_code, "ApiVersions failed")
-        policy.set_broker_versions(
-            {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        )
-        policy.finalized_features = {
-            f.name: f.max_version_level for f in response.finalized_features or ()
-        }
-
-    async def _api_versions(self, version: int) -> Any:
-        request = ApiVersionsRequest(
-            client_software_name=self.config.client_software_name,
-            client_software_version=self.config.client_software_version,
-        )
-        return await self.send(request, version)
-
-    async def _authenticate(self) -> None:
-        config = self.config
-        assert config.sasl_mechanism is not None
-        mechanism = create_mechanism(
-            config.sasl_mechanism,
-            username=config.sasl_username,
-            password=config.sasl_password,
-            token_provider=config.sasl_oauth_token_provider,
-        )
-        await mechanism.prepare()
-        handshake_version = self.versions.version_for(SASL_HANDSHAKE_KEY)
-        handshake = await self.send(
-            SaslHandshakeRequest(mechanism=mechanism.name), handshake_version
-        )
-        if handshake.error_code:
-            raise errors.error_for_code(handshake.error_code)(
-                f"broker refused SASL mechanism {mechanism.name}; "
-                f"it offers {list(handshake.mechanisms)}"
-            )
-        use_frames = handshake_version >= 1 and self.versions.supports(SASL_AUTHENTICATE_KEY)
-        token: bytes | None = mechanism.start()
-        lifetime_ms = 0
-        while token is not None:
-            if use_frames:
-                response = await self.send(SaslAuthenticateRequest(auth_bytes=token))
-                if response.error_code:
-                    raise errors.error_for_code(response.error_code)(
-                        response.error_message or "SASL authentication failed"
-                    )
-                server_message = bytes(response.auth_bytes)
-                lifetime_ms = getattr(response, "session_lifetime_ms", 0) or 0
-            else:
-                server_message = await self._raw_exchange(token)
-            token = mechanism.step(server_message)
-        log.debug("%r authenticated with %s", self, mechanism.name)
-        if lifetime_ms > 0:
-            self._schedule_reauthentication(lifetime_ms)
-
-    # ---------------------------------------------------------------- re-authentication
-
-    def _schedule_reauthentication(self, lifetime_ms: int) -> None:
-        """Re-authenticate (KIP-368) at 85-95% of the session the broker granted.
-
-        Past the session's end the broker closes the connection at the next request, so the
-        client re-authenticates ahead of it, on the same connection: new requests wait at a
-        gate, the ones in flight are answered first, then SaslHandshake and SaslAuthenticate
-        run again (a token provider is asked for a fresh token).  Jitter keeps a client's many
-        connections from re-authenticating at the same moment.
-        """
-        assert self._loop is not None
-        delay = lifetime_ms / 1000 * random.uniform(0.85, 0.95)
-        self._reauth_timer = self._loop.call_later(delay, self._start_reauthentication)
-
-    def _start_reauthentication(self) -> None:
-        self._reauth_timer = None
-        if self._error is not None:
-            return
-        assert self._loop is not None
-        self._reauth_gate = self._loop.create_future()
-        self._reauth_task = self._loop.create_task(
-            self._reauthenticate(), name=f"reauthenticate {self.host}:{self.port}"
-        )
-
-    async def _reauthenticate(self) -> None:
-        gate = self._reauth_gate
-        assert gate is not None
-        token = _reauthenticating.set(True)
-        try:
-            # The broker must see the handshake after every request already sent was answered.
-            deadline = time.monotonic() + self.config.request_timeout_ms / 1000
-            while any(not w.abandoned for w in self._by_correlation.values()):
-                if self._error is not None:
-                    return
-                if time.monotonic() > deadline:
-                    raise errors.KafkaTimeoutError("requests in flight did not finish")
-                await asyncio.sleep(0.005)
-            await self._authenticate()
-            self.reauthentications += 1
-            log.debug("%r re-authenticated", self)
-        except asyncio.CancelledError:
-            raise  # closing
-        except Exception as exc:
-            # Without a valid session the broker will close the connection anyway.
-            error = (
-                exc
-                if isinstance(exc, errors.AuthenticationError)
-                else errors.AuthenticationError(f"re-authentication failed: {exc}")
-            )
-            if error is not exc:
-                error.__cause__ = exc
-            self._fail(error)
-        finally:
-            _reauthenticating.reset(token)
-            self._reauth_gate = None
-            if not gate.done():
-                gate.set_result(None)
-            self._reauth_task = None
-
-    async def _wait_reauthenticated(self, timeout: float) -> None:
-        gate = self._reauth_gate
-        if gate is None:
-            return
-        try:
-            async with _timeout(timeout):
-                await asyncio.shield(gate)
-        except (TimeoutError, asyncio.TimeoutError):
-            raise errors.KafkaTimeoutError(
-                f"{self.host}:{self.port} did not finish re-authenticating within {timeout:.1f}s"
-            ) from None
-        if self._error is not None:
-            raise self._error
-
-    async def _raw_exchange(self, token: bytes) -> bytes:
-        """SASL v0: tokens travel as bare size-prefixed frames without Kafka headers."""
-        assert self._loop is not None
-        self._raw_mode = True
-        self._raw_waiter = self._loop.create_future()
-        await self._write(_INT32.pack(len(token)) + token)
-        try:
-            async with _timeout(self.config.request_timeout_ms / 1000):
-                return await self._raw_waiter
-        except (TimeoutError, asyncio.TimeoutError):
-            self._fail(errors.AuthenticationError("SASL exchange timed out"))
-            raise self._error from None  # type: ignore[misc]
-        finally:
-            self._raw_mode = False
-            self._raw_waiter = None
-
-    def _raw_data_received(self, data: bytes) -> None:
-        self._raw_buffer += data
-        if len(self._raw_buffer) < 4:
-            return
-        (size,) = _INT32.unpack_from(self._raw_buffer)
-        if size < 0 or size > self.config.max_frame_size:
-            self._fail(errors.AuthenticationError("malformed SASL frame from broker"))
-            return
-        if len(self._raw_buffer) < 4 + size:
-            return
-        payload = bytes(self._raw_buffer[4 : 4 + size])
-        del self._raw_buffer[: 4 + size]
-        if self._raw_waiter is not None and not self._raw_waiter.done():
-            self._raw_waiter.set_result(payload)
-
-
-# OpenSSL reasons that mean a certificate was refused, on either side: not retriable.
-_CERTIFICATE_REASONS = (
-    "CERTIFICATE_VERIFY_FAILED",
-    "BAD_CERTIFICATE",
-    "CERTIFICATE_REQUIRED",
-    "UNKNOWN_CA",
-    "CERTIFICATE_UNKNOWN",
-    "UNSUPPORTED_CERTIFICATE",
-    "CERTIFICATE_EXPIRED",
-    "CERTIFICATE_REVOKED",
-    "HANDSHAKE_FAILURE",
-)
-
-
-def _tls_error(context: str, exc: ssl.SSLError) -> errors.KafkaError:
-    """A typed error for a TLS failure: certificates are authentication, the rest connection."""
-    reason = exc.reason or ""
-    detail = getattr(exc, "verify_message", None) or reason or str(exc)
-    if isinstance(exc, ssl.SSLCertVerificationError) or any(
-        name in reason for name in _CERTIFICATE_REASONS
-    ):
-        return errors.SslAuthenticationError(f"{context}: {detail}")
-    return errors.KafkaConnectionError(f"{context}: {detail}")
-
-
-# Set inside a connection's re-authentication task: its own requests pass the gate.
-_reauthenticating: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "aiokafkawire_reauthenticating", default=False
-)
-
-
-def _current_task() -> asyncio.Task[Any] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running loop (closing from outside the loop)
-        return None
-
-
-def _acquire_now(semaphore: asyncio.Semaphore) -> None:
-    """Take a slot of ``semaphore`` without suspending; the caller saw ``not locked()``.
-
-    ``Semaphore.acquire`` finishes without suspending when a slot is free, so its coroutine is
-    run to completion here, synchronously.
-    """
-    acquire = semaphore.acquire()
-    try:
-        acquire.send(None)
-    except StopIteration:
-        return
-    acquire.close()  # pragma: no cover - it suspended, though locked() said a slot was free
-    raise RuntimeError("a request slot looked free but was not")
-
-
-def _timeout(seconds: float) -> Any:
-    """``asyncio.timeout`` on 3.11+, ``async_timeout.timeout`` before."""
-    if hasattr(asyncio, "timeout"):
-        return asyncio.timeout(seconds)
-    import async_timeout  # pragma: no cover - Python 3.10
-
-    return async_timeout.timeout(seconds)  # pragma: no cover

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aiokafkawire.errors import ConfigError, UnsupportedVersionForBrokerError
+from aiokafkawire.protocol.messages import ApiVersionsRequest, DescribeGroupsRequest
 
 VersionRange = tuple[int, int]
 ApiVersionCap = str | Mapping[int, int] | None
@@ -151,14 +152,24 @@ RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = {
     },
 }
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
+
+# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
+# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
+# to it until then.  Before them the broker delayed the answer itself.  APIs added after
+# KIP-219 (Kafka 2.0) work the new way from their first version (absent here: 0).
+CLIENT_THROTTLES_SINCE: dict[int, int] = {
+    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
+    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
+}  # fmt: skip
 
 #: Versions the generated codecs can encode but whose semantics this client does not use (yet):
 #: api key -> (highest version the client sends, why).  Lift an entry once the new version's
 #: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
 #: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
 CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    15: (
+    DescribeGroupsRequest.API_KEY: (
         5,
         "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
         "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
