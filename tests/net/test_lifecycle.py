@@ -131,6 +131,14 @@ async def test_a_failed_connect_ends_closed() -> None:
     assert connection.state is S.CLOSED
 
 
+PLAIN = ConnectionConfig(
+    security_protocol="SASL_PLAINTEXT",
+    sasl_mechanism="PLAIN",
+    sasl_username="alice",
+    sasl_password="secret",
+)
+
+
 class _SaslBroker:
     """Answers SASL/PLAIN with a short session lifetime, so the client re-authenticates."""
 
@@ -153,14 +161,8 @@ class _SaslBroker:
 
 async def test_reauthentication_passes_through_its_state_and_back_to_ready() -> None:
     sasl_broker = _SaslBroker(lifetime_ms=300)
-    config = ConnectionConfig(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
-        sasl_username="alice",
-        sasl_password="secret",
-    )
     async with FakeBroker(sasl_broker) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
+        connection = await BrokerConnection.open("127.0.0.1", broker.port, PLAIN)
         sasl_broker.connection = connection
         try:
             assert connection.state is S.READY and connection.reauthentications == 0
@@ -179,14 +181,8 @@ async def test_reauthentication_passes_through_its_state_and_back_to_ready() -> 
 
 async def test_a_failed_reauthentication_closes_the_connection() -> None:
     sasl_broker = _SaslBroker(lifetime_ms=200)
-    config = ConnectionConfig(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
-        sasl_username="alice",
-        sasl_password="secret",
-    )
     async with FakeBroker(sasl_broker) as broker:
-        connection = await BrokerConnection.open("127.0.0.1", broker.port, config)
+        connection = await BrokerConnection.open("127.0.0.1", broker.port, PLAIN)
         try:
             refuse = SaslAuthenticateResponse(error_code=58, error_message="expired")
 
