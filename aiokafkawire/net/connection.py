@@ -28,6 +28,7 @@ from aiokafkawire.metrics import (
     api_name,
 )
 from aiokafkawire.net.config import SECURITY_PROTOCOLS, ConnectionConfig, ReconnectBackoff
+from aiokafkawire.net.direct_reads import DirectReader
 from aiokafkawire.net.handshake import SaslSession, negotiate_versions, reauthenticating
 from aiokafkawire.net.lifecycle import CONNECTION_LIFECYCLE, ConnectionState, LifecycleEvent
 from aiokafkawire.net.slots import RequestSlots
@@ -46,11 +47,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("aiokafkawire.net")
-
-# Bytes asked of the socket per read in receive_now() (asyncio's transports read 256 KiB too).
-_DIRECT_READ_SIZE = 256 * 1024
-# At most this many reads per receive_now(): answers that keep streaming in wait for the loop.
-_DIRECT_READS_MAX = 8
 
 _READY = ConnectionState.READY
 _REAUTHENTICATING = ConnectionState.REAUTHENTICATING
@@ -163,8 +159,7 @@ class BrokerConnection:  # ~450 lines: the request pipeline's state stays in one
         self._loop: asyncio.AbstractEventLoop | None = None
         # receive_now(): a duplicate of the socket for reads outside the event loop's turn,
         # made on first use, on plain TCP with a selector loop only (see receive_now).
-        self._direct_reads = False
-        self._direct_socket: socket.socket | None = None
+        self._direct: DirectReader | None = None
         self._receiving = False  # inside _data_received: no nested reads
         # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
         self.throttled_until = 0.0
@@ -272,9 +267,8 @@ class BrokerConnection:  # ~450 lines: the request pipeline's state stays in one
             ) from exc
         # Reading the socket directly is only safe when the transport reads it the same way:
         # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
-        self._direct_reads = tls is None and isinstance(
-            self._loop, asyncio.selector_events.BaseSelectorEventLoop
-        )
+        if tls is None and isinstance(self._loop, asyncio.selector_events.BaseSelectorEventLoop):
+            self._direct = DirectReader(self)
         # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
         return transport
 
@@ -528,56 +522,12 @@ class BrokerConnection:  # ~450 lines: the request pipeline's state stays in one
         transport reads the socket the same way (elsewhere: nothing, the loop reads as usual);
         never from inside a callback of this connection.  Returns whether bytes were read.
         """
-        if not self._direct_reads or self._receiving or self._error is not None:
+        direct = self._direct
+        if direct is None or self._receiving or self._error is not None:
             return False
         if not self._by_correlation:
             return False
-        sock = self._direct_socket
-        if sock is None:
-            sock = self._direct_socket = self._duplicate_socket()
-            if sock is None:
-                return False
-        got = False
-        for _ in range(_DIRECT_READS_MAX):
-            try:
-                data = sock.recv(_DIRECT_READ_SIZE)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError as exc:
-                # The error the transport would meet: fail every waiter, as it would.
-                error = errors.KafkaConnectionError(
-                    f"connection to {self.host}:{self.port} lost: {exc.strerror or exc}"
-                )
-                error.__cause__ = exc
-                self._fail(error)
-                break
-            if not data:
-                break  # end of stream: the transport sees it too and reports it
-            got = True
-            self._data_received(data)
-            if len(data) < _DIRECT_READ_SIZE or self._error is not None:
-                break
-        return got
-
-    def _duplicate_socket(self) -> socket.socket | None:
-        transport = self._transport
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        if sock is None:
-            self._direct_reads = False
-            return None
-        try:
-            duplicate: socket.socket = sock.dup()
-            duplicate.setblocking(False)  # the file description is non-blocking already
-        except (AttributeError, OSError):
-            self._direct_reads = False
-            return None
-        return duplicate
-
-    def _close_direct_socket(self) -> None:
-        sock, self._direct_socket = self._direct_socket, None
-        self._direct_reads = False
-        if sock is not None:
-            sock.close()
+        return direct.read()
 
     async def _response(
         self, waiter: _Waiter, deadline: float, timeout: float, request: Any, version: int
@@ -739,7 +689,9 @@ class BrokerConnection:  # ~450 lines: the request pipeline's state stays in one
             self._sasl.connection_failed(error)
         waiters = list(self._by_correlation.values())
         self._by_correlation.clear()
-        self._close_direct_socket()
+        if self._direct is not None:
+            self._direct.close()
+            self._direct = None
         stats = self._stats
         if self in stats.connections:
             stats.connections.discard(self)
