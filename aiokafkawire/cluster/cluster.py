@@ -21,6 +21,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire._tasks import TaskKey, TaskSupervisor
+from aiokafkawire.cluster.coordinators import COORDINATOR_KEY_TYPES, CoordinatorCache
 from aiokafkawire.cluster.metadata import (
     BrokerInfo,
     ClusterMetadata,
@@ -30,23 +31,17 @@ from aiokafkawire.cluster.metadata import (
 from aiokafkawire.errors.actions import COORDINATOR_ERRORS  # re-exported for older importers
 from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
 from aiokafkawire.net.pool import ConnectionPool
-from aiokafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest
+from aiokafkawire.protocol.messages import MetadataRequest
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
 
 log = logging.getLogger("aiokafkawire.cluster")
 
 __all__ = ["COORDINATOR_ERRORS", "COORDINATOR_KEY_TYPES", "Cluster"]
 
-COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
 _UNKNOWN_TOPIC_CODES = {
     errors.UnknownTopicOrPartitionError.code,
     errors.LeaderNotAvailableError.code,
 }
-# Worth another FindCoordinator: the answering broker is gone, or not (yet) the coordinator.
-_COORDINATOR_LOOKUP_RETRIES: tuple[type[Exception], ...] = (
-    errors.KafkaConnectionError,
-    *COORDINATOR_ERRORS,
-)
 
 # The cluster's background tasks, by the key its supervisor reports them under.
 _PERIODIC_REFRESH: TaskKey = "metadata-refresh"
@@ -61,7 +56,7 @@ class _TopicNotYet(Exception):
         self.code = code
 
 
-class Cluster:
+class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share one metadata view
     """Owns the connection pool and the metadata cache of one client."""
 
     def __init__(
@@ -95,7 +90,12 @@ class Cluster:
         self._refresh: asyncio.Future[ClusterMetadata] | None = None
         self._last_refresh = 0.0
         self._updated: asyncio.Condition | None = None
-        self._coordinators: dict[tuple[str, str], BrokerInfo] = {}
+        self.coordinators = CoordinatorCache(
+            self.any_connection,
+            request_timeout_ms=self.config.request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=self.retry_backoff_max_ms,
+        )
         self._tasks = TaskSupervisor("cluster", self._task_failed)
         self._started = False
         self._closed = False
@@ -445,53 +445,11 @@ class Cluster:
         self, key: str, kind: str = "group", *, timeout_ms: int | None = None
     ) -> BrokerInfo:
         """The coordinator broker for a group id or transactional id (cached, retried)."""
-        cached = self._coordinators.get((kind, key))
-        if cached is not None:
-            return cached
-        timeout_ms = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        broker = await retry(
-            lambda: self._find_coordinator(key, kind),
-            should_retry=lambda exc: isinstance(exc, _COORDINATOR_LOOKUP_RETRIES),
-            deadline=Deadline.after_ms(timeout_ms),
-            backoff=Backoff(self.retry_backoff_ms, self.retry_backoff_max_ms),
-            what=f"coordinator lookup for {kind} {key!r}",
-        )
-        self._coordinators[(kind, key)] = broker
-        return broker
-
-    async def _find_coordinator(self, key: str, kind: str) -> BrokerInfo:
-        connection = await self.any_connection()
-        version = connection.versions.version_for(FindCoordinatorRequest.API_KEY)
-        if kind != "group" and version < 1:
-            raise errors.UnsupportedVersionForBrokerError(
-                "transaction coordinators need FindCoordinator v1+"
-            )
-        request = FindCoordinatorRequest()
-        if version >= 1:
-            request.key_type = COORDINATOR_KEY_TYPES[kind]
-        if version >= 4:
-            request.coordinator_keys = [key]
-        else:
-            request.key = key
-        response = await connection.send(request, version)
-        if version >= 4:
-            entry = response.coordinators[0]
-            code, node_id, host, port = entry.error_code, entry.node_id, entry.host, entry.port
-            message = entry.error_message
-        else:
-            code, node_id, host, port = (
-                response.error_code,
-                response.node_id,
-                response.host,
-                response.port,
-            )
-            message = getattr(response, "error_message", None)
-        errors.raise_for_code(code, message or f"FindCoordinator for {kind} {key!r}")
-        return BrokerInfo(node_id, host, port)
+        return await self.coordinators.get(key, kind, timeout_ms=timeout_ms)
 
     def invalidate_coordinator(self, key: str, kind: str = "group") -> None:
         """Forget a cached coordinator (after NOT_COORDINATOR and friends)."""
-        self._coordinators.pop((kind, key), None)
+        self.coordinators.invalidate(key, kind)
 
     async def coordinator_connection(
         self, key: str, kind: str = "group", purpose: str = "group"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from aiokafkawire import errors
 
 if TYPE_CHECKING:
-    from aiokafkawire.net.connection import BrokerConnection
+    from aiokafkawire.net.core import ConnectionCore
 
 __all__ = ["DirectReader"]
 
@@ -33,7 +33,7 @@ class DirectReader:
 
     __slots__ = ("_connection", "_socket")
 
-    def __init__(self, connection: BrokerConnection) -> None:
+    def __init__(self, connection: ConnectionCore) -> None:
         self._connection = connection
         self._socket: socket.socket | None = None
 
