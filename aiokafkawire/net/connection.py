@@ -76,18 +76,8 @@ class BrokerConnection(ConnectionCore):
     :mod:`aiokafkawire.net.handshake`, the request slots in :mod:`aiokafkawire.net.slots`.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        config: ConnectionConfig | None = None,
-        *,
-        node_id: int | None = None,
-        purpose: str = "default",
-    ) -> None:
-        super().__init__(host, port, config, node_id=node_id, purpose=purpose)
-        if self.config.uses_sasl:
-            self._sasl = SaslSession(self)
+    def _new_sasl_session(self) -> SaslSession | None:
+        return SaslSession(self) if self.config.uses_sasl else None
 
     @classmethod
     async def open(

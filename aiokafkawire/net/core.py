@@ -113,7 +113,7 @@ class ConnectionCore:
         self._flush_scheduled = False
         self._writable: asyncio.Event | None = None
         # SASL (with KIP-368 re-authentication); _raw_mode while a v0 exchange owns the bytes.
-        self._sasl: SaslSession | None = None  # set by BrokerConnection for SASL
+        self._sasl = self._new_sasl_session()
         self._raw_mode = False
         self._loop: asyncio.AbstractEventLoop | None = None
         # receive_now(): a duplicate of the socket for reads outside the event loop's turn,
@@ -136,6 +136,10 @@ class ConnectionCore:
             f"<BrokerConnection node={self.node_id} {self.host}:{self.port} "
             f"purpose={self.purpose} {self._state.value}>"
         )
+
+    def _new_sasl_session(self) -> SaslSession | None:
+        """The SASL session (BrokerConnection makes one: the exchange sends through it)."""
+        return None
 
     @property
     def state(self) -> ConnectionState:
