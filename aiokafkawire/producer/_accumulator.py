@@ -8,12 +8,11 @@ partitioner, plain bytes, an open batch) is also compiled: ``_cproducer.Appender
 ``append`` :meth:`RecordAccumulator.fast_path` hands out; it declines (returns None) before any
 side effect whenever the record is not the plain case, and this module's path takes it.
 
-A new batch reserves a first
-slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the record's size if larger) and
-grows its reservation by doubling, while memory is available, up to ``batch_size``; whatever it
-holds is returned when it is delivered or failed.  Memory stays bounded, ``send`` waits (up to
-``max_block_ms``) only when it is used up, and a large ``batch_size`` costs nothing for the many
-partitions that only ever see a few records.
+A new batch reserves a first slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the
+record's size if larger) and grows its reservation by doubling, while memory is available, up to
+``batch_size``; whatever it holds is returned when it is delivered or failed. Memory stays bounded,
+``send`` waits (up to ``max_block_ms``) only when it is used up, and a large ``batch_size`` costs
+nothing for the many partitions that only ever see a few records.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ Headers = list[tuple[str, bytes | None]] | None
 INITIAL_RESERVATION = 16384
 
 
-class RecordAccumulator:  # one class: appending, memory and batch queues share every field
+class RecordAccumulator:
     """Per-partition batch queues, the memory budget, partition choice and appending."""
 
     def __init__(
@@ -104,10 +103,12 @@ class RecordAccumulator:  # one class: appending, memory and batch queues share 
         the default one.  The callable returns a :class:`DeliveryHandle`, or None when this
         class's :meth:`append` must take the record (it then has changed nothing).
         """
-        sticky = getattr(self.partitioner, "sticky_partitions", None)
-        if _accelerator is None or type(self.partitioner) is not DefaultPartitioner:
+        partitioner = self.partitioner
+        if _accelerator is None or not isinstance(partitioner, DefaultPartitioner):
             return None
-        assert self._cluster is not None and self._txn is not None and sticky is not None
+        if type(partitioner) is not DefaultPartitioner:
+            return None  # a subclass may choose differently
+        assert self._cluster is not None and self._txn is not None
         self._appender = _accelerator.Appender(
             batches=self.batches,
             partitions=self.partitions,
@@ -115,7 +116,7 @@ class RecordAccumulator:  # one class: appending, memory and batch queues share 
             cluster=self._cluster,
             txn=self._txn,
             keyed=partition_for_key,
-            sticky=sticky,
+            sticky=partitioner.sticky_partitions,
             clock=clock,
             handle_type=DeliveryHandle,
             max_record_size=max_record_size,
