@@ -17,8 +17,8 @@ import time
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import wait_event
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.fetch.buffer import FetchBuffer
 from aiokafkawire.consumer.fetch.config import FetchConfig
 from aiokafkawire.consumer.fetch.context import FetchContext

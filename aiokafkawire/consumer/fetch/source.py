@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._waits import wait_event
+from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, FetchedChunk
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.fetch.context import FetchContext

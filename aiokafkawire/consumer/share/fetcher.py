@@ -29,8 +29,8 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import timeout_after, wait_event
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, build_batches
 from aiokafkawire.consumer.share.membership import share_groups_unsupported
