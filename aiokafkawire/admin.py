@@ -81,6 +81,8 @@ from aiokafkawire.structs import TopicPartition
 _RETRY_LIMIT = 5
 # OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
 _OFFSETS_BY_NAME_MAX_VERSION = 9
+#: OffsetFetch carries ``require_stable`` from this version on (KIP-447).
+_REQUIRE_STABLE_MIN_VERSION = 7
 
 
 def _item_results(
@@ -857,8 +859,16 @@ class Admin:
         partitions: Iterable[TopicPartition] | None = None,
         *,
         raise_on_error: bool = True,
+        require_stable: bool = False,
     ) -> dict[TopicPartition, GroupOffset]:
-        """A group's committed offsets (all of them when ``partitions`` is None)."""
+        """A group's committed offsets (all of them when ``partitions`` is None).
+
+        ``require_stable`` (OffsetFetch v7+, as Java's ``ListConsumerGroupOffsetsOptions``)
+        reads what the coordinator has written and replicated, as consumers do: a partition
+        whose offsets a transaction has not yet decided reports ``UnstableOffsetCommitError``.
+        Without it, a coordinator that has just taken over may answer offsets older than its
+        predecessor acknowledged (Kafka 4's coordinator reads at its own high watermark).
+        """
         self._check()
         wanted = None if partitions is None else list(partitions)
         connection = await self._cluster.coordinator_connection(group_id)
@@ -866,6 +876,10 @@ class Admin:
         version = connection.versions.version_for(
             OffsetFetchRequest.API_KEY, max_version=_OFFSETS_BY_NAME_MAX_VERSION
         )
+        if require_stable and version < _REQUIRE_STABLE_MIN_VERSION:
+            raise errors.UnsupportedVersionForBrokerError(
+                f"require_stable needs OffsetFetch v{_REQUIRE_STABLE_MIN_VERSION}+"
+            )
         by_topic: dict[str, list[int]] = defaultdict(list)
         for tp in wanted or []:
             by_topic[tp.topic].append(tp.partition)
@@ -897,6 +911,8 @@ class Admin:
                     for t, ps in by_topic.items()
                 ],
             )
+        if require_stable:
+            request.require_stable = True
         response, _ = await self._coordinator_call(group_id, request, version)
         result: dict[TopicPartition, GroupOffset] = {}
         if version >= 8:
