@@ -149,9 +149,16 @@ class TransactionManager:
             self.fatal = exc
         self.state = TxnState.FATAL_ERROR
 
-    async def init_producer_id(self) -> None:
-        """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
-        deadline = time.monotonic() + max(self.request_timeout_ms / 1000, 1.0) * 2
+    async def init_producer_id(self, timeout_ms: int | None = None) -> None:
+        """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch.
+
+        Retried for ``timeout_ms`` (twice the request timeout by default), coordinator lookups
+        included: the producer's start gives it ``max_block_ms``, as Java's initTransactions,
+        since a fresh cluster creates and loads ``__transaction_state`` on first use.
+        """
+        if timeout_ms is None:
+            timeout_ms = max(self.request_timeout_ms, 1000) * 2
+        deadline = time.monotonic() + timeout_ms / 1000
         backoff = self.retry_backoff
         bump = self.bump_needed and self.producer_id >= 0
         while True:
@@ -174,8 +181,12 @@ class TransactionManager:
                 elif not (error.retriable or issubclass(error, errors.ConcurrentTransactionsError)):
                     raise error("InitProducerId failed")
                 last: Exception = error("InitProducerId")
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                last = exc
+            except (
+                errors.KafkaConnectionError,
+                errors.KafkaTimeoutError,
+                *_COORDINATOR_ERRORS,
+            ) as exc:
+                last = exc  # the coordinator lookup's errors too: no coordinator yet
             if time.monotonic() + backoff > deadline:
                 raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {last}") from last
             log.debug("InitProducerId: %s; retrying", last)
