@@ -59,6 +59,24 @@ class Parents:
         """Connection and reporting options: what commands that talk to a cluster take."""
         return [self.connection, self.reporting]
 
+    def command(
+        self,
+        sub: Any,
+        name: str,
+        handler: Handler,
+        *,
+        help: str,
+        description: str | None = None,
+        **defaults: Any,
+    ) -> argparse.ArgumentParser:
+        """A sub-command of ``sub`` that talks to a cluster (connection and reporting options),
+        run by ``handler``; ``defaults`` are more attributes its parsed arguments get."""
+        parser: argparse.ArgumentParser = sub.add_parser(
+            name, parents=self.both(), help=help, description=description
+        )
+        parser.set_defaults(handler=handler, **defaults)
+        return parser
+
 
 @dataclass
 class Context:

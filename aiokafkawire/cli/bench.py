@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.cluster import connect_admin
+from aiokafkawire.cli.admin_calls import answered, connect_admin, topic_name
 from aiokafkawire.cli.consume import GROUP_SESSION_TIMEOUT_MS
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -89,9 +89,11 @@ def _add_workload_options(parser: Any, *, members: int, records: int) -> None:
 
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``demo`` and ``bench``."""
-    demo = sub.add_parser(
+    demo = parents.command(
+        sub,
         "demo",
-        parents=parents.both(),
+        run_demo,
+        embedded=False,
         help="produce and consume 1,000,000 records on an embedded broker, and show the figures",
         description="Start an embedded broker (no setup), create a topic, produce records with "
         "a progress bar, read them back with a group of consumers, and show records/s, "
@@ -99,17 +101,17 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "against that cluster instead.",
     )
     _add_workload_options(demo, members=3, records=1_000_000)
-    demo.set_defaults(handler=run_demo, embedded=False)
 
-    bench = sub.add_parser(
+    bench = parents.command(
+        sub,
         "bench",
-        parents=parents.both(),
+        run_bench,
+        embedded=False,
         help="the produce/consume workload against a cluster of your own",
         description="Create a topic on the cluster, produce records to it, read them back, "
         "show the figures, and delete the topic and group again.",
     )
     _add_workload_options(bench, members=1, records=1_000_000)
-    bench.set_defaults(handler=run_bench, embedded=False)
 
 
 @dataclass
@@ -359,10 +361,8 @@ async def run_workload(context: Context, *, own_cluster: bool) -> int:
     group = None if args.members == 0 else f"aiokafkawire-bench-{suffix}"
     figures = Figures()
     async with connect_admin(context) as admin:
-        created = await admin.create_topics(
-            [NewTopic(topic, args.partitions, -1)], raise_on_error=False
-        )
-        check_item(f"creating topic {topic!r}", created[topic].error if topic in created else None)
+        created = await admin.create_topics([NewTopic(topic, args.partitions, -1)])
+        check_item(f"creating topic {topic!r}", answered(created, topic, topic_name(topic)).error)
         context.report.info(f"created topic {topic} with {args.partitions} partitions")
         try:
             await produce_phase(context, topic, figures)
@@ -375,11 +375,11 @@ async def run_workload(context: Context, *, own_cluster: bool) -> int:
 
 
 async def _clean_up(context: Context, admin: Any, topic: str, group: str | None) -> None:
-    deleted = (await admin.delete_topics([topic], raise_on_error=False)).get(topic)
+    deleted = (await admin.delete_topics([topic])).get(topic)
     if deleted is not None and deleted.error is not None:
         context.report.info(f"could not delete topic {topic}: {deleted.error}")
     if group is not None:
-        result = (await admin.delete_groups([group], raise_on_error=False)).get(group)
+        result = (await admin.delete_groups([group])).get(group)
         if result is not None and result.error is not None:
             context.report.info(f"could not delete group {group}: {result.error}")
 

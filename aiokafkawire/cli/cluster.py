@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.exit_codes import CliError, ExitCode
-from aiokafkawire.cli.options import positive_int
-from aiokafkawire.cluster.metadata import TopicInfo
+from aiokafkawire.cli.admin_calls import connect_admin, existing_topics
+from aiokafkawire.cli.exit_codes import ExitCode
+from aiokafkawire.cli.options import add_internal_option, positive_int
 
 if TYPE_CHECKING:
-    from aiokafkawire.admin import Admin
     from aiokafkawire.cli.app import Context, Parents
 
 
@@ -32,9 +30,10 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     broker.set_defaults(handler=run_broker, graceful=True)
 
-    metadata = sub.add_parser(
+    metadata = parents.command(
+        sub,
         "metadata",
-        parents=parents.both(),
+        run_metadata,
         help="brokers, topics, partitions, leaders, replicas and ISR",
         description="Show the cluster's brokers and controller, and each topic's partitions "
         "with leader, replicas and in-sync replicas.",
@@ -42,19 +41,16 @@ def add_commands(sub: Any, parents: Parents) -> None:
     metadata.add_argument(
         "topics", nargs="*", metavar="TOPIC", help="only these topics (default: all)"
     )
-    metadata.add_argument(
-        "--internal", action="store_true", help="include internal topics (__consumer_offsets)"
-    )
-    metadata.set_defaults(handler=run_metadata)
+    add_internal_option(metadata)
 
-    versions = sub.add_parser(
+    parents.command(
+        sub,
         "versions",
-        parents=parents.both(),
+        run_versions,
         help="API versions the broker supports and the ones used",
         description="Show each API's version range on the broker and in this client, and the "
         "version this client uses with that broker.",
     )
-    versions.set_defaults(handler=run_versions)
 
 
 async def run_broker(context: Context) -> int:
@@ -73,35 +69,6 @@ async def run_broker(context: Context) -> int:
     return ExitCode.OK
 
 
-@contextlib.asynccontextmanager
-async def connect_admin(context: Context) -> AsyncIterator[Admin]:
-    """An admin client connected to the cluster, saying so when connecting takes a while."""
-    from aiokafkawire import Admin
-
-    options = context.client_options()
-    admin = Admin(**options)
-    try:
-        async with context.report.waiting_if_slow(f"connecting to {options['bootstrap_servers']}"):
-            await admin.start()
-        yield admin
-    finally:
-        await admin.close()
-
-
-async def existing_topics(admin: Admin, names: Iterable[str]) -> dict[str, TopicInfo]:
-    """The named topics' metadata; a missing one ends the command (exit code 3) at once."""
-    wanted = list(dict.fromkeys(names))
-    found = await admin.describe_topics(wanted, raise_on_error=False)
-    for name in wanted:
-        code = found[name].error_code
-        if code == errors.UnknownTopicOrPartitionError.code:
-            raise CliError(f"topic {name!r} does not exist", ExitCode.NOT_FOUND)
-        if code:
-            error = errors.error_for_code(code)(f"topic {name!r}")
-            raise CliError(str(error), ExitCode.KAFKA_ERROR)
-    return found
-
-
 def _ids(ids: Iterable[int]) -> str:
     return ",".join(str(i) for i in ids)
 
@@ -116,7 +83,7 @@ async def run_metadata(context: Context) -> int:
             topics = await existing_topics(admin, args.topics)
         else:
             names = await admin.list_topics(include_internal=args.internal)
-            topics = await admin.describe_topics(names, raise_on_error=False)
+            topics = await admin.describe_topics(names)
     report.table(
         ["broker", "host", "port", "rack", "role"],
         [

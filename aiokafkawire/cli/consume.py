@@ -8,8 +8,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.cluster import connect_admin, existing_topics
-from aiokafkawire.cli.exit_codes import CliError, ExitCode
+from aiokafkawire.cli.admin_calls import answered, connect_admin, existing_topics
+from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.formats import ENCODINGS, OUTPUTS, RecordFormatter
 from aiokafkawire.cli.options import non_negative_int, positive_int, timestamp_ms
 from aiokafkawire.cli.output import Stopwatch
@@ -26,11 +26,14 @@ _POLL_MS = 500
 GROUP_SESSION_TIMEOUT_MS = 6_000
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``consume``."""
-    consume = sub.add_parser(
+    consume = parents.command(
+        sub,
         "consume",
-        parents=parents.both(),
+        run_consume,
+        graceful=True,
         help="print records of topics, in a group or from assigned partitions",
         description="Print the records of topics.  Without --group, every partition (or those "
         "given with --partition) is read directly; with --group, the group's coordinator "
@@ -131,7 +134,6 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="MS",
         help=f"the group session timeout (default: {GROUP_SESSION_TIMEOUT_MS})",
     )
-    consume.set_defaults(handler=run_consume, graceful=True)
 
 
 def _check_usage(args: Any) -> None:
@@ -230,6 +232,7 @@ class _Output:
             os.dup2(devnull, sys.stdout.fileno())
 
 
+# long: the direct and group paths share setup and the loop
 async def run_consume(context: Context) -> int:
     """Read and print records until the count, the end, or Ctrl-C."""
     from aiokafkawire import Consumer
@@ -305,9 +308,10 @@ async def _set_share_group_start(admin: Any, group: str, start: str) -> None:
     from aiokafkawire.admin import ConfigResource, ResourceType
 
     value = "earliest" if start == "beginning" else "latest"
-    await admin.alter_configs(
-        {ConfigResource(ResourceType.GROUP, group): {"share.auto.offset.reset": value}}
-    )
+    resource = ConfigResource(ResourceType.GROUP, group)
+    results = await admin.alter_configs({resource: {"share.auto.offset.reset": value}})
+    error = answered(results, resource, f"share group {group!r}").error
+    check_item(f"setting share.auto.offset.reset of share group {group!r}", error)
 
 
 async def _run_share_consume(context: Context, formatter: RecordFormatter) -> int:

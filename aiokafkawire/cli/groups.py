@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.cli.cluster import connect_admin
+from aiokafkawire.cli.admin_calls import answered, answered_items, connect_admin
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.offsets import lookup_offsets, topic_partitions
-from aiokafkawire.cli.options import non_negative_int, timestamp_ms
+from aiokafkawire.cli.offsets import lookup_offsets, partition_name, topic_partitions
+from aiokafkawire.cli.options import add_partition_option, non_negative_int, timestamp_ms
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from aiokafkawire.admin import Admin, GroupDescription, GroupOffset
+    from aiokafkawire.admin import GroupDescription, GroupOffset
+    from aiokafkawire.cli.admin_calls import PerItemAdmin
     from aiokafkawire.cli.app import Context, Parents
 
 
@@ -23,41 +24,33 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    listing = actions.add_parser("list", parents=parents.both(), help="every group, with state")
-    listing.set_defaults(handler=run_list)
+    parents.command(actions, "list", run_list, help="every group, with state")
 
-    describe = actions.add_parser(
+    describe = parents.command(
+        actions,
         "describe",
-        parents=parents.both(),
+        run_describe,
         help="a group's members and assignments, committed offsets and lag per partition",
         description="Show a group's state and members, and for each partition it committed: "
         "the committed offset, the partition's latest offset, the lag between them, and the "
         "member it is assigned to.",
     )
     describe.add_argument("group", metavar="GROUP", help="the group id")
-    describe.set_defaults(handler=run_describe)
 
-    delete = actions.add_parser(
-        "delete", parents=parents.both(), help="delete groups that have no members"
+    delete = parents.command(
+        actions, "delete", run_delete, help="delete groups that have no members"
     )
     delete.add_argument("groups", nargs="+", metavar="GROUP", help="group ids")
-    delete.set_defaults(handler=run_delete)
 
-    reset = actions.add_parser(
+    reset = parents.command(
+        actions,
         "reset-offsets",
-        parents=parents.both(),
+        run_reset_offsets,
         help="set a group's committed offsets for a topic (the group must have no members)",
     )
     reset.add_argument("group", metavar="GROUP", help="the group id")
     reset.add_argument("--topic", required=True, help="the topic whose offsets change")
-    reset.add_argument(
-        "-p",
-        "--partition",
-        type=non_negative_int,
-        action="append",
-        metavar="N",
-        help="only this partition (repeatable; default: all)",
-    )
+    add_partition_option(reset)
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--to-earliest", action="store_true", help="to each partition's earliest offset"
@@ -81,7 +74,6 @@ def add_commands(sub: Any, parents: Parents) -> None:
     reset.add_argument(
         "--dry-run", action="store_true", help="show the new offsets without committing them"
     )
-    reset.set_defaults(handler=run_reset_offsets)
 
 
 async def run_list(context: Context) -> int:
@@ -96,23 +88,25 @@ async def run_list(context: Context) -> int:
     return ExitCode.OK
 
 
-async def _describe(admin: Admin, group: str) -> GroupDescription | None:
+def _group_name(group: str) -> str:
+    return f"group {group!r}"
+
+
+async def _describe(admin: PerItemAdmin, group: str) -> GroupDescription | None:
     """The group's description, or None when the broker cannot describe groups."""
     try:
-        found = await admin.describe_groups([group], raise_on_error=False)
+        found = await admin.describe_groups([group])
     except errors.UnsupportedVersionForBrokerError:
         return None
-    description = found.get(group)
-    if description is None:
-        raise CliError(f"the broker did not answer for group {group!r}")
+    description = answered(found, group, _group_name(group))
     check_item(f"group {group!r}", description.error)
     return description
 
 
-async def _committed(admin: Admin, group: str) -> dict[TopicPartition, GroupOffset]:
-    offsets = await admin.list_group_offsets(group, raise_on_error=False)
+async def _committed(admin: PerItemAdmin, group: str) -> dict[TopicPartition, GroupOffset]:
+    offsets = await admin.list_group_offsets(group)
     for tp, committed in offsets.items():
-        check_item(f"committed offset of {tp.topic}[{tp.partition}]", committed.error)
+        check_item(f"committed offset of {partition_name(tp)}", committed.error)
     return {tp: o for tp, o in offsets.items() if o.offset >= 0}
 
 
@@ -141,7 +135,7 @@ async def run_describe(context: Context) -> int:
         for member in description.members:
             for tp in member.assigned_partitions:
                 owner[tp] = member.member_id
-            assigned = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in member.assigned_partitions)
+            assigned = ", ".join(partition_name(tp) for tp in member.assigned_partitions)
             rows.append((member.member_id, member.client_id, member.client_host, assigned))
         report.table(
             ["member", "client id", "host", "assigned partitions"],
@@ -170,11 +164,8 @@ async def run_delete(context: Context) -> int:
     """Delete groups; each group's result is checked."""
     groups = context.args.groups
     async with connect_admin(context) as admin:
-        results = await admin.delete_groups(groups, raise_on_error=False)
-    for group in groups:
-        result = results.get(group)
-        if result is None:
-            raise CliError(f"the broker did not answer for group {group!r}")
+        results = await admin.delete_groups(groups)
+    for group, result in answered_items(results, groups, _group_name):
         if isinstance(result.error, errors.GroupIdNotFoundError):
             raise CliError(f"group {group!r} does not exist", ExitCode.NOT_FOUND)
         if isinstance(result.error, errors.NonEmptyGroupError):
@@ -185,7 +176,10 @@ async def run_delete(context: Context) -> int:
 
 
 async def _targets(
-    admin: Admin, args: Any, partitions: list[TopicPartition], current: dict[TopicPartition, int]
+    admin: PerItemAdmin,
+    args: Any,
+    partitions: list[TopicPartition],
+    current: dict[TopicPartition, int],
 ) -> dict[TopicPartition, int]:
     from aiokafkawire.admin import OffsetSpec
 
@@ -206,7 +200,7 @@ async def _targets(
         if tp not in current:
             raise CliError(
                 f"--shift-by: group {args.group!r} has no committed offset for "
-                f"{tp.topic}[{tp.partition}]",
+                f"{partition_name(tp)}",
                 ExitCode.NOT_FOUND,
             )
         targets[tp] = min(max(current[tp] + args.shift_by, earliest[tp]), latest[tp])
@@ -227,12 +221,9 @@ async def run_reset_offsets(context: Context) -> int:
         current = {tp: o.offset for tp, o in (await _committed(admin, args.group)).items()}
         targets = await _targets(admin, args, partitions, current)
         if not args.dry_run:
-            results = await admin.alter_group_offsets(args.group, targets, raise_on_error=False)
-            for tp in partitions:
-                result = results.get(tp)
-                if result is None:
-                    raise CliError(f"the broker did not answer for {tp.topic}[{tp.partition}]")
-                check_item(f"committing {tp.topic}[{tp.partition}]", result.error)
+            results = await admin.alter_group_offsets(args.group, targets)
+            for tp, result in answered_items(results, partitions, partition_name):
+                check_item(f"committing {partition_name(tp)}", result.error)
     context.report.table(
         ["topic", "partition", "old", "new"],
         [(tp.topic, tp.partition, current.get(tp), targets[tp]) for tp in partitions],

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import connect_admin, existing_topics
+from aiokafkawire.cli.admin_calls import answered_items, connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.options import non_negative_int, timestamp_ms
+from aiokafkawire.cli.options import add_partition_option, timestamp_ms
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from aiokafkawire.admin import Admin, OffsetSpec
+    from aiokafkawire.admin import OffsetSpec
+    from aiokafkawire.cli.admin_calls import PerItemAdmin
     from aiokafkawire.cli.app import Context, Parents
 
 
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``offsets``."""
-    offsets = sub.add_parser(
+    offsets = parents.command(
+        sub,
         "offsets",
-        parents=parents.both(),
+        run_offsets,
         help="earliest and latest offsets of a topic's partitions, or the offsets at a time",
         description="Show each partition's earliest offset (log start) and latest offset (the "
         "next offset to be written); with --timestamp, also the first offset at or after it.",
     )
     offsets.add_argument("topic", metavar="TOPIC", help="the topic")
-    offsets.add_argument(
-        "-p",
-        "--partition",
-        type=non_negative_int,
-        action="append",
-        metavar="N",
-        help="only this partition (repeatable; default: all)",
-    )
+    add_partition_option(offsets)
     offsets.add_argument(
         "-t",
         "--timestamp",
@@ -40,11 +35,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="TIME",
         help="also look up the offsets at this time: milliseconds since the epoch, or ISO 8601",
     )
-    offsets.set_defaults(handler=run_offsets)
+
+
+def partition_name(tp: TopicPartition) -> str:
+    """A partition as messages name it: ``orders[3]``."""
+    return f"{tp.topic}[{tp.partition}]"
 
 
 async def topic_partitions(
-    admin: Admin, topic: str, only: Iterable[int] | None = None
+    admin: PerItemAdmin, topic: str, only: Iterable[int] | None = None
 ) -> list[TopicPartition]:
     """The partitions of an existing topic (``only`` these, each checked to exist)."""
     info = (await existing_topics(admin, [topic]))[topic]
@@ -62,18 +61,14 @@ async def topic_partitions(
 
 
 async def lookup_offsets(
-    admin: Admin, partitions: Iterable[TopicPartition], spec: OffsetSpec
+    admin: PerItemAdmin, partitions: Iterable[TopicPartition], spec: OffsetSpec
 ) -> dict[TopicPartition, int]:
     """One offset per partition for ``spec``; a partition's error ends the command."""
-    found: Mapping[TopicPartition, Any] = await admin.list_offsets(
-        dict.fromkeys(partitions, spec), raise_on_error=False
-    )
+    wanted = list(partitions)
+    found = await admin.list_offsets(dict.fromkeys(wanted, spec))
     result = {}
-    for tp in partitions:
-        listed = found.get(tp)
-        if listed is None:
-            raise CliError(f"the broker did not answer for partition {tp.partition} of {tp.topic}")
-        check_item(f"offsets of partition {tp.partition} of {tp.topic!r}", listed.error)
+    for tp, listed in answered_items(found, wanted, partition_name):
+        check_item(f"offsets of {partition_name(tp)}", listed.error)
         result[tp] = listed.offset
     return result
 

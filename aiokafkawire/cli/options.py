@@ -93,6 +93,25 @@ def connection_options() -> argparse.ArgumentParser:
     return parent
 
 
+def add_internal_option(parser: argparse.ArgumentParser) -> None:
+    """``--internal``: list internal topics too."""
+    parser.add_argument(
+        "--internal", action="store_true", help="include internal topics (__consumer_offsets)"
+    )
+
+
+def add_partition_option(parser: argparse.ArgumentParser) -> None:
+    """``-p/--partition N`` (repeatable): only these partitions of the command's topic."""
+    parser.add_argument(
+        "-p",
+        "--partition",
+        type=non_negative_int,
+        action="append",
+        metavar="N",
+        help="only this partition (repeatable; default: all)",
+    )
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     value = _int(text)

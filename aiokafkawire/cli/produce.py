@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import IO, TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import connect_admin, existing_topics
+from aiokafkawire.cli.admin_calls import answered, connect_admin, existing_topics, topic_name
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.formats import LineParser, parse_header
 from aiokafkawire.cli.options import non_negative_int, positive_int
@@ -24,11 +24,13 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 _CHUNK = 65536
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``produce``."""
-    produce = sub.add_parser(
+    produce = parents.command(
+        sub,
         "produce",
-        parents=parents.both(),
+        run_produce,
         help="send lines of stdin or a file as records",
         description="Send each line of stdin (or --file) as one record.  The topic must exist, "
         "or be created with --create.",
@@ -98,7 +100,6 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="N",
         help="replication factor of a topic made by --create (default: the broker's)",
     )
-    produce.set_defaults(handler=run_produce)
 
 
 async def ensure_topic(
@@ -122,13 +123,12 @@ async def ensure_topic(
                 f"topic {topic!r} does not exist; add --create to create it", ExitCode.NOT_FOUND
             ) from None
     wanted = NewTopic(topic, partitions or -1, replication_factor or -1)
-    result = (await admin.create_topics([wanted], raise_on_error=False)).get(topic)
-    if result is None:
-        raise CliError(f"the broker did not answer for topic {topic!r}")
+    result = answered(await admin.create_topics([wanted]), topic, topic_name(topic))
     check_item(f"creating topic {topic!r}", result.error)
     return len((await existing_topics(admin, [topic]))[topic].partitions)
 
 
+# long: the reader thread's nested helpers (hand-off to a loop that may be gone) belong to it
 async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
     """Lines of a binary stream (without their line ends), read by a daemon thread.
 

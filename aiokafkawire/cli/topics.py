@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiokafkawire.cli.cluster import connect_admin, existing_topics
+from aiokafkawire.cli.admin_calls import (
+    answered,
+    answered_items,
+    connect_admin,
+    existing_topics,
+    topic_name,
+)
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.options import positive_int
+from aiokafkawire.cli.options import add_internal_option, positive_int
 
 if TYPE_CHECKING:
     from aiokafkawire.cli.app import Context, Parents
 
 
+# long: one declaration per option, read top to bottom
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``topics`` and its actions."""
     topics = sub.add_parser(
@@ -19,29 +26,26 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     actions = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    listing = actions.add_parser(
-        "list", parents=parents.both(), help="topic names, one a line (or a table with -l)"
+    listing = parents.command(
+        actions, "list", run_list, help="topic names, one a line (or a table with -l)"
     )
     listing.add_argument(
         "-l", "--long", action="store_true", help="a table with partitions and replication"
     )
-    listing.add_argument(
-        "--internal", action="store_true", help="include internal topics (__consumer_offsets)"
-    )
-    listing.set_defaults(handler=run_list)
+    add_internal_option(listing)
 
-    describe = actions.add_parser(
+    describe = parents.command(
+        actions,
         "describe",
-        parents=parents.both(),
+        run_describe,
         help="partitions, leaders, replicas and the configuration set on topics",
     )
     describe.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to describe")
     describe.add_argument(
         "--all-configs", action="store_true", help="also show configuration left at defaults"
     )
-    describe.set_defaults(handler=run_describe)
 
-    create = actions.add_parser("create", parents=parents.both(), help="create topics")
+    create = parents.command(actions, "create", run_create, help="create topics")
     create.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to create")
     create.add_argument(
         "-p",
@@ -68,17 +72,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
     create.add_argument(
         "--if-not-exists", action="store_true", help="succeed when a topic already exists"
     )
-    create.set_defaults(handler=run_create)
 
-    delete = actions.add_parser("delete", parents=parents.both(), help="delete topics")
+    delete = parents.command(actions, "delete", run_delete, help="delete topics")
     delete.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to delete")
     delete.add_argument(
         "--if-exists", action="store_true", help="succeed when a topic does not exist"
     )
-    delete.set_defaults(handler=run_delete)
 
-    alter = actions.add_parser(
-        "alter-config", parents=parents.both(), help="set or remove a topic's configuration"
+    alter = parents.command(
+        actions, "alter-config", run_alter_config, help="set or remove a topic's configuration"
     )
     alter.add_argument("topic", metavar="TOPIC", help="the topic to change")
     alter.add_argument(
@@ -95,7 +97,6 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="NAME",
         help="return a configuration to its default (repeatable)",
     )
-    alter.set_defaults(handler=run_alter_config)
 
 
 def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
@@ -114,7 +115,7 @@ async def run_list(context: Context) -> int:
     args = context.args
     async with connect_admin(context) as admin:
         names = await admin.list_topics(include_internal=args.internal)
-        infos = await admin.describe_topics(names, raise_on_error=False) if args.long else {}
+        infos = await admin.describe_topics(names) if args.long else {}
     if not args.long:
         for name in names:
             context.report.line(name)
@@ -140,7 +141,7 @@ async def run_describe(context: Context) -> int:
     async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
-        configs = await admin.describe_configs(resources, raise_on_error=False)
+        configs = await admin.describe_configs(resources)
     for name, info in infos.items():
         rows = [
             (p.partition, p.leader, ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)))
@@ -185,11 +186,8 @@ async def run_create(context: Context) -> int:
         for name in args.topics
     ]
     async with connect_admin(context) as admin:
-        results = await admin.create_topics(wanted, raise_on_error=False)
-    for name in args.topics:
-        result = results.get(name)
-        if result is None:
-            raise CliError(f"the broker did not answer for topic {name!r}")
+        results = await admin.create_topics(wanted)
+    for name, result in answered_items(results, args.topics, topic_name):
         if isinstance(result.error, TopicAlreadyExistsError) and args.if_not_exists:
             context.report.info(f"topic {name} already exists")
             continue
@@ -207,11 +205,8 @@ async def run_delete(context: Context) -> int:
 
     args = context.args
     async with connect_admin(context) as admin:
-        results = await admin.delete_topics(args.topics, raise_on_error=False)
-    for name in args.topics:
-        result = results.get(name)
-        if result is None:
-            raise CliError(f"the broker did not answer for topic {name!r}")
+        results = await admin.delete_topics(args.topics)
+    for name, result in answered_items(results, args.topics, topic_name):
         if isinstance(result.error, UnknownTopicOrPartitionError):
             if args.if_exists:
                 context.report.info(f"topic {name} does not exist")
@@ -235,10 +230,8 @@ async def run_alter_config(context: Context) -> int:
     resource = ConfigResource(ResourceType.TOPIC, args.topic)
     async with connect_admin(context) as admin:
         await existing_topics(admin, [args.topic])
-        results = await admin.alter_configs({resource: changes}, raise_on_error=False)
-    result = results.get(resource)
-    if result is None:
-        raise CliError(f"the broker did not answer for topic {args.topic!r}")
+        results = await admin.alter_configs({resource: changes})
+    result = answered(results, resource, topic_name(args.topic))
     check_item(f"changing the configuration of topic {args.topic!r}", result.error)
     for name, value in changes.items():
         what = f"{name}={value}" if value is not None else f"{name} back to its default"

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.spark._options import (
     EARLIEST,
     LATEST,
@@ -290,13 +290,10 @@ _MS_TIMESTAMP_TYPE = pa.timestamp("ms", tz="UTC")
 
 def _compiled_columns() -> Callable[[list[Any]], tuple[Any, ...]] | None:
     """The C helper that fills the Arrow buffers in one pass, when it was built."""
-    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+    module = load_accelerator("aiokafkawire.spark._carrow")
+    if module is None:
         return None
-    try:
-        from aiokafkawire.spark._carrow import record_columns
-    except ImportError:
-        return None
-    return record_columns
+    return cast("Callable[[list[Any]], tuple[Any, ...]]", module.record_columns)
 
 
 _record_columns = _compiled_columns()

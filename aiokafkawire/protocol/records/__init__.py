@@ -21,10 +21,9 @@ Writing::
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.protocol.records import _pure
 from aiokafkawire.protocol.records._types import (
     CompressionType,
@@ -38,12 +37,7 @@ from aiokafkawire.protocol.records._types import (
 
 def _choose_impl() -> ModuleType:
     """The accelerator when installed (unless AIOKAFKAWIRE_PURE_PYTHON is set), else pure Python."""
-    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
-        return _pure
-    try:
-        return importlib.import_module("aiokafkawire.protocol.records._accel")
-    except ImportError:
-        return _pure
+    return load_accelerator("aiokafkawire.protocol.records._accel") or _pure
 
 
 _impl: ModuleType = _choose_impl()
