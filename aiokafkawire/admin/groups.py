@@ -264,7 +264,11 @@ class GroupCalls(AdminCore):
     async def _offsets_version(self, group_id: str, api_key: int) -> int:
         """The version of OffsetFetch/OffsetCommit to use, naming topics (v10 names them by id
         only, KIP-848)."""
-        connection = await self._cluster.coordinator_connection(group_id)
+        try:
+            connection = await self._cluster.coordinator_connection(group_id)
+        except errors.KafkaConnectionError:
+            # The cached coordinator is gone (and now forgotten): ask who took over, once.
+            connection = await self._cluster.coordinator_connection(group_id)
         return connection.versions.version_for(api_key, max_version=_OFFSETS_BY_NAME_MAX_VERSION)
 
     async def list_group_offsets(
