@@ -333,19 +333,13 @@ class RecordBatch:
             # Compaction keeps emptied batches (for producer state); Java skips their payload.
             return []
         attributes = self.attributes
-        codec = attributes & ATTR_CODEC_MASK
-        if codec:
-            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
-            buf = decompress(codec, view, 2)
-            pos, end = 0, len(buf)
-        else:
-            buf, pos, end = self._buffer, self._start + HEADER_SIZE, self._end
+        buf, pos, end = self._payload()
         if attributes & ATTR_TIMESTAMP_TYPE:
             timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
         else:
             timestamp_type, log_append_time = _CREATE_TIME, None
         try:
-            return _decode_records(
+            return self._decode_records(
                 buf,
                 pos,
                 end,
@@ -360,6 +354,18 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
+
+    #: The per-record loop (a subclass may put a compiled one here).
+    _decode_records: Callable[..., list[Record]] = staticmethod(_decode_records)
+
+    def _payload(self) -> tuple[bytes, int, int]:
+        """The records' bytes as ``(buffer, start, end)``: decompressed, or in place."""
+        codec = self.attributes & ATTR_CODEC_MASK
+        if codec:
+            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            return buf, 0, len(buf)
+        return self._buffer, self._start + HEADER_SIZE, self._end
 
     def consumer_records(
         self,
