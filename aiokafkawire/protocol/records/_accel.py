@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+from aiokafkawire.errors import CorruptRecordError
 from aiokafkawire.protocol.records import _builder, _pure_legacy, _pure_v2
 from aiokafkawire.protocol.records._crecords import (
     _setup,
@@ -128,11 +128,9 @@ class RecordBatchBuilder(_builder.RecordBatchBuilder):
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> RecordBatchBuilder:
         if cls is not RecordBatchBuilder:
             return object.__new__(cls)
-        if magic == 2:
-            return object.__new__(DefaultRecordBatchBuilder)
-        if magic in (0, 1):
-            return object.__new__(LegacyRecordBatchBuilder)
-        raise UnknownMagicError(f"cannot build record batches with magic {magic}")
+        return object.__new__(
+            _builder.builder_class(magic, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder)
+        )
 
 
 def _now_ms() -> int:
