@@ -19,33 +19,44 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._retry import Backoff, Deadline, retry
+from aiokafkawire._tasks import TaskKey, TaskSupervisor
+from aiokafkawire.cluster.coordinators import COORDINATOR_KEY_TYPES, CoordinatorCache
 from aiokafkawire.cluster.metadata import (
     BrokerInfo,
     ClusterMetadata,
     TopicInfo,
     parse_bootstrap,
 )
+from aiokafkawire.errors.actions import COORDINATOR_ERRORS  # re-exported for older importers
 from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
 from aiokafkawire.net.pool import ConnectionPool
-from aiokafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest
+from aiokafkawire.protocol.messages import MetadataRequest
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
 
 log = logging.getLogger("aiokafkawire.cluster")
 
-COORDINATOR_ERRORS = (
-    errors.NotCoordinatorError,
-    errors.CoordinatorNotAvailableError,
-    errors.CoordinatorLoadInProgressError,
-)
-COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
+__all__ = ["COORDINATOR_ERRORS", "COORDINATOR_KEY_TYPES", "Cluster"]
+
 _UNKNOWN_TOPIC_CODES = {
     errors.UnknownTopicOrPartitionError.code,
     errors.LeaderNotAvailableError.code,
 }
 
+# The cluster's background tasks, by the key its supervisor reports them under.
+_PERIODIC_REFRESH: TaskKey = "metadata-refresh"
+_REFRESH_REQUEST: TaskKey = "metadata-request"
 
-class Cluster:
+
+class _TopicNotYet(Exception):
+    """wait_for_topic: the topic is not (yet) in the metadata; ``code`` is what the broker said."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share one metadata view
     """Owns the connection pool and the metadata cache of one client."""
 
     def __init__(
@@ -72,12 +83,19 @@ class Cluster:
         self._want_all_topics = False
         self._all_topics_refresh_s: float | None = None
         self._awaited: frozenset[str] = frozenset()
-        self._missing_backoff = retry_backoff_ms / 1000
+        # While an awaited topic is missing: refresh after _missing_delay, doubling up to the max.
+        self._missing_backoff = Backoff(retry_backoff_ms, self.retry_backoff_max_ms, jitter=0)
+        self._missing_delay = self._missing_backoff.next_delay()
         self._reschedule: asyncio.Future[None] | None = None
         self._refresh: asyncio.Future[ClusterMetadata] | None = None
         self._last_refresh = 0.0
         self._updated: asyncio.Condition | None = None
-        self._coordinators: dict[tuple[str, str], BrokerInfo] = {}
+        self.coordinators = CoordinatorCache(
+            self.any_connection,
+            request_timeout_ms=self.config.request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=self.retry_backoff_max_ms,
+        )
         self._tasks = TaskSupervisor("cluster", self._task_failed)
         self._started = False
         self._closed = False
@@ -97,7 +115,7 @@ class Cluster:
         self._updated = asyncio.Condition()
         await self.refresh_metadata()
         self._started = True
-        self._tasks.start("metadata-refresh", self._periodic_refresh())
+        self._tasks.start(_PERIODIC_REFRESH, self._periodic_refresh())
 
     async def close(self) -> None:
         """Stop background work and close every connection."""
@@ -116,10 +134,10 @@ class Cluster:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    def _task_failed(self, name: str, exc: BaseException) -> None:
-        log.error("cluster task %s failed", name, exc_info=exc)
-        if not self._closed and name == "metadata-refresh":
-            self._tasks.restart(name, self._periodic_refresh)
+    def _task_failed(self, key: TaskKey, exc: BaseException) -> None:
+        log.error("cluster task %s failed", key, exc_info=exc)
+        if not self._closed and key == _PERIODIC_REFRESH:
+            self._tasks.restart(key, self._periodic_refresh)
 
     async def _periodic_refresh(self) -> None:
         loop = asyncio.get_running_loop()
@@ -147,7 +165,7 @@ class Cluster:
         if self._want_all_topics and self._all_topics_refresh_s is not None:
             period = min(period, self._all_topics_refresh_s)
         if self.missing_awaited_topics():
-            period = min(period, self._missing_backoff)
+            period = min(period, self._missing_delay)
         return self._last_refresh + period
 
     def _wake_scheduler(self) -> None:
@@ -194,8 +212,12 @@ class Cluster:
         """
         self._awaited = frozenset(topics)
         self.add_topics(self._awaited)
-        self._missing_backoff = self.retry_backoff_ms / 1000
+        self._reset_missing_delay()
         self._wake_scheduler()
+
+    def _reset_missing_delay(self) -> None:
+        self._missing_backoff.reset()
+        self._missing_delay = self._missing_backoff.next_delay()
 
     # ---------------------------------------------------------------- metadata
 
@@ -209,7 +231,7 @@ class Cluster:
         if refresh is None or refresh.done():
             refresh = asyncio.get_running_loop().create_future()
             self._refresh = refresh
-            self._tasks.start("metadata-request", self._run_refresh(refresh))
+            self._tasks.start(_REFRESH_REQUEST, self._run_refresh(refresh))
         return await asyncio.shield(refresh)
 
     def request_update(self) -> None:
@@ -218,7 +240,7 @@ class Cluster:
             return
         refresh = asyncio.get_running_loop().create_future()
         self._refresh = refresh
-        self._tasks.start("metadata-request", self._run_refresh(refresh))
+        self._tasks.start(_REFRESH_REQUEST, self._run_refresh(refresh))
 
     async def _run_refresh(self, result: asyncio.Future[ClusterMetadata]) -> None:
         try:
@@ -277,11 +299,9 @@ class Cluster:
                 missing = self.missing_awaited_topics()
                 if missing:
                     log.debug("awaited topics not in the metadata yet: %s", sorted(missing))
-                    self._missing_backoff = min(
-                        self._missing_backoff * 2, self.retry_backoff_max_ms / 1000
-                    )
+                    self._missing_delay = self._missing_backoff.next_delay()
                 else:
-                    self._missing_backoff = self.retry_backoff_ms / 1000
+                    self._reset_missing_delay()
             self._wake_scheduler()
             assert self._updated is not None
             async with self._updated:
@@ -343,29 +363,34 @@ class Cluster:
         if info is not None and info.error_code == 0 and info.partitions:
             return info
         timeout = (self.topic_wait_ms if timeout_ms is None else timeout_ms) / 1000
-        deadline = time.monotonic() + timeout
         self.add_topics([topic])
-        last_code = 0
-        while True:
-            metadata = await self.refresh_metadata()
-            info = metadata.topics.get(topic)
+        last_code = 0  # what the broker last said about the topic
+
+        async def look() -> TopicInfo:
+            nonlocal last_code
+            info = (await self.refresh_metadata()).topics.get(topic)
             if info is not None:
                 if info.error_code == 0 and info.partitions:
                     return info
                 last_code = info.error_code
                 if last_code and last_code not in _UNKNOWN_TOPIC_CODES:
                     errors.raise_for_code(last_code, f"metadata for topic {topic!r}")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise errors.UnknownTopicError(
-                    f"topic {topic!r} is not available after {timeout:.1f}s"
-                    + (
-                        f" (broker said {errors.error_for_code(last_code).name})"
-                        if last_code
-                        else ""
-                    )
-                )
-            await asyncio.sleep(min(self.retry_backoff_ms / 1000, remaining))
+            raise _TopicNotYet(last_code)
+
+        try:
+            return await retry(
+                look,
+                should_retry=lambda exc: isinstance(exc, _TopicNotYet),
+                deadline=Deadline.after(timeout),
+                backoff=Backoff(self.retry_backoff_ms, self.retry_backoff_ms, jitter=0),
+                what=f"waiting for topic {topic!r}",
+            )
+        except _TopicNotYet as missing:
+            said = errors.error_for_code(missing.code).name if missing.code else ""
+            raise errors.UnknownTopicError(
+                f"topic {topic!r} is not available after {timeout:.1f}s"
+                + (f" (broker said {said})" if said else "")
+            ) from None
 
     # ---------------------------------------------------------------- routing
 
@@ -420,58 +445,11 @@ class Cluster:
         self, key: str, kind: str = "group", *, timeout_ms: int | None = None
     ) -> BrokerInfo:
         """The coordinator broker for a group id or transactional id (cached, retried)."""
-        cached = self._coordinators.get((kind, key))
-        if cached is not None:
-            return cached
-        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        deadline = time.monotonic() + timeout
-        backoff = self.retry_backoff_ms / 1000
-        while True:
-            try:
-                broker = await self._find_coordinator(key, kind)
-            except (errors.KafkaConnectionError, *COORDINATOR_ERRORS) as exc:
-                if time.monotonic() + backoff > deadline:
-                    raise
-                log.debug("coordinator lookup for %s %r: %s; retrying", kind, key, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-                continue
-            self._coordinators[(kind, key)] = broker
-            return broker
-
-    async def _find_coordinator(self, key: str, kind: str) -> BrokerInfo:
-        connection = await self.any_connection()
-        version = connection.versions.version_for(FindCoordinatorRequest.API_KEY)
-        if kind != "group" and version < 1:
-            raise errors.UnsupportedVersionForBrokerError(
-                "transaction coordinators need FindCoordinator v1+"
-            )
-        request = FindCoordinatorRequest()
-        if version >= 1:
-            request.key_type = COORDINATOR_KEY_TYPES[kind]
-        if version >= 4:
-            request.coordinator_keys = [key]
-        else:
-            request.key = key
-        response = await connection.send(request, version)
-        if version >= 4:
-            entry = response.coordinators[0]
-            code, node_id, host, port = entry.error_code, entry.node_id, entry.host, entry.port
-            message = entry.error_message
-        else:
-            code, node_id, host, port = (
-                response.error_code,
-                response.node_id,
-                response.host,
-                response.port,
-            )
-            message = getattr(response, "error_message", None)
-        errors.raise_for_code(code, message or f"FindCoordinator for {kind} {key!r}")
-        return BrokerInfo(node_id, host, port)
+        return await self.coordinators.get(key, kind, timeout_ms=timeout_ms)
 
     def invalidate_coordinator(self, key: str, kind: str = "group") -> None:
         """Forget a cached coordinator (after NOT_COORDINATOR and friends)."""
-        self._coordinators.pop((kind, key), None)
+        self.coordinators.invalidate(key, kind)
 
     async def coordinator_connection(
         self, key: str, kind: str = "group", purpose: str = "group"

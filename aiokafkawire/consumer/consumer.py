@@ -34,8 +34,10 @@ from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor, create_assignor
-from aiokafkawire.consumer.group.membership import ClassicMembership, GroupConfig, Membership
+from aiokafkawire.consumer.group.classic import ClassicMembership
+from aiokafkawire.consumer.group.membership import GroupConfig, Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity, RebalanceNeeded
+from aiokafkawire.consumer.group.states import GroupState
 from aiokafkawire.consumer.records import (
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -513,7 +515,7 @@ class Consumer:
         if self._closed:
             return "closed"
         if self._membership is not None:
-            return self._membership.state
+            return self._membership.state.value
         if self._subs is not None and self._subs.manual:
             return "manual"
         return "unjoined"
@@ -874,7 +876,7 @@ class Consumer:
             subs = self._subs
             if subs is None or not subs.assignment:
                 continue
-            if self._membership is not None and self._membership.state != "stable":
+            if self._membership is not None and self._membership.state is not GroupState.STABLE:
                 continue
             changed = {
                 tp: v

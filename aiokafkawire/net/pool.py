@@ -12,7 +12,8 @@ import functools
 import logging
 
 from aiokafkawire import errors
-from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig, ReconnectBackoff
+from aiokafkawire.net.config import ConnectionConfig, ReconnectBackoff
+from aiokafkawire.net.connection import BrokerConnection
 
 log = logging.getLogger("aiokafkawire.net")
 

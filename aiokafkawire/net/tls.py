@@ -10,9 +10,14 @@ import os
 import ssl
 from collections.abc import Callable
 
-from aiokafkawire.errors import ConfigError
+from aiokafkawire.errors import (
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    SslAuthenticationError,
+)
 
-__all__ = ["create_ssl_context"]
+__all__ = ["create_ssl_context", "tls_error"]
 
 PathLike = str | os.PathLike[str]
 #: What :meth:`ssl.SSLContext.load_cert_chain` accepts as the private key password.
@@ -96,3 +101,28 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"{type(exc).__name__}: {exc.strerror or 'error'}"
     return type(exc).__name__
+
+
+# OpenSSL reasons that mean a certificate was refused, on either side: not retriable.
+_CERTIFICATE_REASONS = (
+    "CERTIFICATE_VERIFY_FAILED",
+    "BAD_CERTIFICATE",
+    "CERTIFICATE_REQUIRED",
+    "UNKNOWN_CA",
+    "CERTIFICATE_UNKNOWN",
+    "UNSUPPORTED_CERTIFICATE",
+    "CERTIFICATE_EXPIRED",
+    "CERTIFICATE_REVOKED",
+    "HANDSHAKE_FAILURE",
+)
+
+
+def tls_error(context: str, exc: ssl.SSLError) -> KafkaError:
+    """A typed error for a TLS failure: certificates are authentication, the rest connection."""
+    reason = exc.reason or ""
+    detail = getattr(exc, "verify_message", None) or reason or str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError) or any(
+        name in reason for name in _CERTIFICATE_REASONS
+    ):
+        return SslAuthenticationError(f"{context}: {detail}")
+    return KafkaConnectionError(f"{context}: {detail}")

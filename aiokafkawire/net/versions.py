@@ -10,155 +10,61 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aiokafkawire.errors import ConfigError, UnsupportedVersionForBrokerError
+from aiokafkawire.protocol.messages import ApiVersionsRequest, DescribeGroupsRequest
 
 VersionRange = tuple[int, int]
 ApiVersionCap = str | Mapping[int, int] | None
 
 # The API versions each old Kafka release answers.  Releases before 0.10.0 have no ApiVersions API,
 # so a client pinned to them must not send it: these ranges stand in for the broker's answer.
-# Facts from the Kafka release history (API key: (min, max)).
-RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = {
-    (0, 8, 0): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0)},
-    (0, 8, 1): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0), 8: (0, 0), 9: (0, 0)},
-    (0, 8, 2): {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0), 8: (0, 1), 9: (0, 1), 10: (0, 0)},
-    (0, 9, 0): {
-        0: (0, 1),
-        1: (0, 1),
-        2: (0, 0),
-        3: (0, 0),
-        8: (0, 2),
-        9: (0, 1),
-        10: (0, 0),
-        11: (0, 0),
-        12: (0, 0),
-        13: (0, 0),
-        14: (0, 0),
-        15: (0, 0),
-        16: (0, 0),
-    },
-    (0, 10, 0): {
-        0: (0, 2),
-        1: (0, 2),
-        2: (0, 0),
-        3: (0, 1),
-        8: (0, 2),
-        9: (0, 1),
-        10: (0, 0),
-        11: (0, 0),
-        12: (0, 0),
-        13: (0, 0),
-        14: (0, 0),
-        15: (0, 0),
-        16: (0, 0),
-        17: (0, 0),
-        18: (0, 0),
-    },
-    (0, 10, 1): {
-        0: (0, 2),
-        1: (0, 3),
-        2: (0, 1),
-        3: (0, 2),
-        8: (0, 2),
-        9: (0, 1),
-        10: (0, 0),
-        11: (0, 1),
-        12: (0, 0),
-        13: (0, 0),
-        14: (0, 0),
-        15: (0, 0),
-        16: (0, 0),
-        17: (0, 0),
-        18: (0, 0),
-        19: (0, 0),
-        20: (0, 0),
-    },
-    (0, 10, 2): {
-        0: (0, 2),
-        1: (0, 3),
-        2: (0, 1),
-        3: (0, 2),
-        8: (0, 2),
-        9: (0, 2),
-        10: (0, 0),
-        11: (0, 1),
-        12: (0, 0),
-        13: (0, 0),
-        14: (0, 0),
-        15: (0, 0),
-        16: (0, 0),
-        17: (0, 0),
-        18: (0, 0),
-        19: (0, 1),
-        20: (0, 0),
-    },
-    (0, 11, 0): {
-        0: (0, 3),
-        1: (0, 5),
-        2: (0, 2),
-        3: (0, 4),
-        8: (0, 3),
-        9: (0, 3),
-        10: (0, 1),
-        11: (0, 2),
-        12: (0, 1),
-        13: (0, 1),
-        14: (0, 1),
-        15: (0, 1),
-        16: (0, 1),
-        17: (0, 0),
-        18: (0, 1),
-        19: (0, 2),
-        20: (0, 1),
-        21: (0, 0),
-        22: (0, 0),
-        23: (0, 0),
-        24: (0, 0),
-        25: (0, 0),
-        26: (0, 0),
-        28: (0, 0),
-        32: (0, 0),
-        33: (0, 0),
-    },
-    (1, 0, 0): {
-        0: (0, 5),
-        1: (0, 6),
-        2: (0, 2),
-        3: (0, 5),
-        8: (0, 3),
-        9: (0, 3),
-        10: (0, 1),
-        11: (0, 2),
-        12: (0, 1),
-        13: (0, 1),
-        14: (0, 1),
-        15: (0, 1),
-        16: (0, 1),
-        17: (0, 1),
-        18: (0, 1),
-        19: (0, 2),
-        20: (0, 1),
-        21: (0, 0),
-        22: (0, 0),
-        23: (0, 0),
-        24: (0, 0),
-        25: (0, 0),
-        26: (0, 0),
-        28: (0, 0),
-        32: (0, 0),
-        33: (0, 0),
-        36: (0, 0),
-        37: (0, 0),
-    },
-}
+# Facts from the Kafka release history.  Every minimum is 0, so each release is written as what
+# it changed since the one before: API key -> new maximum version (APIs are never dropped).
+_RELEASE_CHANGES: list[tuple[tuple[int, int, int], dict[int, int]]] = [
+    ((0, 8, 0), {0: 0, 1: 0, 2: 0, 3: 0}),
+    ((0, 8, 1), {8: 0, 9: 0}),
+    ((0, 8, 2), {8: 1, 9: 1, 10: 0}),
+    ((0, 9, 0), {0: 1, 1: 1, 8: 2, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0}),
+    ((0, 10, 0), {0: 2, 1: 2, 3: 1, 17: 0, 18: 0}),
+    ((0, 10, 1), {1: 3, 2: 1, 3: 2, 11: 1, 19: 0, 20: 0}),
+    ((0, 10, 2), {9: 2, 19: 1}),
+    ((0, 11, 0), {
+        0: 3, 1: 5, 2: 2, 3: 4, 8: 3, 9: 3, 10: 1, 11: 2, 12: 1, 13: 1, 14: 1, 15: 1, 16: 1,
+        18: 1, 19: 2, 20: 1, 21: 0, 22: 0, 23: 0, 24: 0, 25: 0, 26: 0, 28: 0, 32: 0, 33: 0,
+    }),
+    ((1, 0, 0), {0: 5, 1: 6, 3: 5, 17: 1, 36: 0, 37: 0}),
+]  # fmt: skip
 
-API_VERSIONS_KEY = 18
+
+def _accumulate_releases() -> dict[tuple[int, ...], dict[int, VersionRange]]:
+    releases: dict[tuple[int, ...], dict[int, VersionRange]] = {}
+    current: dict[int, VersionRange] = {}
+    for release, changes in _RELEASE_CHANGES:
+        current = {**current, **{key: (0, high) for key, high in changes.items()}}
+        releases[release] = current
+    return releases
+
+
+#: Release -> {API key: (min, max)} that a broker of that release answers.
+RELEASE_API_VERSIONS: dict[tuple[int, ...], dict[int, VersionRange]] = _accumulate_releases()
+
+API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
+
+# KIP-219: from these versions on, a broker answers a request that broke a quota at once, with
+# throttle_time_ms, and mutes the connection for that long: the client must send nothing more
+# to it until then.  Before them the broker delayed the answer itself.  APIs added after
+# KIP-219 (Kafka 2.0) work the new way from their first version (absent here: 0).
+CLIENT_THROTTLES_SINCE: dict[int, int] = {
+    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 23: 2, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1,
+    31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 36: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1,
+}  # fmt: skip
 
 #: Versions the generated codecs can encode but whose semantics this client does not use (yet):
 #: api key -> (highest version the client sends, why).  Lift an entry once the new version's
 #: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
 #: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
 CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    15: (
+    DescribeGroupsRequest.API_KEY: (
         5,
         "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
         "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",

@@ -30,7 +30,11 @@ _CRC_START = 21
 
 
 class RecordMetadata(NamedTuple):
-    """Where a record was written: ``offset`` is -1 with ``acks=0`` (the broker does not say)."""
+    """Where a record was written.
+
+    ``offset`` is -1 when the broker does not say: with ``acks=0``, or for an idempotent batch
+    written while its answer was lost, whose retry came too late for the broker to match it.
+    """
 
     topic: str
     partition: int

@@ -51,6 +51,7 @@ PRODUCE_TOPIC_ID_VERSION = 13
 _MAX_VERSION_FOR_MAGIC = {0: 1, 1: 2, 2: PRODUCE_MAX_VERSION}
 IDEMPOTENT_MAX_IN_FLIGHT = 5
 _SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
+_SEQUENCE_MASK = 0x7FFFFFFF  # sequence numbers wrap around at 2**31
 
 
 _Prepared = tuple[Any, ProduceRequest, int]  # connection, request, version: built, not written
@@ -122,8 +123,10 @@ class Sender:
         self.in_flight_total = 0
         # Partitions with a batch waiting for retry: not drained until nothing is in flight.
         self.gated: set[TopicPartition] = set()
-        # Next sequence the broker expects per partition (after our last acknowledged batch).
-        self.acked_next: dict[TopicPartition, int] = {}
+        # Per partition: producer id, epoch and the sequence after the furthest batch the leader
+        # acknowledged of them (never moves back).  A leader with state for an id and epoch
+        # writes their sequences only in order, so every batch of them below it is in the log.
+        self.acked_next: dict[TopicPartition, tuple[int, int, int]] = {}
         # Per partition, the producer id of which the leader acknowledged a batch, i.e. holds
         # state.  A leader without state for a producer id accepts ANY sequence as its first
         # batch (Kafka's ProducerAppendInfo.checkSequence), so until then only one batch of the
@@ -594,13 +597,13 @@ class Sender:
         batch.in_flight = False
         self._done_in_flight(batch)
         txn = self.txn
-        if (
-            self.idempotent
-            and batch.producer_id == txn.producer_id
-            and batch.producer_epoch == txn.producer_epoch
-        ):
-            self.acked_next[batch.tp] = (batch.base_sequence + batch.count) & 0x7FFFFFFF
-            self.confirmed[batch.tp] = batch.producer_id
+        if self.idempotent and batch.base_sequence >= 0:
+            current = (
+                batch.producer_id == txn.producer_id and batch.producer_epoch == txn.producer_epoch
+            )
+            self._note_acknowledged(batch, current)
+            if current:
+                self.confirmed[batch.tp] = batch.producer_id
         stats = self.stats
         stats.records += batch.count
         stats.batches += 1
@@ -649,7 +652,41 @@ class Sender:
             self.resequence.add(batch.tp)
             txn.request_bump(f"batch for {batch.topic}-{batch.partition} failed: {exc}")
 
+    def _note_acknowledged(self, batch: ProducerBatch, current: bool) -> None:
+        """Move ``acked_next`` of the batch's partition past it (a late or duplicate answer for
+        an earlier batch leaves it where it is)."""
+        end = (batch.base_sequence + batch.count) & _SEQUENCE_MASK
+        known = self.acked_next.get(batch.tp)
+        if known is not None and known[:2] == (batch.producer_id, batch.producer_epoch):
+            if _sequence_at_or_before(end, known[2]):
+                return
+        elif known is not None and not current:
+            return  # an older identity's answer: the current one's progress matters now
+        self.acked_next[batch.tp] = (batch.producer_id, batch.producer_epoch, end)
+
+    def _acknowledged_after(self, batch: ProducerBatch) -> bool:
+        """Whether the leader acknowledged sequences after ``batch``'s, of its id and epoch."""
+        known = self.acked_next.get(batch.tp)
+        if known is None or batch.base_sequence < 0:
+            return False
+        if known[:2] != (batch.producer_id, batch.producer_epoch):
+            return False
+        end = (batch.base_sequence + batch.count) & _SEQUENCE_MASK
+        return _sequence_at_or_before(end, known[2])
+
     def _attempt_failed(self, batch: ProducerBatch, exc: errors.KafkaError) -> None:
+        if (
+            self.idempotent
+            and isinstance(exc, errors.OutOfOrderSequenceNumberError)
+            and self._acknowledged_after(batch)
+        ):
+            # A batch the leader wrote while its answer was lost (a cut connection), then five
+            # more after it before this retry: too old for its duplicate check, so refused as
+            # out of order.  Later sequences were acknowledged, so it is in the log: delivered
+            # (offset unknown).  A new epoch would write it a second time.
+            log.debug("%r: in the log already (later sequences acknowledged)", batch)
+            self._succeeded(batch, -1, -1)
+            return
         batch.in_flight = False
         self._done_in_flight(batch)
         txn = self.txn
@@ -696,7 +733,9 @@ class Sender:
         If so, an OUT_OF_ORDER_SEQUENCE_NUMBER for ``batch`` only means that batch was not
         written yet; otherwise the broker really lost sequence numbers.
         """
-        if batch.base_sequence == self.acked_next.get(batch.tp, 0):
+        known = self.acked_next.get(batch.tp)
+        identity = (batch.producer_id, batch.producer_epoch)
+        if batch.base_sequence == (known[2] if known is not None and known[:2] == identity else 0):
             return False
         return any(
             other.tp == batch.tp
@@ -712,7 +751,6 @@ class Sender:
         try:
             await self.txn.init_producer_id()
             self._identity_error = None
-            self.acked_next.clear()
             self._restart_sequences()
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
@@ -774,6 +812,11 @@ class Sender:
             txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
+
+
+def _sequence_at_or_before(sequence: int, other: int) -> bool:
+    """Whether ``sequence`` is ``other`` or comes before it (modulo the wrap at 2**31)."""
+    return (other - sequence) & _SEQUENCE_MASK < 1 << 30
 
 
 def _too_large(batch: ProducerBatch, cause: errors.KafkaError) -> errors.RecordTooLargeError:

@@ -9,21 +9,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from _group_broker import cluster_answer, commit_answer, fetch_answer
 from fake_broker import FakeBroker
 
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity
 from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.protocol.messages import (
-    FindCoordinatorResponse,
-    MetadataResponse,
-    OffsetCommitResponse,
-    OffsetFetchResponse,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
 )
-from aiokafkawire.protocol.messages import find_coordinator as m_find
-from aiokafkawire.protocol.messages import metadata as m_metadata
-from aiokafkawire.protocol.messages import offset_commit as m_commit
-from aiokafkawire.protocol.messages import offset_fetch as m_fetch
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 
 TOPIC = "offsets"
@@ -37,72 +32,16 @@ async def commit_and_fetch(topic_id: uuid.UUID) -> list[tuple[int, Any]]:
     broker: FakeBroker
 
     async def handler(header: Any, request: Any) -> Any:
-        if header.api_key == 3:
-            return MetadataResponse(
-                brokers=[
-                    m_metadata.MetadataResponseBroker(node_id=1, host="127.0.0.1", port=broker.port)
-                ],
-                cluster_id="fake",
-                controller_id=1,
-                topics=[
-                    m_metadata.MetadataResponseTopic(
-                        name=TOPIC,
-                        topic_id=topic_id,
-                        partitions=[
-                            m_metadata.MetadataResponsePartition(
-                                partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1]
-                            )
-                        ],
-                    )
-                ],
-            )
-        if header.api_key == 10:
-            return FindCoordinatorResponse(
-                coordinators=[
-                    m_find.Coordinator(key="g", node_id=1, host="127.0.0.1", port=broker.port)
-                ]
-            )
+        answer = cluster_answer(header, broker.port, TOPIC, topic_id)
+        if answer is not None:
+            return answer
         seen.append((header.api_version, request))
-        if header.api_key == 8:
-            (topic,) = request.topics
-            for p in topic.partitions:
+        if header.api_key == OffsetCommitRequest.API_KEY:
+            for p in request.topics[0].partitions:
                 stored[p.partition_index] = p.committed_offset
-            return OffsetCommitResponse(
-                topics=[
-                    m_commit.OffsetCommitResponseTopic(
-                        name=topic.name,
-                        topic_id=topic.topic_id,
-                        partitions=[
-                            m_commit.OffsetCommitResponsePartition(
-                                partition_index=p.partition_index
-                            )
-                            for p in topic.partitions
-                        ],
-                    )
-                ]
-            )
-        if header.api_key == 9:
-            (group,) = request.groups
-            (topic,) = group.topics
-            return OffsetFetchResponse(
-                groups=[
-                    m_fetch.OffsetFetchResponseGroup(
-                        group_id=group.group_id,
-                        topics=[
-                            m_fetch.OffsetFetchResponseTopics(
-                                name=topic.name,
-                                topic_id=topic.topic_id,
-                                partitions=[
-                                    m_fetch.OffsetFetchResponsePartitions(
-                                        partition_index=i, committed_offset=stored.get(i, -1)
-                                    )
-                                    for i in topic.partition_indexes
-                                ],
-                            )
-                        ],
-                    )
-                ]
-            )
+            return commit_answer(request, lambda _partition: 0)
+        if header.api_key == OffsetFetchRequest.API_KEY:
+            return fetch_answer(request, lambda partition: stored.get(partition, -1))
         raise AssertionError(f"unexpected request {request!r}")
 
     broker = FakeBroker(handler)

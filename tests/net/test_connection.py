@@ -289,6 +289,32 @@ async def test_submit_waits_for_a_slot_and_timeouts_reach_the_callback() -> None
             assert len(outcomes.seen) == 3 and connection.in_flight == 0
 
 
+async def test_a_timeout_that_takes_the_last_slot_closes_and_answers_once() -> None:
+    async def handler(header: Any, request: Any) -> Any:
+        return SILENT
+
+    loop = asyncio.get_running_loop()
+    loop_errors: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: loop_errors.append(context))
+    config = ConnectionConfig(max_in_flight_requests_per_connection=1, request_timeout_ms=5000)
+    try:
+        async with FakeBroker(handler) as broker:
+            async with connected(broker.port, config) as (connection, version):
+                outcomes = Outcomes()
+                assert connection.try_submit(ask("never"), version, outcomes, timeout_ms=50)
+                await outcomes.wait(1)
+                await asyncio.sleep(0.05)
+                # Every slot is held by an abandoned request: the connection is closed, and
+                # the callback hears that once (no error escapes the timer).
+                assert connection.closed
+                assert len(outcomes.seen) == 1
+                assert isinstance(outcomes.seen[0][1], errors.KafkaTimeoutError)
+    finally:
+        loop.set_exception_handler(previous)
+    assert loop_errors == []
+
+
 async def test_receive_now_handles_answers_that_arrived_while_the_loop_was_busy() -> None:
     require_direct_reads()
     with ThreadedFakeBroker(echo) as broker:

@@ -230,22 +230,7 @@ async def test_out_of_order_sequence_bumps_the_epoch_and_delivers(
     assert [int(r.value) for r in read] == list(range(50))  # type: ignore[arg-type]
 
 
-# OPEN BUG (24 Nov 2026): after the idempotent ordering fix this test passed 20 of 20 runs alone
-# and every run of tests/producer, but in one full-suite run on a quiet machine Kafka 4.4's log
-# held 20,258 records for 20,000 sent. The remaining window is not found yet; until it is, the
-# Kafka case is skipped rather than left to fail CI at random. Tansu (which checks sequences the
-# same way once it knows a producer) keeps running it.
-KAFKA_DUPLICATES = (
-    "open bug: cut connections still duplicated a batch on Kafka 4.4 once in a full-suite run"
-)
-
-
-@pytest.fixture(
-    params=[
-        *broker_kind_params(("tansu",)),
-        pytest.param("kafka", marks=pytest.mark.skip(reason=KAFKA_DUPLICATES)),
-    ]
-)
+@pytest.fixture(params=broker_kind_params(("tansu", "kafka")))
 def sequence_checking_bootstrap(request: pytest.FixtureRequest) -> str:
     """Brokers that check idempotent sequence numbers (the mock cannot bump producer epochs)."""
     fixture = "tansu_broker" if request.param == "tansu" else "kafka_cluster"

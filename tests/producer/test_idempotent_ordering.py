@@ -66,6 +66,9 @@ class SequenceCheckingBroker(FakeBroker):
         # Per partition, error codes to answer its next batches with (nothing written).
         self.refusals: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         self.produce_connection = 0  # the connection the last Produce request came on
+        # (partition, base sequence): the connection that next carries this batch is lost
+        # from that request on (the batch and what follows it are handled, never answered).
+        self.lose_from: tuple[int, int] | None = None
 
     def values(self, partition: int) -> list[int]:
         """The partition's record values (send indexes) in log order."""
@@ -82,6 +85,9 @@ class SequenceCheckingBroker(FakeBroker):
             return self._init_producer_id(request)
         if header.api_key == 0:
             connection = _connection_number.get()
+            if self.lose_from is not None and self.lose_from in _sequences(request):
+                self.lost_connections.add(connection)
+                self.lose_from = None
             if connection in self.lost_connections:
                 # Lost with its connection: never answered, written only where the test says.
                 for topic in request.topic_data:
@@ -165,6 +171,16 @@ class SequenceCheckingBroker(FakeBroker):
             log.append((batch.producer_id, batch.producer_epoch, first, record.value))
         state.batches.append((first, last, offset))
         return 0, offset
+
+
+def _sequences(request: Any) -> set[tuple[int, int]]:
+    """(partition, base sequence) of every batch a Produce request carries."""
+    return {
+        (data.index, batch.base_sequence)
+        for topic in request.topic_data
+        for data in topic.partition_data
+        for batch in iter_batches(data.records)
+    }
 
 
 async def test_a_partitions_first_batch_is_not_overtaken_when_its_connection_is_cut() -> None:
@@ -268,3 +284,70 @@ async def test_an_epoch_bump_keeps_the_numbers_of_another_partitions_batch_maybe
     for partition in (0, 1):
         assert all(h.exception() is None for h in handles[partition])
         assert broker.values(partition) == [-1, *range(15)], f"partition {partition}"
+
+
+async def test_a_retried_batch_out_of_the_duplicate_window_is_not_written_again() -> None:
+    """The leader writes batch X but its answer is lost with its connection.  Batch L1, drained
+    before the producer heard of the cut, goes out first on the next connection and is
+    acknowledged; X's retry follows, and L2..L5 are pipelined behind it on a connection that
+    is cut in turn (the retry a duplicate, L2..L5 written).  The leader now holds five batches
+    after X and no longer recognises X as a duplicate: it answers X's next retry
+    OUT_OF_ORDER_SEQUENCE_NUMBER.  The leader acknowledged L1, a later sequence of the same
+    producer id and epoch, so X is in the log: the producer must count it delivered, not take a
+    new epoch and write X and L2..L5 again under new numbers (found on Kafka 4.4: 258 records
+    twice in 20,000)."""
+    async with SequenceCheckingBroker() as broker:
+        async with Producer(
+            bootstrap_servers=f"127.0.0.1:{broker.port}",
+            batch_size=512,
+            linger_ms=60_000,  # only full batches go by themselves
+            retry_backoff_ms=5,
+            reconnect_backoff_ms=5,
+            max_in_flight_requests_per_connection=5,
+        ) as producer:
+            await producer.send_and_wait(TOPIC, b"-1", partition=0)
+            sender = producer._sender
+            cluster = producer._cluster
+            assert sender is not None and cluster is not None
+            tp = next(iter(sender.accumulator.batches))
+            handles: list[DeliveryHandle] = []
+
+            async def append_until_drained(count: int) -> None:
+                # Until ``count`` more batches have been drained (a send() that opens a batch
+                # drains the full one at once, then gives the loop one turn).
+                queue = sender.accumulator.batches[tp]
+                watched = [queue[-1]] if queue and not queue[-1].closed else []
+                while sum(batch.closed for batch in watched) < count:
+                    handle = await producer.send(TOPIC, b"%d" % len(handles), partition=0)
+                    handles.append(handle)
+                    if not watched or handle._batch is not watched[-1]:
+                        watched.append(handle._batch)
+                    assert len(handles) < 2000, "the batches were not drained"
+
+            first_connection = cluster.pool.cached("127.0.0.1", broker.port, "produce")
+            assert first_connection is not None
+            broker.lost_connections.add(broker.produce_connection)
+            broker.written_when_lost = {0}
+            requests = len(broker.requests)
+            await append_until_drained(1)  # X: written by the leader, never answered
+            first = handles[0]._batch
+            await broker.wait_for_requests(requests + 1)
+            first_connection.close()
+            # L1, drained before the cut is heard, goes out first on the next connection.
+            await append_until_drained(1)
+            broker.lose_from = (0, first.base_sequence)  # X's retry: on a connection then cut
+            for _ in range(2000):
+                if broker.lose_from is None:
+                    break
+                await asyncio.sleep(0.001)
+            assert broker.lose_from is None, "X was not retried"
+            second_connection = cluster.pool.cached("127.0.0.1", broker.port, "produce")
+            assert second_connection is not None
+            requests = len(broker.requests)
+            await append_until_drained(4)  # L2..L5, pipelined behind X's retry
+            await broker.wait_for_requests(requests + 4)
+            second_connection.close()
+            await producer.flush(timeout=10)
+    assert all(h.exception() is None for h in handles)
+    assert first.attempts >= 3
+    assert broker.values(0) == [-1, *range(len(handles))]

@@ -141,13 +141,18 @@ class DeliveryLog:
         times = [self.started, *sorted(self.completions)]
         return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
-    def acknowledged(self) -> dict[RecordId, tuple[int, int]]:
-        """Record -> (partition, offset) for every record the cluster acknowledged."""
-        out = {}
+    def acknowledged(self) -> dict[RecordId, tuple[int, int] | None]:
+        """Record -> (partition, offset) for every record the cluster acknowledged.
+
+        None when delivered without an offset: an idempotent batch whose answer was lost and
+        whose retry the leader no longer matched (it acknowledged later sequences).
+        """
+        out: dict[RecordId, tuple[int, int] | None] = {}
         for record, handle in self.sent.items():
             if handle.done() and handle.exception() is None:
                 metadata = handle.result()
-                out[record] = (metadata.partition, metadata.offset)
+                where = (metadata.partition, metadata.offset)
+                out[record] = where if metadata.offset >= 0 else None
         return out
 
     def failures(self) -> dict[RecordId, BaseException]:

@@ -9,16 +9,15 @@ member, which keeps its assignment for the session timeout).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import COORDINATOR_ERRORS
-from aiokafkawire.consumer._waits import timeout_after, wait_event
+from aiokafkawire.consumer._waits import wait_event
 from aiokafkawire.consumer.group.membership import Membership
+from aiokafkawire.consumer.group.states import GroupEvent, GroupState
 from aiokafkawire.protocol.messages import ConsumerGroupHeartbeatRequest
 from aiokafkawire.protocol.messages.consumer_group_heartbeat import TopicPartitions
 from aiokafkawire.structs import TopicPartition
@@ -27,10 +26,11 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 
 __all__ = ["ConsumerProtocolMembership"]
 
-_COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
 _FENCED_CODES = frozenset((errors.FencedMemberEpochError.code, errors.UnknownMemberIdError.code))
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+_HEARTBEAT = "heartbeat"
+_LEAVE_TIMEOUT_S = 5.0
 
 
 class ConsumerProtocolMembership(Membership):
@@ -44,30 +44,17 @@ class ConsumerProtocolMembership(Membership):
         self._interval = 0.0
         self._pending_target: set[TopicPartition] | None = None
 
-    def _loop_for(self, name: str) -> Any:
-        return self._heartbeat_loop()
-
     def start(self) -> None:
         """Start the heartbeat loop."""
-        self._tasks.start("heartbeat", self._heartbeat_loop())
+        self._start_loop(_HEARTBEAT, self._heartbeat_loop)
 
-    async def close(self, leave: bool = True) -> None:
-        """Revoke (commit + listener), leave with epoch -1 (-2 when static), stop the loop."""
-        self._closing = True
-        try:
-            if self._subs.assignment and self.state == "stable":
-                await self._revoke(set(self._subs.assignment))
-        finally:
-            await self._tasks.stop()
-        if leave and self.generation > 0:
-            epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
-            try:
-                async with timeout_after(5.0):
-                    await self._send(epoch)
-            except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
-                log.info("group %r: leaving failed: %s", self.group_id, exc)
-        self.state = "closed"
-        self._stable.set()
+    def _leaves_on_close(self) -> bool:
+        return self.generation > 0
+
+    async def _leave(self, reason: str) -> None:
+        """A heartbeat with epoch -1 (-2 for a static member, which keeps its assignment)."""
+        epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
+        await self._send(epoch)
 
     def request_rejoin(self, reason: str = "") -> None:
         """Heartbeat now (the subscription changed or an acknowledgement is due)."""
@@ -85,7 +72,7 @@ class ConsumerProtocolMembership(Membership):
             if self._poll_timed_out:
                 self._interval = 1.0
                 continue
-            if self.state == "stable" and self._poll_expired() and not self._in_callback:
+            if self.state is GroupState.STABLE and self._poll_expired() and not self._in_callback:
                 await self._poll_timeout()
                 continue
             if self._partitions_lost_pending:
@@ -98,7 +85,7 @@ class ConsumerProtocolMembership(Membership):
                 self._interval = backoff
                 continue
             code = response.error_code
-            if code in _COORDINATOR_CODES:
+            if code in errors.COORDINATOR_CODES:
                 self._cluster.invalidate_coordinator(self.group_id)
                 self._interval = backoff
                 continue
@@ -109,8 +96,7 @@ class ConsumerProtocolMembership(Membership):
                     errors.error_for_code(code).name,
                 )
                 self.generation = 0
-                self.state = "rebalancing"
-                self._stable.clear()
+                self._move(GroupEvent.FENCED)
                 await self._lose_partitions()
                 self._interval = 0.0
                 continue
@@ -165,7 +151,7 @@ class ConsumerProtocolMembership(Membership):
             await self._revoke(revoked)
         if added:
             self._cluster.add_topics({tp.topic for tp in added})
-        self.state = "stable"
+        self._move(GroupEvent.ASSIGNED)
         if revoked or added:
             log.info(
                 "group %r epoch %d: assigned %s (added %d, revoked %d)",
@@ -222,22 +208,8 @@ class ConsumerProtocolMembership(Membership):
                 request.subscribed_topic_regex = ""
         return await connection.send(request, version)
 
-    async def _poll_timeout(self) -> None:
-        log.warning(
-            "group %r: the consumer was not polled for more than max_poll_interval_ms=%d; "
-            "leaving the group (it rejoins at the next poll)",
-            self.group_id,
-            self.config.max_poll_interval_ms,
-        )
-        self._poll_timed_out = True
-        self.state = "unjoined"
-        self._stable.clear()
-        epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
-        try:
-            async with timeout_after(5.0):
-                await self._send(epoch)
-        except (errors.KafkaError, TimeoutError, asyncio.TimeoutError) as exc:
-            log.info("group %r: leaving failed: %s", self.group_id, exc)
+    async def _leave_after_poll_timeout(self) -> None:
+        await self._try_leave("consumer poll timeout has expired", _LEAVE_TIMEOUT_S)
         self.generation = 0
 
     async def on_poll(self) -> None:

@@ -7,15 +7,14 @@ consumers that only use a group id for offset storage (manual assignment).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, NamedTuple, TypeVar
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import COORDINATOR_ERRORS, Cluster
+from aiokafkawire._retry import Backoff, Deadline, retry
+from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.records import OffsetAndMetadata
 from aiokafkawire.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 from aiokafkawire.protocol.messages.offset_commit import (
@@ -36,7 +35,8 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 
 __all__ = ["GroupOffsets", "MemberIdentity"]
 
-_COORDINATOR_CODES = frozenset(cls.code for cls in COORDINATOR_ERRORS)
+T = TypeVar("T")
+
 _EPOCH_CODES = frozenset((errors.FencedLeaderEpochError.code, errors.UnknownLeaderEpochError.code))
 _MEMBERSHIP_CODES = frozenset(
     cls.code
@@ -50,6 +50,11 @@ _MEMBERSHIP_CODES = frozenset(
 )
 
 
+def _topic_key(topic: str, ids: dict[str, uuid.UUID] | None) -> dict[str, Any]:
+    """How a request names ``topic``: by id from v10 (when ``ids`` are known), else by name."""
+    return {"name": topic} if ids is None else {"topic_id": ids[topic]}
+
+
 class MemberIdentity(NamedTuple):
     """Who commits: generation (classic) or member epoch (KIP-848), member id, instance id."""
 
@@ -60,6 +65,19 @@ class MemberIdentity(NamedTuple):
 
 class RebalanceNeeded(Exception):
     """Internal: the coordinator answered REBALANCE_IN_PROGRESS to a commit."""
+
+
+class _PartitionsToRetry(Exception):
+    """Internal: some partitions' commits met retriable errors (the others are committed)."""
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    """Whether a commit or offset fetch is tried again after ``exc`` (within the timeout)."""
+    if isinstance(exc, (_PartitionsToRetry, errors.KafkaConnectionError, errors.KafkaTimeoutError)):
+        return True
+    if isinstance(exc, errors.BrokerResponseError):
+        return exc.code in errors.COORDINATOR_CODES or exc.retriable
+    return False
 
 
 class GroupOffsets:
@@ -79,7 +97,7 @@ class GroupOffsets:
         self.group_id = group_id
         self._identity = identity
         self._timeout = request_timeout_ms / 1000
-        self._backoff = retry_backoff_ms / 1000
+        self._backoff_ms = retry_backoff_ms
         self._require_stable = require_stable
         self.on_membership_error: Callable[[int], None] | None = None
         self._last_codes: set[str] = set()
@@ -117,6 +135,29 @@ class GroupOffsets:
     def _coordinator_failed(self) -> None:
         self._cluster.invalidate_coordinator(self.group_id)
 
+    async def _retrying(self, op: Callable[[], Awaitable[T]], what: str) -> T:
+        """``op`` under the shared retry policy, within the request timeout.
+
+        The pace is ``retry_backoff_ms`` between attempts (not doubled: a commit waits on a
+        coordinator move, which a fixed short pace finds soonest).
+        """
+        return await retry(
+            op,
+            should_retry=_worth_retrying,
+            deadline=Deadline.after(self._timeout),
+            backoff=Backoff(self._backoff_ms, self._backoff_ms),
+            what=f"{what} for group {self.group_id!r}",
+            on_retry=self._before_retry,
+        )
+
+    def _before_retry(self, exc: BaseException) -> None:
+        # No answer, or a coordinator error for the whole request: look the coordinator up again.
+        # (A partition's coordinator error was seen to as its answer was read.)
+        if isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)) or (
+            isinstance(exc, errors.BrokerResponseError) and exc.code in errors.COORDINATOR_CODES
+        ):
+            self._coordinator_failed()
+
     # ----------------------------------------------------------------- commit
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
@@ -128,30 +169,22 @@ class GroupOffsets:
         """
         if not offsets:
             return
-        deadline = time.monotonic() + self._timeout
         pending = dict(offsets)
-        while True:
-            try:
-                pending = await self._commit_once(pending)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                self._coordinator_failed()
-                last: Exception = exc
-            except errors.BrokerResponseError as exc:
-                if exc.code in _COORDINATOR_CODES:
-                    self._coordinator_failed()
-                elif not exc.retriable:
-                    raise
-                last = exc
-            else:
-                if not pending:
-                    return
-                last = errors.KafkaTimeoutError(f"retriable commit errors: {self._last_codes}")
-            if time.monotonic() + self._backoff > deadline:
-                raise errors.CommitFailedError(
-                    f"committing offsets of group {self.group_id!r} failed: {last}"
-                ) from last
-            log.debug("commit for group %r: %s; retrying", self.group_id, last)
-            await asyncio.sleep(self._backoff)
+
+        async def commit_pending() -> None:
+            nonlocal pending
+            pending = await self._commit_once(pending)
+            if pending:
+                raise _PartitionsToRetry(f"retriable commit errors: {self._last_codes}")
+
+        try:
+            await self._retrying(commit_pending, "commit")
+        except Exception as exc:
+            if not _worth_retrying(exc):
+                raise
+            raise errors.CommitFailedError(
+                f"committing offsets of group {self.group_id!r} failed: {exc}"
+            ) from exc
 
     async def _commit_once(
         self, offsets: dict[TopicPartition, OffsetAndMetadata]
@@ -161,6 +194,27 @@ class GroupOffsets:
         version, ids = self._version(
             connection, OffsetCommitRequest.API_KEY, {tp.topic for tp in offsets}
         )
+        request = self._commit_request(offsets, version, ids)
+        response = await connection.send(request, version)
+        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
+        retry_next: dict[TopicPartition, OffsetAndMetadata] = {}
+        self._last_codes = set()
+        for topic in response.topics:
+            name = names.get(topic.topic_id, topic.name) if names else topic.name
+            for p in topic.partitions:
+                if p.error_code:
+                    tp = TopicPartition(name, p.partition_index)
+                    again = self._partition_commit_failed(tp, offsets[tp], p.error_code)
+                    if again is not None:
+                        retry_next[tp] = again
+        return retry_next
+
+    def _commit_request(
+        self,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        version: int,
+        ids: dict[str, uuid.UUID] | None,
+    ) -> OffsetCommitRequest:
         identity = self._identity()
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
         for tp, committed in offsets.items():
@@ -179,13 +233,10 @@ class GroupOffsets:
         request = OffsetCommitRequest(
             group_id=self.group_id,
             topics=[
-                OffsetCommitRequestTopic(topic_id=ids[t], partitions=p)
-                if ids is not None
-                else OffsetCommitRequestTopic(name=t, partitions=p)
+                OffsetCommitRequestTopic(**_topic_key(t, ids), partitions=p)
                 for t, p in by_topic.items()
             ],
         )
-        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
         if version >= 1:
             request.generation_id_or_member_epoch = identity.generation
             request.member_id = identity.member_id
@@ -193,40 +244,34 @@ class GroupOffsets:
             request.retention_time_ms = -1
         if version >= 7:
             request.group_instance_id = identity.group_instance_id
-        response = await connection.send(request, version)
-        retry: dict[TopicPartition, OffsetAndMetadata] = {}
-        self._last_codes = set()
-        for topic in response.topics:
-            name = names.get(topic.topic_id, topic.name) if names else topic.name
-            for p in topic.partitions:
-                code = p.error_code
-                if not code:
-                    continue
-                tp = TopicPartition(name, p.partition_index)
-                self._last_codes.add(errors.error_for_code(code).name)
-                if code in _COORDINATOR_CODES:
-                    self._coordinator_failed()
-                    retry[tp] = offsets[tp]
-                elif code == errors.RebalanceInProgressError.code:
-                    raise RebalanceNeeded()
-                elif code in _EPOCH_CODES and offsets[tp].leader_epoch is not None:
-                    # The epoch is advisory; some coordinators check it against the current
-                    # leader's: commit the offset without it.
-                    retry[tp] = offsets[tp]._replace(leader_epoch=None)
-                elif code in _MEMBERSHIP_CODES:
-                    if self.on_membership_error is not None:
-                        self.on_membership_error(code)
-                    raise errors.CommitFailedError(
-                        f"commit of group {self.group_id!r} rejected: "
-                        f"{errors.error_for_code(code).name} (the group rebalanced; the "
-                        "partitions may now belong to another member)"
-                    )
-                else:
-                    error = errors.error_for_code(code)(f"committing {tp}")
-                    if not error.retriable:
-                        raise error
-                    retry[tp] = offsets[tp]
-        return retry
+        return request
+
+    def _partition_commit_failed(
+        self, tp: TopicPartition, committed: OffsetAndMetadata, code: int
+    ) -> OffsetAndMetadata | None:
+        """A partition's commit error: what to commit again, None if nothing; or raise."""
+        self._last_codes.add(errors.error_for_code(code).name)
+        if code in errors.COORDINATOR_CODES:
+            self._coordinator_failed()
+            return committed
+        if code == errors.RebalanceInProgressError.code:
+            raise RebalanceNeeded()
+        if code in _EPOCH_CODES and committed.leader_epoch is not None:
+            # The epoch is advisory; some coordinators check it against the current
+            # leader's: commit the offset without it.
+            return committed._replace(leader_epoch=None)
+        if code in _MEMBERSHIP_CODES:
+            if self.on_membership_error is not None:
+                self.on_membership_error(code)
+            raise errors.CommitFailedError(
+                f"commit of group {self.group_id!r} rejected: "
+                f"{errors.error_for_code(code).name} (the group rebalanced; the "
+                "partitions may now belong to another member)"
+            )
+        error = errors.error_for_code(code)(f"committing {tp}")
+        if not error.retriable:
+            raise error
+        return committed
 
     # ----------------------------------------------------------------- fetch
 
@@ -234,24 +279,14 @@ class GroupOffsets:
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """Committed offsets of ``partitions`` (``None`` where nothing is committed)."""
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                return await self._fetch_once(partitions)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                self._coordinator_failed()
-                last: Exception = exc
-            except errors.BrokerResponseError as exc:
-                if exc.code in _COORDINATOR_CODES:
-                    self._coordinator_failed()
-                elif not exc.retriable:
-                    raise
-                last = exc
-            if time.monotonic() + self._backoff > deadline:
-                raise errors.KafkaTimeoutError(
-                    f"fetching committed offsets of group {self.group_id!r} failed: {last}"
-                ) from last
-            await asyncio.sleep(self._backoff)
+        try:
+            return await self._retrying(lambda: self._fetch_once(partitions), "offset fetch")
+        except Exception as exc:
+            if not _worth_retrying(exc):
+                raise
+            raise errors.KafkaTimeoutError(
+                f"fetching committed offsets of group {self.group_id!r} failed: {exc}"
+            ) from exc
 
     async def _fetch_once(
         self, partitions: list[TopicPartition]
@@ -260,33 +295,7 @@ class GroupOffsets:
         version, ids = self._version(
             connection, OffsetFetchRequest.API_KEY, {tp.topic for tp in partitions}
         )
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
-        request = OffsetFetchRequest()
-        if version >= 8:
-            identity = self._identity()
-            group = OffsetFetchRequestGroup(
-                group_id=self.group_id,
-                topics=[
-                    OffsetFetchRequestTopics(topic_id=ids[t], partition_indexes=p)
-                    if ids is not None
-                    else OffsetFetchRequestTopics(name=t, partition_indexes=p)
-                    for t, p in by_topic.items()
-                ],
-            )
-            if version >= 9 and identity.member_id and identity.generation >= 0:
-                group.member_id = identity.member_id
-                group.member_epoch = identity.generation
-            request.groups = [group]
-        else:
-            request.group_id = self.group_id
-            request.topics = [
-                OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()
-            ]
-        if version >= 7:
-            request.require_stable = self._require_stable
+        request = self._fetch_request(partitions, version, ids)
         response = await connection.send(request, version)
         if version >= 8:
             group_response = response.groups[0]
@@ -296,6 +305,7 @@ class GroupOffsets:
             if version >= 2:
                 errors.raise_for_code(response.error_code, f"OffsetFetch {self.group_id!r}")
             topics = response.topics
+        names = {} if ids is None else {topic_id: name for name, topic_id in ids.items()}
         result: dict[TopicPartition, OffsetAndMetadata | None] = {}
         for topic in topics:
             name = names.get(topic.topic_id, topic.name) if names else topic.name
@@ -314,3 +324,32 @@ class GroupOffsets:
                     p.committed_offset, p.metadata or "", epoch if epoch >= 0 else None
                 )
         return result
+
+    def _fetch_request(
+        self, partitions: list[TopicPartition], version: int, ids: dict[str, uuid.UUID] | None
+    ) -> OffsetFetchRequest:
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        request = OffsetFetchRequest()
+        if version >= 8:
+            identity = self._identity()
+            group = OffsetFetchRequestGroup(
+                group_id=self.group_id,
+                topics=[
+                    OffsetFetchRequestTopics(**_topic_key(t, ids), partition_indexes=p)
+                    for t, p in by_topic.items()
+                ],
+            )
+            if version >= 9 and identity.member_id and identity.generation >= 0:
+                group.member_id = identity.member_id
+                group.member_epoch = identity.generation
+            request.groups = [group]
+        else:
+            request.group_id = self.group_id
+            request.topics = [
+                OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()
+            ]
+        if version >= 7:
+            request.require_stable = self._require_stable
+        return request

@@ -29,18 +29,11 @@ log = logging.getLogger("aiokafkawire.consumer.share")
 
 __all__ = ["ShareMembership", "new_member_id", "share_groups_unsupported"]
 
-SHARE_GROUP_HEARTBEAT_KEY = ShareGroupHeartbeatRequest.API_KEY
+SHARE_GROUP_HEARTBEAT_KEY = ShareGroupHeartbeatRequest.API_KEY  # for the consumer's checks
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
+_HEARTBEAT = "heartbeat"
 
-_COORDINATOR_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.NotCoordinatorError,
-        errors.CoordinatorNotAvailableError,
-        errors.CoordinatorLoadInProgressError,
-    )
-)
 _FENCED_CODES = frozenset((errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code))
 _FATAL_CODES = frozenset(
     cls.code
@@ -129,8 +122,8 @@ class ShareMembership:
 
     def start(self) -> None:
         """Start heartbeating (joins the group)."""
-        if not self._tasks.running("heartbeat"):
-            self._tasks.start("heartbeat", self._heartbeat_loop())
+        if not self._tasks.running(_HEARTBEAT):
+            self._tasks.start(_HEARTBEAT, self._heartbeat_loop())
 
     async def close(self, leave: bool = True) -> None:
         """Stop heartbeating and (by default) leave the group with epoch -1."""
@@ -146,10 +139,16 @@ class ShareMembership:
         self._set_assignment(set())
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
+        """The heartbeat loop died: restart it after a retriable error (or a cancellation that
+        was not ours), else hand the error to the consumer, whose next call raises it."""
         if self._stopping:
             return
         log.error("share group %r: %s failed", self.group_id, name, exc_info=exc)
-        if isinstance(exc, errors.KafkaError):
+        if isinstance(exc, errors.BackgroundTaskError) or (
+            isinstance(exc, errors.KafkaError) and exc.retriable
+        ):
+            self._tasks.restart(name, self._heartbeat_loop)
+        elif isinstance(exc, errors.KafkaError):
             self._on_fatal(exc)
         else:
             self._on_fatal(errors.KafkaError(f"share-group heartbeat loop failed: {exc!r}"))
@@ -202,7 +201,7 @@ class ShareMembership:
         response = await self._send(epoch)
         code = response.error_code  # type: ignore[attr-defined]
         message = response.error_message  # type: ignore[attr-defined]
-        if code in _COORDINATOR_CODES:
+        if code in errors.COORDINATOR_CODES:
             self._cluster.invalidate_coordinator(self.group_id)
             return None
         if code in _FENCED_CODES:

@@ -24,6 +24,7 @@ import enum
 from collections.abc import Iterable
 
 from aiokafkawire import errors
+from aiokafkawire._fsm import TransitionTable
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["TRANSITIONS", "SessionEvent", "SessionState", "ShareSession"]
@@ -52,20 +53,23 @@ class SessionEvent(enum.Enum):
 
 
 #: (state, event) -> next state.  Anything else is illegal.
-TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
-    (SessionState.NEW, SessionEvent.ANSWERED): SessionState.OPEN,
-    (SessionState.NEW, SessionEvent.SESSION_ERROR): SessionState.NEW,
-    (SessionState.NEW, SessionEvent.LOST): SessionState.NEW,
-    (SessionState.NEW, SessionEvent.CLOSE): SessionState.CLOSED,  # nothing to close
-    (SessionState.OPEN, SessionEvent.ANSWERED): SessionState.OPEN,
-    (SessionState.OPEN, SessionEvent.SESSION_ERROR): SessionState.NEW,
-    (SessionState.OPEN, SessionEvent.LOST): SessionState.NEW,
-    (SessionState.OPEN, SessionEvent.CLOSE): SessionState.CLOSING,
-    (SessionState.CLOSING, SessionEvent.ANSWERED): SessionState.CLOSED,
-    (SessionState.CLOSING, SessionEvent.SESSION_ERROR): SessionState.CLOSED,
-    (SessionState.CLOSING, SessionEvent.LOST): SessionState.CLOSED,
-    (SessionState.CLOSED, SessionEvent.CLOSE): SessionState.CLOSED,
-}
+TRANSITIONS: TransitionTable[SessionState, SessionEvent] = TransitionTable.from_rows(
+    "share session",
+    [
+        (SessionState.NEW, SessionEvent.ANSWERED, SessionState.OPEN),
+        (SessionState.NEW, SessionEvent.SESSION_ERROR, SessionState.NEW),
+        (SessionState.NEW, SessionEvent.LOST, SessionState.NEW),
+        (SessionState.NEW, SessionEvent.CLOSE, SessionState.CLOSED),  # nothing to close
+        (SessionState.OPEN, SessionEvent.ANSWERED, SessionState.OPEN),
+        (SessionState.OPEN, SessionEvent.SESSION_ERROR, SessionState.NEW),
+        (SessionState.OPEN, SessionEvent.LOST, SessionState.NEW),
+        (SessionState.OPEN, SessionEvent.CLOSE, SessionState.CLOSING),
+        (SessionState.CLOSING, SessionEvent.ANSWERED, SessionState.CLOSED),
+        (SessionState.CLOSING, SessionEvent.SESSION_ERROR, SessionState.CLOSED),
+        (SessionState.CLOSING, SessionEvent.LOST, SessionState.CLOSED),
+        (SessionState.CLOSED, SessionEvent.CLOSE, SessionState.CLOSED),
+    ],
+)
 
 
 class ShareSession:
@@ -90,13 +94,7 @@ class ShareSession:
         return f"<ShareSession node={self.node_id} {self.state.value} epoch={self.epoch}>"
 
     def _move(self, event: SessionEvent) -> None:
-        try:
-            self.state = TRANSITIONS[(self.state, event)]
-        except KeyError:
-            raise errors.IllegalStateError(
-                f"share session with broker {self.node_id}: {event.value} in state "
-                f"{self.state.value}"
-            ) from None
+        self.state = TRANSITIONS.next(self.state, event)
 
     @property
     def can_acknowledge(self) -> bool:

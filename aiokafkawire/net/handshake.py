@@ -1,0 +1,270 @@
+"""A connection's handshake: ApiVersions negotiation, SASL, and KIP-368 re-authentication.
+
+These run over the connection's own request pipeline (:meth:`BrokerConnection.send`) while it is
+NEGOTIATING, AUTHENTICATING or REAUTHENTICATING (see :mod:`aiokafkawire.net.lifecycle`); nothing
+here is on the per-request hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import random
+import struct
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire import errors
+from aiokafkawire._waits import timeout_after
+from aiokafkawire.net.lifecycle import ConnectionState, LifecycleEvent
+from aiokafkawire.net.sasl import create_mechanism
+from aiokafkawire.protocol.messages import (
+    ApiVersionsRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
+
+if TYPE_CHECKING:
+    from aiokafkawire.net.connection import BrokerConnection
+
+log = logging.getLogger("aiokafkawire.net")
+
+_INT32 = struct.Struct(">i")
+
+# Set inside a connection's re-authentication task: its own requests pass the gate.
+reauthenticating: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "aiokafkawire_reauthenticating", default=False
+)
+
+
+async def negotiate_versions(connection: BrokerConnection) -> None:
+    """ApiVersions: record the broker's version ranges in ``connection.versions``."""
+    policy = connection.versions
+    if not policy.sends_api_versions:
+        policy.set_broker_versions(policy.pinned_broker_versions())
+        return
+    client_max = policy.client_versions[ApiVersionsRequest.API_KEY][1]
+    if policy.release is not None and policy.release < (2, 4, 0):
+        client_max = min(client_max, 2)
+    response = await _api_versions(connection, client_max)
+    if response.error_code == errors.UnsupportedVersionError.code:
+        # The broker answers an ApiVersions it cannot parse with its own range of ApiVersions.
+        broker_range = {k.api_key: k.max_version for k in response.api_keys}
+        retry = min(broker_range.get(ApiVersionsRequest.API_KEY, 0), client_max)
+        response = await _api_versions(connection, retry)
+    errors.raise_for_code(response.error_code, "ApiVersions failed")
+    policy.set_broker_versions(
+        {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    )
+    policy.finalized_features = {
+        f.name: f.max_version_level for f in response.finalized_features or ()
+    }
+
+
+async def _api_versions(connection: BrokerConnection, version: int) -> Any:
+    request = ApiVersionsRequest(
+        client_software_name=connection.config.client_software_name,
+        client_software_version=connection.config.client_software_version,
+    )
+    return await connection.send(request, version)
+
+
+class SaslSession:
+    """One connection's SASL state: the exchange, the v0 raw frames, and re-authentication.
+
+    Re-authentication (KIP-368) starts at 85-95% of the session the broker granted.  Past the
+    session's end the broker closes the connection at the next request, so the client
+    re-authenticates ahead of it, on the same connection: new requests wait at :attr:`gate`,
+    the ones in flight are answered first, then SaslHandshake and SaslAuthenticate run again (a
+    token provider is asked for a fresh token).  Jitter keeps a client's many connections from
+    re-authenticating at the same moment.
+    """
+
+    __slots__ = (
+        "_connection",
+        "_raw_buffer",
+        "_raw_waiter",
+        "_task",
+        "_timer",
+        "gate",
+        "reauthentications",
+    )
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        self._connection = connection
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+        #: Resolved when a re-authentication ends; None while none runs.
+        self.gate: asyncio.Future[None] | None = None
+        self.reauthentications = 0
+        self._raw_buffer = bytearray()
+        self._raw_waiter: asyncio.Future[bytes] | None = None
+
+    async def authenticate(self) -> None:
+        """Run one SASL exchange (SaslHandshake, then tokens until the mechanism is done)."""
+        connection = self._connection
+        config = connection.config
+        assert config.sasl_mechanism is not None
+        mechanism = create_mechanism(
+            config.sasl_mechanism,
+            username=config.sasl_username,
+            password=config.sasl_password,
+            token_provider=config.sasl_oauth_token_provider,
+        )
+        await mechanism.prepare()
+        versions = connection.versions
+        handshake_version = versions.version_for(SaslHandshakeRequest.API_KEY)
+        handshake = await connection.send(
+            SaslHandshakeRequest(mechanism=mechanism.name), handshake_version
+        )
+        if handshake.error_code:
+            raise errors.error_for_code(handshake.error_code)(
+                f"broker refused SASL mechanism {mechanism.name}; "
+                f"it offers {list(handshake.mechanisms)}"
+            )
+        use_frames = handshake_version >= 1 and versions.supports(SaslAuthenticateRequest.API_KEY)
+        token: bytes | None = mechanism.start()
+        lifetime_ms = 0
+        while token is not None:
+            if use_frames:
+                response = await connection.send(SaslAuthenticateRequest(auth_bytes=token))
+                if response.error_code:
+                    raise errors.error_for_code(response.error_code)(
+                        response.error_message or "SASL authentication failed"
+                    )
+                server_message = bytes(response.auth_bytes)
+                lifetime_ms = getattr(response, "session_lifetime_ms", 0) or 0
+            else:
+                server_message = await self._raw_exchange(token)
+            token = mechanism.step(server_message)
+        log.debug("%r authenticated with %s", connection, mechanism.name)
+        if lifetime_ms > 0:
+            loop = asyncio.get_running_loop()
+            delay = lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+            self._timer = loop.call_later(delay, self._start_reauthentication)
+
+    # ---------------------------------------------------------------- re-authentication
+
+    def _start_reauthentication(self) -> None:
+        self._timer = None
+        connection = self._connection
+        if connection.state is not ConnectionState.READY:
+            return  # closing: nothing to renew
+        connection._enter(LifecycleEvent.REAUTHENTICATE)
+        loop = asyncio.get_running_loop()
+        self.gate = loop.create_future()
+        self._task = loop.create_task(
+            self._reauthenticate(), name=f"reauthenticate {connection.host}:{connection.port}"
+        )
+
+    async def _reauthenticate(self) -> None:
+        connection = self._connection
+        gate = self.gate
+        assert gate is not None
+        token = reauthenticating.set(True)
+        try:
+            # The broker must see the handshake after every request already sent was answered.
+            deadline = time.monotonic() + connection.config.request_timeout_ms / 1000
+            while connection.awaits_answers():
+                if connection.closed:
+                    return
+                if time.monotonic() > deadline:
+                    raise errors.KafkaTimeoutError("requests in flight did not finish")
+                await asyncio.sleep(0.005)
+            await self.authenticate()
+            self.reauthentications += 1
+            log.debug("%r re-authenticated", connection)
+        except asyncio.CancelledError:
+            raise  # closing
+        except Exception as exc:
+            # Without a valid session the broker will close the connection anyway.
+            error = (
+                exc
+                if isinstance(exc, errors.AuthenticationError)
+                else errors.AuthenticationError(f"re-authentication failed: {exc}")
+            )
+            if error is not exc:
+                error.__cause__ = exc
+            connection._fail(error)
+        finally:
+            reauthenticating.reset(token)
+            if connection.state is ConnectionState.REAUTHENTICATING:
+                connection._enter(LifecycleEvent.HANDSHAKE_DONE)
+            self.gate = None
+            if not gate.done():
+                gate.set_result(None)
+            self._task = None
+
+    async def wait_reauthenticated(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` seconds) until a running re-authentication ends."""
+        gate = self.gate
+        if gate is None:
+            return
+        connection = self._connection
+        try:
+            async with timeout_after(timeout):
+                await asyncio.shield(gate)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise errors.KafkaTimeoutError(
+                f"{connection.host}:{connection.port} did not finish re-authenticating "
+                f"within {timeout:.1f}s"
+            ) from None
+        if connection.error is not None:
+            raise connection.error
+
+    # ---------------------------------------------------------------- SASL v0 frames
+
+    async def _raw_exchange(self, token: bytes) -> bytes:
+        """SASL v0: tokens travel as bare size-prefixed frames without Kafka headers."""
+        connection = self._connection
+        connection._raw_mode = True
+        waiter = self._raw_waiter = asyncio.get_running_loop().create_future()
+        await connection._write(_INT32.pack(len(token)) + token)
+        try:
+            async with timeout_after(connection.config.request_timeout_ms / 1000):
+                return await waiter
+        except (TimeoutError, asyncio.TimeoutError):
+            connection._fail(errors.AuthenticationError("SASL exchange timed out"))
+            raise connection.error from None  # type: ignore[misc]
+        finally:
+            connection._raw_mode = False
+            self._raw_waiter = None
+
+    def raw_data_received(self, data: bytes) -> None:
+        """Bytes that arrived while a v0 exchange waits for the broker's token."""
+        self._raw_buffer += data
+        if len(self._raw_buffer) < 4:
+            return
+        (size,) = _INT32.unpack_from(self._raw_buffer)
+        if size < 0 or size > self._connection.config.max_frame_size:
+            self._connection._fail(errors.AuthenticationError("malformed SASL frame from broker"))
+            return
+        if len(self._raw_buffer) < 4 + size:
+            return
+        payload = bytes(self._raw_buffer[4 : 4 + size])
+        del self._raw_buffer[: 4 + size]
+        if self._raw_waiter is not None and not self._raw_waiter.done():
+            self._raw_waiter.set_result(payload)
+
+    # ---------------------------------------------------------------- failure
+
+    def connection_failed(self, error: errors.KafkaError) -> None:
+        """The connection failed: stop re-authenticating and fail a pending v0 exchange."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None and self._task is not _current_task():
+            self._task.cancel()
+        if self.gate is not None and not self.gate.done():
+            self.gate.set_result(None)  # waiters then see the error
+        if self._raw_waiter is not None and not self._raw_waiter.done():
+            self._raw_waiter.set_exception(error)
+            self._raw_waiter.exception()
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop (closing from outside the loop)
+        return None

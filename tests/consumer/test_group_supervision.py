@@ -1,0 +1,146 @@
+"""What happens when a membership's loop dies: restarted after a retriable error, else the
+error ends the membership and reaches the user's next call (group and share group alike).
+
+The loops run against stand-ins: the one request each loop sends is replaced by a script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer.group.consumer_protocol import ConsumerProtocolMembership
+from aiokafkawire.consumer.group.membership import GroupConfig
+from aiokafkawire.consumer.group.states import GroupEvent, GroupState
+from aiokafkawire.consumer.share.membership import ShareMembership
+from aiokafkawire.consumer.subscription import SubscriptionState
+
+RETRIABLE = errors.CoordinatorLoadInProgressError("loading")
+FATAL = errors.GroupAuthorizationFailedError("denied")
+
+
+def _cluster() -> Cluster:
+    stand_in = SimpleNamespace(
+        config=SimpleNamespace(metrics=None),
+        invalidate_coordinator=lambda group_id: None,
+        set_topics=lambda topics: None,
+    )
+    return cast(Cluster, stand_in)
+
+
+class Script:
+    """Raises the scripted errors in turn, then blocks (a loop that is alive and waiting)."""
+
+    def __init__(self, *failures: BaseException) -> None:
+        self.failures = list(failures)
+        self.calls = 0
+        self._called = asyncio.Event()
+
+    async def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        self._called.set()
+        if self.failures:
+            raise self.failures.pop(0)
+        await asyncio.Event().wait()
+
+    async def called(self, times: int) -> None:
+        """Wait (at most 5 s) until the script has been called ``times`` times."""
+        while self.calls < times:
+            self._called.clear()
+            await asyncio.wait_for(self._called.wait(), 5.0)
+
+
+class Fatal:
+    """A share membership's ``on_fatal``: keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.errors: list[errors.KafkaError] = []
+        self._given = asyncio.Event()
+
+    def __call__(self, error: errors.KafkaError) -> None:
+        self.errors.append(error)
+        self._given.set()
+
+    async def given(self) -> None:
+        await asyncio.wait_for(self._given.wait(), 5.0)
+
+
+def _kip848_member(script: Script) -> ConsumerProtocolMembership:
+    subs = SubscriptionState("latest")
+    subs.subscribe(["t"], None)
+    member = ConsumerProtocolMembership(_cluster(), subs, GroupConfig(group_id="g"))
+    member._send = script  # type: ignore[method-assign]
+    return member
+
+
+async def test_group_loop_restarts_after_a_retriable_death() -> None:
+    script = Script(RETRIABLE)
+    member = _kip848_member(script)
+    member.start()
+    try:
+        await script.called(2)
+        assert member.fatal_error is None and member.state is GroupState.UNJOINED
+        await member.on_poll()  # nothing to raise
+    finally:
+        await member.close(leave=False)
+    assert member.state is GroupState.CLOSED
+
+
+async def test_group_loop_death_by_a_fatal_error_reaches_the_next_poll() -> None:
+    member = _kip848_member(Script(FATAL))
+    member.start()
+    try:
+        assert await member.wait_stable(5.0)  # waiters wake to see the end
+        assert member.state is GroupState.FATAL
+        with pytest.raises(errors.GroupAuthorizationFailedError):
+            await member.on_poll()
+    finally:
+        await member.close(leave=False)
+
+
+async def test_an_illegal_transition_in_a_loop_ends_the_membership_with_it() -> None:
+    member = _kip848_member(Script())
+
+    async def bad_step(*args: Any) -> Any:
+        member._move(GroupEvent.POLL_TIMEOUT)  # an unjoined member cannot time out its polls
+
+    member._send = bad_step  # type: ignore[method-assign]
+    member.start()
+    try:
+        assert await member.wait_stable(5.0)
+        assert member.state is GroupState.FATAL
+        with pytest.raises(errors.InvalidTransitionError, match="POLL_TIMEOUT"):
+            await member.on_poll()
+    finally:
+        await member.close(leave=False)
+
+
+async def test_share_heartbeat_loop_restarts_after_a_retriable_death() -> None:
+    fatal = Fatal()
+    member = ShareMembership(_cluster(), "g", on_assignment=lambda p: None, on_fatal=fatal)
+    script = Script(RETRIABLE)
+    member._heartbeat = script  # type: ignore[method-assign]
+    member.start()
+    try:
+        await script.called(2)
+        assert fatal.errors == []
+    finally:
+        await member.close(leave=False)
+
+
+async def test_share_heartbeat_loop_death_by_a_fatal_error_reaches_the_consumer() -> None:
+    fatal = Fatal()
+    member = ShareMembership(_cluster(), "g", on_assignment=lambda p: None, on_fatal=fatal)
+    script = Script(FATAL)
+    member._heartbeat = script  # type: ignore[method-assign]
+    member.start()
+    try:
+        await fatal.given()
+        assert fatal.errors == [FATAL] and script.calls == 1
+    finally:
+        await member.close(leave=False)
