@@ -1,4 +1,4 @@
-"""The builder interface shared by the magic 0/1 and magic 2 builders of the pure-Python path."""
+"""The base of the magic 0/1 and magic 2 builders: their settings, shared state and interface."""
 
 from __future__ import annotations
 
