@@ -2,12 +2,12 @@
 
 Run: ``python benchmarks/bench_send_path.py [--records N] [--rounds R]``.
 
-Three shapes, 100-byte values with 8-byte keys, acks=1, one Tansu broker, 3 partitions:
-``fast`` (no headers: the C ``FastSend`` path), ``headers`` (one header: the Python path, which
-checks types), ``pure`` (no headers, ``AIOKAFKAWIRE_PURE_PYTHON=1`` in a child process: the
-Python path without the C fast path).  Prints the best of ``rounds`` loops in ns of the client
+Three shapes, 100-byte values with 8-byte keys, acks=1, one Tansu broker, 3 partitions: ``fast``
+(no headers: the accumulator's C ``Appender`` path), ``headers`` (one header: the Python path,
+which checks types), ``pure`` (no headers, ``AIOKAFKAWIRE_PURE_PYTHON=1`` in a child process: the
+Python path without the C fast path). Prints the best of ``rounds`` loops in ns of the client
 process's CPU time per ``send`` (the loop only, final flush excluded; the broker is another
-process, so a loaded machine disturbs this less than wall time).  Used for the A/B figures of
+process, so a loaded machine disturbs this less than wall time). Used for the A/B figures of
 argument checking (see CHANGELOG): run it on two revisions in one sitting and compare.
 """
 

@@ -9,6 +9,7 @@ is filled by a producer process that is not counted either.
 
     python benchmarks/callgrind_per_record.py --workload 1          # produce 100 B, acks=1, lz4
     python benchmarks/callgrind_per_record.py --workload 4m         # consume, manual assignment
+    python benchmarks/callgrind_per_record.py --workload 6          # 1,000 senders, each awaited
     python benchmarks/callgrind_per_record.py --workload 1 --pythonpath ../other-checkout
 
 ``--pythonpath DIR`` puts another checkout of aiokafkawire first on the child's path, for an
@@ -66,7 +67,8 @@ def run_worker(spec: dict[str, Any], env: dict[str, str], *, callgrind: bool) ->
         if "BENCH_RESULT " not in done.stdout:
             raise SystemExit(f"workload failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         result = json.loads(done.stdout.rsplit("BENCH_RESULT ", 1)[1].splitlines()[0])
-        if result.get("records", spec.get("records")) < spec["records"]:
+        expected = spec["senders"] * spec["per_sender"] if "senders" in spec else spec["records"]
+        if result.get("records", expected) < expected:
             raise SystemExit(f"workload handled fewer records than asked: {result}")
         if not callgrind:
             return 0
@@ -99,6 +101,8 @@ def measure(workload_id: str, count: int, bootstrap: str, env: dict[str, str]) -
         **{k: v for k, v in workload.settings.items() if k != "group"},
         "records": count,
     }
+    if workload.kind == "senders":
+        spec.update(senders=1_000, per_sender=max(1, count // 1_000))
     topic = f"callgrind-{workload_id}-{uuid.uuid4().hex[:8]}"
     asyncio.run(create_topic(bootstrap, topic, workload.partitions))
     spec["topic"] = topic
@@ -110,7 +114,7 @@ def measure(workload_id: str, count: int, bootstrap: str, env: dict[str, str]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workload", default="1", choices=["1", "2", "4m"])
+    parser.add_argument("--workload", default="1", choices=["1", "2", "4m", "6"])
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=120_000)
     parser.add_argument("--pythonpath", help="a checkout of aiokafkawire to measure instead")

@@ -1,11 +1,18 @@
-"""The record accumulator: one queue of batches per partition, and the buffer memory budget.
+"""The record accumulator: the one place that appends records to batches.
 
-``send`` appends to the last open batch of the record's partition.  A new batch reserves a first
-slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the record's size if larger) and
-grows its reservation by doubling, while memory is available, up to ``batch_size``; whatever it
-holds is returned when it is delivered or failed.  Memory stays bounded, ``send`` waits (up to
-``max_block_ms``) only when it is used up, and a large ``batch_size`` costs nothing for the many
-partitions that only ever see a few records.
+It owns one queue of batches per partition, the buffer memory budget and the choice of each
+record's partition (the producer's partitioner, over the partitions its metadata cache knows).
+``Producer.send`` checks the record and calls :meth:`RecordAccumulator.append`, which appends it
+to the last open batch of its partition, or opens a new one.  The common case (default
+partitioner, plain bytes, an open batch) is also compiled: ``_cproducer.Appender``, whose bound
+``append`` :meth:`RecordAccumulator.fast_path` hands out; it declines (returns None) before any
+side effect whenever the record is not the plain case, and this module's path takes it.
+
+A new batch reserves a first slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the
+record's size if larger) and grows its reservation by doubling, while memory is available, up to
+``batch_size``; whatever it holds is returned when it is delivered or failed. Memory stays bounded,
+``send`` waits (up to ``max_block_ms``) only when it is used up, and a large ``batch_size`` costs
+nothing for the many partitions that only ever see a few records.
 """
 
 from __future__ import annotations
@@ -14,21 +21,30 @@ import asyncio
 import bisect
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from aiokafkawire import errors
-from aiokafkawire.producer._batch import ProducerBatch
+from aiokafkawire._compiled import load_accelerator
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
+from aiokafkawire.producer._txn import TransactionManager
+from aiokafkawire.producer.partitioner import DefaultPartitioner, Partitioner, partition_for_key
 from aiokafkawire.protocol.records import RecordBatchBuilder
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["INITIAL_RESERVATION", "RecordAccumulator"]
+
+_accelerator: Any = load_accelerator("aiokafkawire.producer._cproducer")
+
+Headers = list[tuple[str, bytes | None]] | None
 
 # Bytes of buffer memory a new batch starts with (the Java client's whole default batch).
 INITIAL_RESERVATION = 16384
 
 
 class RecordAccumulator:
-    """Per-partition batch queues, the memory budget and the set of undecided batches."""
+    """Per-partition batch queues, the memory budget, partition choice and appending."""
 
     def __init__(
         self,
@@ -37,25 +53,223 @@ class RecordAccumulator:
         buffer_memory: int,
         compression_type: int,
         transactional: bool,
+        partitioner: Partitioner,
+        max_block_ms: int,
     ) -> None:
         self.batch_size = batch_size
         self.buffer_memory = buffer_memory
         self.available = buffer_memory
         self.compression_type = compression_type
         self.transactional = transactional
+        self.max_block_ms = max_block_ms
         self.magic = 2
+        self.builder_type: Any = RecordBatchBuilder  # the records builder a new batch uses
         self.batches: dict[TopicPartition, deque[ProducerBatch]] = {}
         self.incomplete: set[ProducerBatch] = set()
+        # Topic -> (all partition ids, available ones), valid for the metadata ``metadata_seen``.
+        self.partitions: dict[str, tuple[list[int], list[int]]] = {}
+        self.metadata_seen: Any = None
+        self.partitioner = partitioner
+        self._choose_partition = partitioner.partition
+        # The default partitioner's keyed choice is a pure function: called without the
+        # partitioner's own frame on the hot path.
+        self._keyed_partition = (
+            partition_for_key if type(partitioner) is DefaultPartitioner else None
+        )
         self._order = 0
         self._memory_freed: asyncio.Event | None = None
-        self.wakeup: asyncio.Event | None = None  # set by the owner: wakes the sender
+        self._cluster: Cluster | None = None
+        self._txn: TransactionManager | None = None
+        self._appender: Any = None  # the compiled common case (_cproducer.Appender), if any
+        self.wakeup: asyncio.Event | None = None  # wakes the sender (see connect_sender)
+        self._send_now: Callable[[], None] | None = None
         self.closed = False
+
+    def start(self, cluster: Cluster, txn: TransactionManager, magic: int) -> None:
+        """Begin appending with record format ``magic`` for ``cluster`` (the producer's start)."""
+        self._cluster = cluster
+        self._txn = txn
+        self.magic = magic
+
+    def connect_sender(self, wakeup: asyncio.Event, send_now: Callable[[], None]) -> None:
+        """How to reach the sender: ``wakeup`` when a batch is ready, ``send_now`` when full."""
+        self.wakeup = wakeup
+        self._send_now = send_now
+
+    def fast_path(self, clock: Callable[[], float], max_record_size: int, overhead: int) -> Any:
+        """The compiled ``append(topic, value, key, partition, timestamp, headers)``, or None.
+
+        None when the extension is not built or pure Python is forced, or the partitioner is not
+        the default one.  The callable returns a :class:`DeliveryHandle`, or None when this
+        class's :meth:`append` must take the record (it then has changed nothing).
+        """
+        partitioner = self.partitioner
+        if _accelerator is None or not isinstance(partitioner, DefaultPartitioner):
+            return None
+        if type(partitioner) is not DefaultPartitioner:
+            return None  # a subclass may choose differently
+        assert self._cluster is not None and self._txn is not None
+        self._appender = _accelerator.Appender(
+            batches=self.batches,
+            partitions=self.partitions,
+            owner=self,
+            cluster=self._cluster,
+            txn=self._txn,
+            keyed=partition_for_key,
+            sticky=partitioner.sticky_partitions,
+            clock=clock,
+            handle_type=DeliveryHandle,
+            max_record_size=max_record_size,
+            overhead=overhead,
+        )
+        return self._appender.append
 
     def close(self) -> None:
         """Refuse further reservations and wake every ``send`` waiting for memory."""
         self.closed = True
+        if self._appender is not None:
+            self._appender.enabled = False
         if self._memory_freed is not None:
             self._memory_freed.set()
+
+    @property
+    def used(self) -> int:
+        """Bytes of the budget held by undelivered batches."""
+        return self.buffer_memory - self.available
+
+    # ---------------------------------------------------------------- appending
+
+    async def append(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        size: int,
+    ) -> DeliveryHandle:
+        """Append a checked record of about ``size`` bytes; its :class:`DeliveryHandle`.
+
+        Chooses the partition unless ``partition`` is given (waiting, up to ``max_block_ms``, for
+        the metadata of a topic not seen yet), then appends to the partition's open batch, or
+        opens a new one (waiting for buffer memory if needed).
+        """
+        cached = self._cached_partitions(topic)
+        if cached is None:
+            cached = await self._partitions_of(topic)
+        all_partitions, available = cached
+        explicit = partition is not None
+        if partition is None:
+            if key is not None and self._keyed_partition is not None:
+                partition = self._keyed_partition(key, len(all_partitions))
+            else:
+                partition = self._choose_partition(topic, key, all_partitions, available)
+        elif type(partition) is not int or not 0 <= partition < len(all_partitions):
+            _check_partition(topic, partition, len(all_partitions))
+        queue = self.batches.get((topic, partition))  # type: ignore[call-overload]
+        if queue:
+            handle = self._append_to_open(queue[-1], timestamp, key, value, headers, size, True)
+            if handle is not None:
+                return handle
+            if not explicit:
+                # KIP-480: as in the Java client, the partitioner hears of every new batch it
+                # caused (a sticky one then moves on; a keyed choice stays where it is).
+                self.partitioner.on_new_batch(topic, partition)
+                partition = self._choose_partition(topic, key, all_partitions, available)
+        return await self._append_new_batch(
+            TopicPartition(topic, partition), timestamp, key, value, headers, size
+        )
+
+    def flush_batch_of(self, handle: DeliveryHandle) -> None:
+        """Send the batch of ``handle`` without lingering (nothing more is coming for it)."""
+        if not handle.done():
+            handle._batch.full = True
+            if self.wakeup is not None:
+                self.wakeup.set()
+
+    def _cached_partitions(self, topic: str) -> tuple[list[int], list[int]] | None:
+        metadata = self._cluster.metadata  # type: ignore[union-attr]
+        if metadata is not self.metadata_seen:
+            self.partitions.clear()
+            self.metadata_seen = metadata
+        return self.partitions.get(topic)
+
+    async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
+        if type(topic) is not str or not topic:
+            raise errors.KafkaTypeError(f"topic must be a non-empty str, got {topic!r}")
+        cluster = self._cluster
+        assert cluster is not None
+        info = cluster.metadata.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
+        entry = (info.partition_ids, info.available_partitions)
+        if cluster.metadata is self.metadata_seen:
+            self.partitions[topic] = entry
+        return entry
+
+    def _append_to_open(
+        self,
+        batch: ProducerBatch,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        size: int,
+        may_grow: bool,
+    ) -> DeliveryHandle | None:
+        """Append to ``batch`` if it is open and the record fits (growing it if allowed)."""
+        if batch.closed:
+            return None
+        index = batch.count
+        builder = batch.builder
+        if builder.append(timestamp, key, value, headers) or (
+            may_grow and self.grow(batch, size) and builder.append(timestamp, key, value, headers)
+        ):
+            batch.count = index + 1
+            return DeliveryHandle(batch, index, timestamp)
+        batch.full = True
+        return None
+
+    async def _append_new_batch(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        size: int,
+    ) -> DeliveryHandle:
+        reserve = self.initial_reservation(size)
+        if self.available < reserve:
+            await self.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
+        else:
+            self.available -= reserve
+        queue = self.batches.get(tp)
+        if queue:
+            # Another send may have opened a batch for this partition while we waited.
+            handle = self._append_to_open(queue[-1], timestamp, key, value, headers, size, False)
+            if handle is not None:
+                self.available += reserve
+                return handle
+        txn = self._txn
+        assert txn is not None
+        if txn.transactional:
+            txn.maybe_add_partition(tp)
+        batch = self.new_batch(tp, reserve, time.monotonic())
+        batch.builder.append(timestamp, key, value, headers)
+        batch.count = 1
+        wakeup, send_now = self.wakeup, self._send_now
+        assert wakeup is not None and send_now is not None
+        wakeup.set()
+        handle = DeliveryHandle(batch, 0, timestamp)
+        if len(self.batches[tp]) > 1:
+            # A full batch is waiting: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.
+            send_now()
+            await asyncio.sleep(0)
+        return handle
 
     # ---------------------------------------------------------------- memory
 
@@ -118,7 +332,7 @@ class RecordAccumulator:
 
     def new_batch(self, tp: TopicPartition, reserved: int, created: float) -> ProducerBatch:
         """Open a batch for ``tp`` holding ``reserved`` bytes of the budget (already taken)."""
-        builder: Any = RecordBatchBuilder(
+        builder: Any = self.builder_type(
             self.magic,
             compression_type=self.compression_type,
             is_transactional=self.transactional and self.magic == 2,
@@ -158,6 +372,11 @@ class RecordAccumulator:
                 self.release(batch)
             queue.clear()
 
-    def has_unsent(self) -> bool:
-        """Whether any batch still waits in a queue."""
-        return any(self.batches.values())
+
+def _check_partition(topic: str, partition: Any, count: int) -> NoReturn:
+    """Raise the error for an explicit ``partition`` that is not a plain int in ``0..count-1``."""
+    if not isinstance(partition, int) or isinstance(partition, bool):
+        raise errors.KafkaTypeError(
+            f"partition must be an int or None, got {type(partition).__name__}"
+        )
+    raise errors.ConfigError(f"topic {topic!r} has {count} partitions; {partition} is not one")

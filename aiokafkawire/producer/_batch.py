@@ -9,24 +9,14 @@ path creates no future and no coroutine per record.
 from __future__ import annotations
 
 import asyncio
-import os
-import struct
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from crc32c import crc32c
-
+from aiokafkawire._compiled import load_accelerator
+from aiokafkawire.protocol.records import rewrite_producer_state
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["DeliveryHandle", "ProducerBatch", "RecordMetadata"]
-
-# Offsets of the v2 batch header fields that change when a batch is re-sequenced or its producer
-# epoch is bumped (see aiokafkawire.protocol.records._pure_v2.HEADER).
-_PRODUCER_FIELDS = struct.Struct(">qhi")
-_PRODUCER_FIELDS_POS = 43
-_CRC = struct.Struct(">I")
-_CRC_POS = 17
-_CRC_START = 21
 
 
 class RecordMetadata(NamedTuple):
@@ -50,30 +40,62 @@ class RecordMetadata(NamedTuple):
 _new_tuple = tuple.__new__
 
 
-class ProducerBatch:
+class _PureBatchCore:
+    """The batch fields the accumulator's hot path uses (``_cproducer.BatchCore`` when compiled)."""
+
+    __slots__ = ("builder", "closed", "count", "outcome", "partition", "topic")
+
+    topic: str
+    partition: int
+    builder: Any  # the open RecordBatchBuilder; None once built
+    outcome: tuple[int, int] | None  # (base_offset, log_append_time) once delivered
+    count: int  # records appended
+    closed: bool  # drained at least once: no more appends
+
+
+class _PureHandleCore:
+    """A delivery handle's fields (``_cproducer.HandleCore`` when compiled)."""
+
+    __slots__ = ("_batch", "_index", "_timestamp")
+
+    _batch: ProducerBatch
+    _index: int
+    _timestamp: int
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+
+
+_accelerator: Any = load_accelerator("aiokafkawire.producer._cproducer")
+if TYPE_CHECKING:
+    _BatchCore = _PureBatchCore
+    _HandleCore = _PureHandleCore
+elif _accelerator is None:
+    _BatchCore, _HandleCore = _PureBatchCore, _PureHandleCore
+else:
+    _BatchCore, _HandleCore = _accelerator.BatchCore, _accelerator.HandleCore
+
+
+class ProducerBatch(_BatchCore):
     """Records bound for one partition, sent (and retried) together in one Produce request."""
 
     __slots__ = (
         "attempts",
         "base_sequence",
-        "builder",
-        "closed",
-        "count",
         "created",
         "full",
         "future",
         "in_flight",
         "magic",
         "order",
-        "outcome",
-        "partition",
         "payload",
         "producer_epoch",
         "producer_id",
         "raw_size",
         "reserved",
         "retry_at",
-        "topic",
         "tp",
     )
 
@@ -143,13 +165,12 @@ class ProducerBatch:
             or producer_epoch != self.producer_epoch
             or base_sequence != self.base_sequence
         ):
-            patched = bytearray(payload)
-            _PRODUCER_FIELDS.pack_into(
-                patched, _PRODUCER_FIELDS_POS, producer_id, producer_epoch, base_sequence
+            payload = self.payload = rewrite_producer_state(
+                payload,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=base_sequence,
             )
-            with memoryview(patched) as view:
-                _CRC.pack_into(patched, _CRC_POS, crc32c(view[_CRC_START:]))
-            payload = self.payload = bytes(patched)
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -178,18 +199,15 @@ class ProducerBatch:
         self._drop_records()
 
 
-class DeliveryHandle:
+class DeliveryHandle(_HandleCore):
     """The delivery of one record: ``await handle`` gives its :class:`RecordMetadata`.
 
-    Raises the delivery error instead when the record could not be written.
+    Raises the delivery error instead when the record could not be written.  Compiled, the base
+    type answers ``await`` of a delivered record in C and calls :meth:`_await_pending` otherwise;
+    it stays outside the cyclic GC, so this class adds no slots.
     """
 
-    __slots__ = ("_batch", "_index", "_timestamp")
-
-    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
-        self._batch = batch
-        self._index = index
-        self._timestamp = timestamp
+    __slots__ = ()
 
     def __repr__(self) -> str:
         state = "pending" if not self.done() else "done"
@@ -230,7 +248,7 @@ class DeliveryHandle:
         timestamp = log_append_time if log_append_time >= 0 else self._timestamp
         return RecordMetadata(batch.topic, batch.partition, offset, timestamp)
 
-    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+    def _await_pending(self) -> Generator[Any, None, RecordMetadata]:
         batch = self._batch
         future = batch.future
         if not future.done():
@@ -248,30 +266,9 @@ class DeliveryHandle:
             ),
         )
 
-
-def _untracked_handle_class(pure: type[DeliveryHandle]) -> type[DeliveryHandle]:
-    """``pure``'s behaviour on the C handle type the cyclic GC does not track, if compiled.
-
-    The methods are the same functions (copied onto the C type), so both paths share one
-    definition; only ``__await__`` of a delivered record is answered in C, and a pending one
-    goes to the Python ``__await__`` (as ``_await_pending``).
-    """
-    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
-        return pure
-    try:
-        from aiokafkawire.producer._cproducer import untracked_handle_type
-    except ImportError:
-        return pure
-    native: Any = untracked_handle_type(RecordMetadata, ProducerBatch)
-    skipped = {"__slots__", "__init__", "__await__", "__module__", "__dict__", "__weakref__"}
-    for name, value in vars(pure).items():
-        if name not in skipped and name not in pure.__slots__:
-            setattr(native, name, value)
-    native._await_pending = pure.__await__
-    native.__module__ = pure.__module__
-    native.__qualname__ = pure.__qualname__
-    return native  # type: ignore[no-any-return,unused-ignore]
+    if _accelerator is None:
+        __await__ = _await_pending
 
 
-if not TYPE_CHECKING:
-    DeliveryHandle = _untracked_handle_class(DeliveryHandle)
+if _accelerator is not None:
+    _accelerator.set_metadata_type(RecordMetadata)

@@ -1,17 +1,18 @@
-/* The common case of Producer.send in one C call.
+/* The record accumulator's hot path in C: optional, every piece has a pure-Python twin.
  *
- * FastSend(...).send(topic, value, key, partition, timestamp, headers) appends a record
- * (default partitioner, bytes or None key and value, no explicit partition, timestamp or
- * headers) to the open batch of its partition and returns its DeliveryHandle, exactly as the
- * Python path of Producer.send does.  A keyless record goes to the topic's current sticky
- * partition, read from the partitioner's table (never chosen here: none yet is a decline).  Whenever anything is not the plain case (send checks on,
- * a fatal transaction error, an unknown topic or stale partition cache, an oversized record, no
- * open batch, a full batch, ...) it returns None *before any side effect* and the caller takes
- * the Python path, which stays complete and authoritative.  Errors raised by the operations
- * both paths share (reading the metadata, the builder's append) propagate unchanged.
+ * Interface (also in _cproducer.pyi); Python reaches C state only through these types' members
+ * and methods, and C reaches Python objects only through their public attributes:
  *
- * DeliveryHandle and ProducerBatch are __slots__ classes: their slots are read and written at
- * the offsets of their member descriptors, checked when the FastSend is made. */
+ *   BatchCore      base type of _batch.ProducerBatch: the fields the hot path reads and writes
+ *                  (topic, partition, builder, outcome, count, closed) as C struct members.
+ *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, and the
+ *                  record's index and timestamp as C integers.  Its __await__ answers a
+ *                  delivered record here and calls the subclass's ``_await_pending()`` otherwise.
+ *                  ``set_metadata_type(RecordMetadata)`` names the tuple type it builds.
+ *   Appender       RecordAccumulator's common case of appending one record: see Appender_append.
+ *
+ * A subclass of BatchCore or HandleCore must declare ``__slots__`` (HandleCore's: empty).  Every
+ * class statement makes a GC type, so handles are untracked as they are made (new_handle). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -26,93 +27,105 @@
 #define HAVE_DIRECT_CLOCK 0
 #endif
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *producer;        /* for _send_checks and _cached_metadata, read on every call */
-    PyObject *batches;         /* dict: TopicPartition -> deque[ProducerBatch] */
-    PyObject *partition_cache; /* dict: topic -> (all partitions, available partitions) */
-    PyObject *cluster;         /* .metadata */
-    PyObject *txn;             /* .fatal */
-    PyObject *keyed;           /* partition_for_key(key, count) */
-    PyObject *sticky;          /* dict: topic -> the sticky partition of keyless records */
-    PyObject *clock;           /* time.time */
-    PyTypeObject *batch_type;  /* ProducerBatch */
-    PyTypeObject *handle_type; /* DeliveryHandle */
-    int direct_clock;          /* clock is time.time: read the system clock here */
-    int native_handle;         /* handle_type is this module's Handle (C index), not a class */
-    Py_ssize_t max_record_size;
-    Py_ssize_t overhead;
-    Py_ssize_t off_builder, off_closed, off_count;           /* ProducerBatch slots */
-    Py_ssize_t off_h_batch, off_h_index, off_h_timestamp;     /* DeliveryHandle slots (-1: C) */
-} FastSend;
+static PyObject *str_metadata, *str_fatal, *str_metadata_seen, *str_append, *str_await_pending;
 
-static PyObject *str_send_checks, *str_cached_metadata, *str_metadata, *str_fatal, *str_append;
-
-/* The records accelerator's builder append as a C function (_crecords_api.h): called
- * directly, not as a method, when the builder is of the class it is registered for.  NULL when
- * _crecords is not built; the method call then does the same. */
+/* The records accelerator's builder append as a C function (_crecords_api.h): called directly,
+ * not as a method, when the builder is of the class it is registered for.  NULL when _crecords
+ * is not built; the method call then does the same. */
 static CRecordsApi *records_api;
 
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
-
-/* The offset of the writable object slot `name` defined by `type` itself, or -1 (error set). */
-static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
-    if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-    if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", type->tp_name, name);
-        return -1;
-    }
-    return member->offset;
-}
-
-/* ------------------------------------------------------------------ delivery handles
- *
- * untracked_handle_type() makes a type with DeliveryHandle's three slots that the cyclic garbage
- * collector does not track: a service holding 100,000 pending handles otherwise pays for them in
- * every collection (about a tenth of the time of 1,000 concurrent senders).  A handle points to its
- * batch and never the other way, so it cannot close a reference cycle of its own.  The Python
- * module copies DeliveryHandle's methods onto the type, so both paths share one definition.
- * Its __await__ answers a delivered record here (no generator, no exception object), and
- * leaves a pending one to the Python method ``_await_pending``. */
+/* ------------------------------------------------------------------ batches */
 
 typedef struct {
     PyObject_HEAD
-    PyObject *batch;
-    /* C integers: a pending handle keeps no object alive but its batch (thousands of pending
-     * handles stay small and together in memory, which their awaits notice). */
-    long long index;
-    long long timestamp;
-} Handle;
+    PyObject *topic;
+    PyObject *partition;
+    PyObject *builder; /* the open RecordBatchBuilder; None once built */
+    PyObject *outcome; /* (base_offset, log_append_time) once delivered, else None */
+    Py_ssize_t count;  /* records appended */
+    char closed;       /* drained at least once: no more appends */
+} BatchCore;
 
-static PyObject *str_await_pending;
-static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
-static PyTypeObject *handle_batch_type; /* ProducerBatch; a handle's __await__ reads these slots: */
-static Py_ssize_t off_outcome, off_topic, off_partition;
-
-static PyMemberDef Handle_members[] = {
-    {"_batch", T_OBJECT_EX, offsetof(Handle, batch), 0, NULL},
-    {"_index", T_LONGLONG, offsetof(Handle, index), 0, NULL},
-    {"_timestamp", T_LONGLONG, offsetof(Handle, timestamp), 0, NULL},
+static PyMemberDef BatchCore_members[] = {
+    {"topic", T_OBJECT_EX, offsetof(BatchCore, topic), 0, NULL},
+    {"partition", T_OBJECT_EX, offsetof(BatchCore, partition), 0, NULL},
+    {"builder", T_OBJECT_EX, offsetof(BatchCore, builder), 0, NULL},
+    {"outcome", T_OBJECT_EX, offsetof(BatchCore, outcome), 0, NULL},
+    {"count", T_PYSSIZET, offsetof(BatchCore, count), 0, NULL},
+    {"closed", T_BOOL, offsetof(BatchCore, closed), 0, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
-static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static int BatchCore_traverse(BatchCore *self, visitproc visit, void *arg)
 {
+    Py_VISIT(self->topic);
+    Py_VISIT(self->partition);
+    Py_VISIT(self->builder);
+    Py_VISIT(self->outcome);
+    return 0;
+}
+
+static int BatchCore_clear(BatchCore *self)
+{
+    Py_CLEAR(self->topic);
+    Py_CLEAR(self->partition);
+    Py_CLEAR(self->builder);
+    Py_CLEAR(self->outcome);
+    return 0;
+}
+
+static void BatchCore_dealloc(BatchCore *self)
+{
+    PyObject_GC_UnTrack(self);
+    BatchCore_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject BatchCore_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.BatchCore",
+    .tp_basicsize = sizeof(BatchCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The fields of a producer batch that the accumulator's hot path uses.",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)BatchCore_dealloc,
+    .tp_traverse = (traverseproc)BatchCore_traverse,
+    .tp_clear = (inquiry)BatchCore_clear,
+    .tp_members = BatchCore_members,
+};
+
+/* ------------------------------------------------------------------ delivery handles
+ *
+ * Not tracked by the cyclic garbage collector: a service holding 100,000 pending handles would
+ * otherwise pay for them in every collection (about a tenth of the time of 1,000 concurrent
+ * senders).  A handle points to its batch and never the other way, so it closes no cycle of its
+ * own (a done-callback's closure on the batch's future may hold it until the future is done). */
+
+typedef struct {
+    PyObject_HEAD
     PyObject *batch;
-    long long index, timestamp;
-    static char *kwlist[] = {"batch", "index", "timestamp", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLL:DeliveryHandle", kwlist, &batch, &index,
-                                     &timestamp))
-        return NULL;
-    Handle *self = (Handle *)type->tp_alloc(type, 0);
+    /* C integers: a pending handle keeps no object alive but its batch. */
+    long long index;
+    long long timestamp;
+} HandleCore;
+
+static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
+
+static PyMemberDef HandleCore_members[] = {
+    {"_batch", T_OBJECT_EX, offsetof(HandleCore, batch), READONLY, NULL},
+    {"_index", T_LONGLONG, offsetof(HandleCore, index), READONLY, NULL},
+    {"_timestamp", T_LONGLONG, offsetof(HandleCore, timestamp), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* A handle of `type` (HandleCore or a subclass) for record `index` of `batch`, untracked. */
+static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index,
+                            long long timestamp)
+{
+    HandleCore *self = (HandleCore *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+    if (PyObject_IS_GC((PyObject *)self))
+        PyObject_GC_UnTrack(self);
     Py_INCREF(batch);
     self->batch = batch;
     self->index = index;
@@ -120,12 +133,21 @@ static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
-static void Handle_dealloc(Handle *self)
+static PyObject *HandleCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyTypeObject *type = Py_TYPE(self);
+    PyObject *batch;
+    long long index, timestamp;
+    static char *kwlist[] = {"batch", "index", "timestamp", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!LL:DeliveryHandle", kwlist, &BatchCore_Type,
+                                     &batch, &index, &timestamp))
+        return NULL;
+    return new_handle(type, batch, index, timestamp);
+}
+
+static void HandleCore_dealloc(HandleCore *self)
+{
     Py_CLEAR(self->batch);
-    type->tp_free((PyObject *)self);
-    Py_DECREF(type); /* instances of heap types hold a reference to their type */
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* An awaitable's iterator that is already finished: it returns ``value`` at once. */
@@ -182,14 +204,14 @@ static PyTypeObject Ready_Type = {
 };
 
 /* The RecordMetadata of a delivered handle; NULL without an exception when the Python method
- * must answer (pending, failed, or not a plain ProducerBatch); NULL with one on errors. */
-static PyObject *handle_metadata(Handle *self)
+ * must answer (pending, failed, unusual numbers); NULL with one on errors. */
+static PyObject *handle_metadata(HandleCore *self)
 {
-    PyObject *batch = self->batch;
-    if (batch == NULL || metadata_type == NULL || Py_TYPE(batch) != handle_batch_type)
+    BatchCore *batch = (BatchCore *)self->batch;
+    if (batch == NULL || metadata_type == NULL)
         return NULL;
-    PyObject *outcome = SLOT(batch, off_outcome); /* (base_offset, log_append_time) or None */
-    PyObject *topic = SLOT(batch, off_topic), *partition = SLOT(batch, off_partition);
+    PyObject *outcome = batch->outcome; /* (base_offset, log_append_time) or None */
+    PyObject *topic = batch->topic, *partition = batch->partition;
     if (outcome == NULL || !PyTuple_CheckExact(outcome) || PyTuple_GET_SIZE(outcome) != 2 ||
         topic == NULL || partition == NULL)
         return NULL;
@@ -238,7 +260,7 @@ static PyObject *handle_metadata(Handle *self)
  * allocates only its RecordMetadata (the await drops the iterator as soon as it returns). */
 static Ready *spare_ready;
 
-static PyObject *Handle_await(Handle *self)
+static PyObject *HandleCore_await(HandleCore *self)
 {
     PyObject *metadata = handle_metadata(self);
     if (metadata == NULL) {
@@ -269,86 +291,83 @@ static PyObject *Handle_await(Handle *self)
     return (PyObject *)ready;
 }
 
-static PyType_Slot Handle_slots[] = {
-    {Py_tp_new, Handle_new},
-    {Py_tp_dealloc, Handle_dealloc},
-    {Py_tp_members, Handle_members},
-    {Py_am_await, Handle_await},
-    {0, NULL},
+static PyAsyncMethods HandleCore_async = {.am_await = (unaryfunc)HandleCore_await};
+
+static PyTypeObject HandleCore_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.HandleCore",
+    .tp_basicsize = sizeof(HandleCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* no Py_TPFLAGS_HAVE_GC: the point */
+    .tp_doc = "The delivery of one record (base of DeliveryHandle); __await__ in C when "
+              "delivered, else the subclass's _await_pending().",
+    .tp_new = HandleCore_new,
+    .tp_dealloc = (destructor)HandleCore_dealloc,
+    .tp_members = HandleCore_members,
+    .tp_as_async = &HandleCore_async,
 };
 
-static PyType_Spec Handle_spec = {
-    .name = "aiokafkawire.producer._batch.DeliveryHandle",
-    .basicsize = sizeof(Handle),
-    .itemsize = 0,
-    .flags = Py_TPFLAGS_DEFAULT, /* no Py_TPFLAGS_HAVE_GC: the point of the type */
-    .slots = Handle_slots,
-};
-
-static PyObject *untracked_handle_type(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *set_metadata_type(PyObject *module, PyObject *type)
 {
-    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
-        ((PyTypeObject *)args[0])->tp_basicsize != PyTuple_Type.tp_basicsize) {
-        PyErr_SetString(PyExc_TypeError,
-                        "untracked_handle_type(RecordMetadata: a tuple type, ProducerBatch)");
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type) ||
+        ((PyTypeObject *)type)->tp_basicsize != PyTuple_Type.tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError, "set_metadata_type(RecordMetadata: a tuple type)");
         return NULL;
     }
-    PyTypeObject *batch_type = (PyTypeObject *)args[1];
-    Py_ssize_t outcome = slot_offset(batch_type, "outcome"),
-               topic = slot_offset(batch_type, "topic"),
-               partition = slot_offset(batch_type, "partition");
-    if (PyErr_Occurred())
-        return NULL;
-    off_outcome = outcome;
-    off_topic = topic;
-    off_partition = partition;
-    Py_INCREF(args[0]);
-    Py_XSETREF(metadata_type, (PyTypeObject *)args[0]);
-    Py_INCREF(args[1]);
-    Py_XSETREF(handle_batch_type, batch_type);
-    return PyType_FromSpec(&Handle_spec);
+    Py_INCREF(type);
+    Py_XSETREF(metadata_type, (PyTypeObject *)type);
+    Py_RETURN_NONE;
 }
 
-static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
+/* ------------------------------------------------------------------ the append hot path */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *batches;         /* the accumulator's dict: TopicPartition -> deque[batch] */
+    PyObject *partitions;      /* the accumulator's dict: topic -> (all ids, available ids) */
+    PyObject *owner;           /* the accumulator: .metadata_seen, what `partitions` was read from */
+    PyObject *cluster;         /* .metadata */
+    PyObject *txn;             /* .fatal */
+    PyObject *keyed;           /* partition_for_key(key, count) */
+    PyObject *sticky;          /* the partitioner's mapping: topic -> sticky partition */
+    PyObject *clock;           /* time.time */
+    PyTypeObject *handle_type; /* DeliveryHandle: a HandleCore subclass */
+    char enabled;              /* False: every call declines (the owner's checks are needed) */
+    int direct_clock;          /* clock is time.time: read the system clock here */
+    Py_ssize_t max_record_size;
+    Py_ssize_t overhead;
+} Appender;
+
+static PyMemberDef Appender_members[] = {
+    {"enabled", T_BOOL, offsetof(Appender, enabled), 0,
+     "False: append() declines every record (the owner's Python checks are needed)."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+#define SET_REF(field, value) \
+    do { \
+        Py_INCREF(value); \
+        Py_XSETREF(self->field, value); \
+    } while (0)
+
+static int Appender_init(Appender *self, PyObject *args, PyObject *kwds)
 {
-    PyObject *producer, *batches, *partition_cache, *cluster, *txn, *keyed, *sticky, *clock;
-    PyObject *batch_type, *handle_type;
+    PyObject *batches, *partitions, *owner, *cluster, *txn, *keyed, *sticky, *clock, *handle_type;
     Py_ssize_t max_record_size, overhead;
-    static char *kwlist[] = {"producer",   "batches",     "partition_cache", "cluster",
-                             "txn",        "keyed",       "sticky",          "clock",
-                             "batch_type", "handle_type", "max_record_size", "overhead",
-                             NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!OOOO!OO!O!nn:FastSend", kwlist, &producer,
-                                     &PyDict_Type, &batches, &PyDict_Type, &partition_cache,
-                                     &cluster, &txn, &keyed, &PyDict_Type, &sticky, &clock,
-                                     &PyType_Type, &batch_type, &PyType_Type, &handle_type,
-                                     &max_record_size, &overhead))
+    static char *kwlist[] = {"batches", "partitions", "owner",       "cluster",
+                             "txn",     "keyed",      "sticky",      "clock",
+                             "handle_type", "max_record_size", "overhead", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!OOOOO!OO!nn:Appender", kwlist, &PyDict_Type,
+                                     &batches, &PyDict_Type, &partitions, &owner, &cluster, &txn,
+                                     &keyed, &PyDict_Type, &sticky, &clock, &PyType_Type,
+                                     &handle_type, &max_record_size, &overhead))
         return -1;
     if (!PyCallable_Check(keyed) || !PyCallable_Check(clock)) {
         PyErr_SetString(PyExc_TypeError, "keyed and clock must be callable");
         return -1;
     }
-    PyTypeObject *bt = (PyTypeObject *)batch_type, *ht = (PyTypeObject *)handle_type;
-    if ((ht->tp_new != PyBaseObject_Type.tp_new && ht->tp_new != Handle_new) ||
-        ht->tp_alloc == NULL) {
-        PyErr_SetString(PyExc_TypeError, "handle_type must use object.__new__");
+    if (!PyType_IsSubtype((PyTypeObject *)handle_type, &HandleCore_Type)) {
+        PyErr_SetString(PyExc_TypeError, "handle_type must be a HandleCore subclass");
         return -1;
     }
-    Py_ssize_t off_builder = slot_offset(bt, "builder"), off_closed = slot_offset(bt, "closed"),
-               off_count = slot_offset(bt, "count");
-    int native_handle = ht->tp_new == Handle_new;
-    Py_ssize_t off_h_batch, off_h_index = -1, off_h_timestamp = -1;
-    if (native_handle) {
-        off_h_batch = offsetof(Handle, batch);
-    }
-    else {
-        off_h_batch = slot_offset(ht, "_batch");
-        off_h_index = slot_offset(ht, "_index");
-        off_h_timestamp = slot_offset(ht, "_timestamp");
-    }
-    if (PyErr_Occurred())
-        return -1;
     int direct_clock = 0;
 #if HAVE_DIRECT_CLOCK
     PyObject *time_module = PyImport_ImportModule("time");
@@ -362,72 +381,53 @@ static int FastSend_init(FastSend *self, PyObject *args, PyObject *kwds)
     Py_DECREF(time_time);
 #endif
     self->direct_clock = direct_clock;
-    self->native_handle = native_handle;
-    self->off_builder = off_builder;
-    self->off_closed = off_closed;
-    self->off_count = off_count;
-    self->off_h_batch = off_h_batch;
-    self->off_h_index = off_h_index;
-    self->off_h_timestamp = off_h_timestamp;
+    self->enabled = 1;
     self->max_record_size = max_record_size;
     self->overhead = overhead;
-    Py_INCREF(producer);
-    Py_XSETREF(self->producer, producer);
-    Py_INCREF(batches);
-    Py_XSETREF(self->batches, batches);
-    Py_INCREF(partition_cache);
-    Py_XSETREF(self->partition_cache, partition_cache);
-    Py_INCREF(cluster);
-    Py_XSETREF(self->cluster, cluster);
-    Py_INCREF(txn);
-    Py_XSETREF(self->txn, txn);
-    Py_INCREF(keyed);
-    Py_XSETREF(self->keyed, keyed);
-    Py_INCREF(sticky);
-    Py_XSETREF(self->sticky, sticky);
-    Py_INCREF(clock);
-    Py_XSETREF(self->clock, clock);
-    Py_INCREF(batch_type);
-    Py_XSETREF(self->batch_type, bt);
-    Py_INCREF(handle_type);
-    Py_XSETREF(self->handle_type, ht);
+    SET_REF(batches, batches);
+    SET_REF(partitions, partitions);
+    SET_REF(owner, owner);
+    SET_REF(cluster, cluster);
+    SET_REF(txn, txn);
+    SET_REF(keyed, keyed);
+    SET_REF(sticky, sticky);
+    SET_REF(clock, clock);
+    SET_REF(handle_type, (PyTypeObject *)handle_type);
     return 0;
 }
 
-static int FastSend_traverse(FastSend *self, visitproc visit, void *arg)
+static int Appender_traverse(Appender *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->producer);
     Py_VISIT(self->batches);
-    Py_VISIT(self->partition_cache);
+    Py_VISIT(self->partitions);
+    Py_VISIT(self->owner);
     Py_VISIT(self->cluster);
     Py_VISIT(self->txn);
     Py_VISIT(self->keyed);
     Py_VISIT(self->sticky);
     Py_VISIT(self->clock);
-    Py_VISIT(self->batch_type);
     Py_VISIT(self->handle_type);
     return 0;
 }
 
-static int FastSend_clear(FastSend *self)
+static int Appender_clear(Appender *self)
 {
-    Py_CLEAR(self->producer);
     Py_CLEAR(self->batches);
-    Py_CLEAR(self->partition_cache);
+    Py_CLEAR(self->partitions);
+    Py_CLEAR(self->owner);
     Py_CLEAR(self->cluster);
     Py_CLEAR(self->txn);
     Py_CLEAR(self->keyed);
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->clock);
-    Py_CLEAR(self->batch_type);
     Py_CLEAR(self->handle_type);
     return 0;
 }
 
-static void FastSend_dealloc(FastSend *self)
+static void Appender_dealloc(Appender *self)
 {
     PyObject_GC_UnTrack(self);
-    FastSend_clear(self);
+    Appender_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -455,145 +455,101 @@ static double wall_clock_seconds(void)
 }
 #endif
 
-/* 1: the object is truthy, 0: falsy, -1: error. */
-static int attr_is_true(PyObject *obj, PyObject *name)
+/* Whether the record is the plain case: 1 yes, 0 no (decline), -1 error.  Sets *size. */
+static int plain_record(Appender *self, PyObject *const *args, Py_ssize_t *size)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
-#define SLOW_PATH() Py_RETURN_NONE
-
-static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "send(topic, value, key, partition, timestamp, headers)");
-        return NULL;
-    }
-    if (self->producer == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "FastSend is not initialized");
-        return NULL;
-    }
-    PyObject *topic = args[0], *value = args[1], *key = args[2];
-    if (args[3] != Py_None || args[4] != Py_None || args[5] != Py_None)
-        SLOW_PATH();
-    if (key != Py_None && !PyBytes_CheckExact(key))
-        SLOW_PATH();
-    if (value != Py_None && !PyBytes_CheckExact(value))
-        SLOW_PATH();
-
-    int truth = attr_is_true(self->producer, str_send_checks);
-    if (truth < 0)
-        return NULL;
-    if (truth)
-        SLOW_PATH(); /* not started, closed, serializers, transactions: checks in Python */
+    PyObject *value = args[1], *key = args[2];
+    if (!self->enabled || args[3] != Py_None || args[4] != Py_None || args[5] != Py_None)
+        return 0; /* owner's checks on, or an explicit partition, timestamp or headers */
+    if ((key != Py_None && !PyBytes_CheckExact(key)) ||
+        (value != Py_None && !PyBytes_CheckExact(value)))
+        return 0;
     PyObject *fatal = PyObject_GetAttr(self->txn, str_fatal);
     if (fatal == NULL)
-        return NULL;
+        return -1;
     int has_fatal = fatal != Py_None;
     Py_DECREF(fatal);
     if (has_fatal)
-        SLOW_PATH();
+        return 0;
+    *size = self->overhead + (key != Py_None ? PyBytes_GET_SIZE(key) : 0) +
+            (value != Py_None ? PyBytes_GET_SIZE(value) : 0);
+    return *size <= self->max_record_size;
+}
 
-    Py_ssize_t size = self->overhead;
-    if (key != Py_None)
-        size += PyBytes_GET_SIZE(key);
-    if (value != Py_None)
-        size += PyBytes_GET_SIZE(value);
-    if (size > self->max_record_size)
-        SLOW_PATH();
-
+/* The record's partition (new reference); NULL without an exception to decline. */
+static PyObject *choose_partition(Appender *self, PyObject *topic, PyObject *key)
+{
     PyObject *metadata = PyObject_GetAttr(self->cluster, str_metadata);
     if (metadata == NULL)
         return NULL;
-    PyObject *cached_metadata = PyObject_GetAttr(self->producer, str_cached_metadata);
-    if (cached_metadata == NULL) {
+    PyObject *seen = PyObject_GetAttr(self->owner, str_metadata_seen);
+    if (seen == NULL) {
         Py_DECREF(metadata);
         return NULL;
     }
-    int stale = metadata != cached_metadata;
+    int stale = metadata != seen;
     Py_DECREF(metadata);
-    Py_DECREF(cached_metadata);
+    Py_DECREF(seen);
     if (stale)
-        SLOW_PATH(); /* the Python path resets the partition cache */
-
-    PyObject *cached = PyDict_GetItemWithError(self->partition_cache, topic); /* borrowed */
-    if (cached == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        SLOW_PATH();
-    }
-    if (!PyTuple_CheckExact(cached) || PyTuple_GET_SIZE(cached) != 2)
-        SLOW_PATH();
+        return NULL; /* the Python path resets the partition cache */
+    PyObject *cached = PyDict_GetItemWithError(self->partitions, topic); /* borrowed */
+    if (cached == NULL || !PyTuple_CheckExact(cached) || PyTuple_GET_SIZE(cached) != 2)
+        return NULL;
     Py_ssize_t count = PyObject_Size(PyTuple_GET_ITEM(cached, 0));
     if (count < 0)
         return NULL;
-    PyObject *partition;
-    if (key == Py_None) {
-        /* The partitioner's sticky partition, as long as it has one that is still valid. */
-        partition = PyDict_GetItemWithError(self->sticky, topic); /* borrowed */
-        if (partition == NULL) {
-            if (PyErr_Occurred())
-                return NULL;
-            SLOW_PATH(); /* none yet: the partitioner chooses one, in Python */
-        }
-        if (!PyLong_CheckExact(partition))
-            SLOW_PATH();
-        Py_ssize_t current = PyLong_AsSsize_t(partition);
-        if (current == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            SLOW_PATH();
-        }
-        if (current < 0 || current >= count)
-            SLOW_PATH();
-        Py_INCREF(partition);
-    }
-    else {
+    if (key != Py_None) {
         PyObject *count_obj = PyLong_FromSsize_t(count);
         if (count_obj == NULL)
             return NULL;
         PyObject *call_args[2] = {key, count_obj};
-        partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
+        PyObject *partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
         Py_DECREF(count_obj);
-        if (partition == NULL)
-            return NULL;
+        return partition;
     }
+    /* The partitioner's sticky partition, as long as it has one that is still valid. */
+    PyObject *partition = PyDict_GetItemWithError(self->sticky, topic); /* borrowed */
+    if (partition == NULL || !PyLong_CheckExact(partition))
+        return NULL; /* none yet: the partitioner chooses one, in Python */
+    Py_ssize_t current = PyLong_AsSsize_t(partition);
+    if (current == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (current < 0 || current >= count)
+        return NULL;
+    Py_INCREF(partition);
+    return partition;
+}
 
+/* The open batch of (topic, partition) (new reference); NULL without an exception to decline. */
+static BatchCore *open_batch(Appender *self, PyObject *topic, PyObject *partition)
+{
     PyObject *tp = PyTuple_Pack(2, topic, partition);
-    Py_DECREF(partition);
     if (tp == NULL)
         return NULL;
     PyObject *queue = PyDict_GetItemWithError(self->batches, tp); /* borrowed */
     Py_DECREF(tp);
-    if (queue == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        SLOW_PATH();
-    }
-    Py_ssize_t queued = PyObject_Size(queue);
-    if (queued < 0)
+    if (queue == NULL)
         return NULL;
-    if (queued == 0)
-        SLOW_PATH();
+    Py_ssize_t queued = PyObject_Size(queue);
+    if (queued <= 0)
+        return NULL;
     PyObject *batch = PySequence_GetItem(queue, queued - 1);
     if (batch == NULL)
         return NULL;
-    PyObject *result = NULL;
-    if (Py_TYPE(batch) != self->batch_type)
-        goto slow;
-    PyObject *closed = SLOT(batch, self->off_closed);
-    PyObject *index = SLOT(batch, self->off_count);
-    PyObject *builder = SLOT(batch, self->off_builder);
-    if (closed != Py_False || index == NULL || !PyLong_CheckExact(index) || builder == NULL ||
-        builder == Py_None)
-        goto slow;
-    Py_INCREF(index);
-    Py_INCREF(builder);
+    BatchCore *core = (BatchCore *)batch;
+    if (!PyObject_TypeCheck(batch, &BatchCore_Type) || core->closed || core->builder == NULL ||
+        core->builder == Py_None) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    return core;
+}
 
+/* time.time() * 1000 truncated to an integer; 0 with *ms set, 1 to decline, -1 on error. */
+static int wall_clock_ms(Appender *self, long long *ms)
+{
     double now_s;
 #if HAVE_DIRECT_CLOCK
     if (self->direct_clock)
@@ -603,25 +559,23 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
     {
         PyObject *now = PyObject_CallNoArgs(self->clock);
         if (now == NULL)
-            goto error_index;
+            return -1;
         now_s = PyFloat_AsDouble(now);
         Py_DECREF(now);
     }
     if (now_s == -1.0 && PyErr_Occurred())
-        goto error_index;
+        return -1;
     double now_ms = now_s * 1000.0;
-    /* int(time() * 1000) truncates, as the cast does; a clock outside int64 milliseconds (or
-     * not a number) is left to the Python path. */
-    if (!(now_ms > -9.2e18 && now_ms < 9.2e18)) {
-        Py_DECREF(builder);
-        Py_DECREF(index);
-        goto slow;
-    }
-    long long timestamp_ms = (long long)now_ms;
-    PyObject *timestamp = PyLong_FromLongLong(timestamp_ms);
-    if (timestamp == NULL)
-        goto error_index;
+    /* A clock outside int64 milliseconds (or not a number) is left to the Python path. */
+    if (!(now_ms > -9.2e18 && now_ms < 9.2e18))
+        return 1;
+    *ms = (long long)now_ms;
+    return 0;
+}
 
+/* builder.append(timestamp, key, value, None): 1 appended, 0 full, -1 error. */
+static int builder_append(PyObject *builder, PyObject *timestamp, PyObject *key, PyObject *value)
+{
     PyObject *append_args[5] = {builder, timestamp, key, value, Py_None};
     PyObject *appended;
     if (records_api != NULL && *records_api->builder_type != NULL &&
@@ -631,133 +585,143 @@ static PyObject *FastSend_send(FastSend *self, PyObject *const *args, Py_ssize_t
         appended = PyObject_VectorcallMethod(str_append, append_args,
                                              5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (appended == NULL)
-        goto error_timestamp;
-    truth = PyObject_IsTrue(appended);
+        return -1;
+    int truth = PyObject_IsTrue(appended);
     Py_DECREF(appended);
-    if (truth < 0)
-        goto error_timestamp;
-    if (truth == 0) {
-        /* The batch is full: nothing was appended; the Python path opens the next batch. */
-        Py_DECREF(timestamp);
-        Py_DECREF(builder);
-        Py_DECREF(index);
-        goto slow;
-    }
-    Py_DECREF(builder);
+    return truth;
+}
 
-    Py_ssize_t position = PyLong_AsSsize_t(index);
-    PyObject *next = position == -1 && PyErr_Occurred() ? NULL : PyLong_FromSsize_t(position + 1);
-    if (next == NULL) {
-        Py_DECREF(timestamp);
-        Py_DECREF(index);
+/* append(topic, value, key, partition, timestamp, headers) -> DeliveryHandle | None
+ *
+ * Appends a plain record (bytes or None key and value; no explicit partition, timestamp or
+ * headers; default partitioner) to the open batch of its partition, exactly as the accumulator's
+ * Python path would.  Anything else (disabled, a fatal transaction error, stale partition cache,
+ * an oversized record, no open batch, a full one, ...) returns None *before any side effect*, and
+ * the Python path, complete and authoritative, takes the record. */
+static PyObject *Appender_append(Appender *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "append(topic, value, key, partition, timestamp, headers)");
+        return NULL;
+    }
+    if (self->batches == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Appender is not initialized");
+        return NULL;
+    }
+    Py_ssize_t size;
+    int plain = plain_record(self, args, &size);
+    if (plain <= 0)
+        return plain < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *topic = args[0], *value = args[1], *key = args[2];
+    PyObject *partition = choose_partition(self, topic, key);
+    if (partition == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    BatchCore *batch = open_batch(self, topic, partition);
+    Py_DECREF(partition);
+    if (batch == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *result = NULL;
+    long long timestamp_ms;
+    int clock = wall_clock_ms(self, &timestamp_ms);
+    if (clock != 0) {
+        result = clock < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    Py_XSETREF(SLOT(batch, self->off_count), next);
-
-    PyObject *handle = self->handle_type->tp_alloc(self->handle_type, 0);
-    if (handle == NULL) {
-        Py_DECREF(timestamp);
-        Py_DECREF(index);
+    PyObject *timestamp = PyLong_FromLongLong(timestamp_ms);
+    if (timestamp == NULL)
         goto done;
-    }
-    /* New references move into the handle's slots. */
-    Py_INCREF(batch);
-    SLOT(handle, self->off_h_batch) = batch;
-    if (self->native_handle) {
-        Handle *native = (Handle *)handle;
-        native->index = position;
-        native->timestamp = timestamp_ms;
-        Py_DECREF(index);
-        Py_DECREF(timestamp);
-    }
-    else {
-        SLOT(handle, self->off_h_index) = index;
-        SLOT(handle, self->off_h_timestamp) = timestamp;
-    }
-    result = handle;
-    goto done;
-
-error_timestamp:
+    int appended = builder_append(batch->builder, timestamp, key, value);
     Py_DECREF(timestamp);
-error_index:
-    Py_DECREF(builder);
-    Py_DECREF(index);
-    goto done;
-slow:
-    Py_INCREF(Py_None);
-    result = Py_None;
+    if (appended <= 0) { /* full: nothing was appended; the Python path opens the next batch */
+        result = appended < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    result = new_handle(self->handle_type, (PyObject *)batch, batch->count, timestamp_ms);
+    if (result != NULL)
+        batch->count++;
 done:
     Py_DECREF(batch);
     return result;
 }
 
-static PyMethodDef FastSend_methods[] = {
-    {"send", (PyCFunction)(void (*)(void))FastSend_send, METH_FASTCALL,
-     "send(topic, value, key, partition, timestamp, headers) -> DeliveryHandle, or None for "
-     "the Python path."},
+static PyMethodDef Appender_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))Appender_append, METH_FASTCALL,
+     "append(topic, value, key, partition, timestamp, headers) -> DeliveryHandle, or None "
+     "when the accumulator's Python path must take the record."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject FastSend_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.FastSend",
-    .tp_basicsize = sizeof(FastSend),
+static PyTypeObject Appender_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.Appender",
+    .tp_basicsize = sizeof(Appender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The common case of Producer.send (see the module docstring).",
+    .tp_doc = "The accumulator's common case of appending a record (see append).",
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)FastSend_init,
-    .tp_dealloc = (destructor)FastSend_dealloc,
-    .tp_traverse = (traverseproc)FastSend_traverse,
-    .tp_clear = (inquiry)FastSend_clear,
-    .tp_methods = FastSend_methods,
+    .tp_init = (initproc)Appender_init,
+    .tp_dealloc = (destructor)Appender_dealloc,
+    .tp_traverse = (traverseproc)Appender_traverse,
+    .tp_clear = (inquiry)Appender_clear,
+    .tp_methods = Appender_methods,
+    .tp_members = Appender_members,
 };
 
+/* ------------------------------------------------------------------ module */
+
 static PyMethodDef module_methods[] = {
-    {"untracked_handle_type", (PyCFunction)(void (*)(void))untracked_handle_type, METH_FASTCALL,
-     "untracked_handle_type(RecordMetadata, ProducerBatch) -> a new DeliveryHandle type outside "
-     "the cyclic GC, with the slots _batch, _index and _timestamp and a C __await__ that reads "
-     "a delivered batch's slots (the methods are to be added)."},
+    {"set_metadata_type", (PyCFunction)set_metadata_type, METH_O,
+     "set_metadata_type(RecordMetadata): the tuple type a delivered handle's __await__ builds."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafkawire.producer._cproducer",
-    "The producer's send fast path in C.", -1, module_methods,
+    "The record accumulator's hot path in C.", -1, module_methods,
 };
 
-static PyObject *intern(const char *name)
+static int add_type(PyObject *mod, const char *name, PyTypeObject *type)
 {
-    return PyUnicode_InternFromString(name);
+    if (PyType_Ready(type) < 0)
+        return -1;
+    Py_INCREF(type);
+    if (PyModule_AddObject(mod, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_records_api(void)
+{
+    /* PyCapsule_Import would only import "aiokafkawire" and then look up attributes. */
+    PyObject *records = PyImport_ImportModule(CRECORDS_MODULE);
+    PyObject *capsule = records ? PyObject_GetAttrString(records, CRECORDS_API_ATTRIBUTE) : NULL;
+    records_api = capsule ? PyCapsule_GetPointer(capsule, CRECORDS_API_CAPSULE) : NULL;
+    Py_XDECREF(capsule); /* the module keeps it, and the module stays imported */
+    Py_XDECREF(records);
+    if (records_api == NULL)
+        PyErr_Clear(); /* not built: appends go through the method */
+    return 0;
 }
 
 PyMODINIT_FUNC PyInit__cproducer(void)
 {
-    if (str_send_checks == NULL) {
-        if ((str_send_checks = intern("_send_checks")) == NULL ||
-            (str_cached_metadata = intern("_cached_metadata")) == NULL ||
-            (str_metadata = intern("metadata")) == NULL || (str_fatal = intern("fatal")) == NULL ||
-            (str_append = intern("append")) == NULL ||
-            (str_await_pending = intern("_await_pending")) == NULL)
+    if (str_metadata == NULL) {
+        if ((str_metadata = PyUnicode_InternFromString("metadata")) == NULL ||
+            (str_fatal = PyUnicode_InternFromString("fatal")) == NULL ||
+            (str_metadata_seen = PyUnicode_InternFromString("metadata_seen")) == NULL ||
+            (str_append = PyUnicode_InternFromString("append")) == NULL ||
+            (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL)
             return NULL;
     }
-    if (PyType_Ready(&FastSend_Type) < 0 || PyType_Ready(&Ready_Type) < 0)
+    if (PyType_Ready(&Ready_Type) < 0 || (records_api == NULL && load_records_api() < 0))
         return NULL;
-    if (records_api == NULL) {
-        /* PyCapsule_Import would only import "aiokafkawire" and then look up attributes. */
-        PyObject *records = PyImport_ImportModule(CRECORDS_MODULE);
-        PyObject *capsule = records ? PyObject_GetAttrString(records, CRECORDS_API_ATTRIBUTE)
-                                    : NULL;
-        records_api = capsule ? PyCapsule_GetPointer(capsule, CRECORDS_API_CAPSULE) : NULL;
-        Py_XDECREF(capsule); /* the module keeps it, and the module stays imported */
-        Py_XDECREF(records);
-        if (records_api == NULL)
-            PyErr_Clear(); /* not built: appends go through the method */
-    }
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
         return NULL;
-    Py_INCREF(&FastSend_Type);
-    if (PyModule_AddObject(mod, "FastSend", (PyObject *)&FastSend_Type) < 0) {
-        Py_DECREF(&FastSend_Type);
+    if (add_type(mod, "BatchCore", &BatchCore_Type) < 0 ||
+        add_type(mod, "HandleCore", &HandleCore_Type) < 0 ||
+        add_type(mod, "Appender", &Appender_Type) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -1,29 +1,56 @@
-"""Type stub of the optional C extension ``aiokafkawire.producer._cproducer``."""
+"""Type stub of the optional C extension ``aiokafkawire.producer._cproducer``.
 
-from collections.abc import Callable
+The record accumulator's hot path: the C bases of ``ProducerBatch`` and ``DeliveryHandle``, and
+``Appender``, the accumulator's common case of appending a record (see ``_cproducer.c``).
+"""
+
+from collections.abc import Callable, Generator
 from typing import Any
 
-from aiokafkawire.producer._batch import DeliveryHandle
+class BatchCore:
+    """The fields of a producer batch that the hot path reads and writes (C struct members)."""
 
-class FastSend:
-    """The common case of ``Producer.send``; ``send`` returns None for the Python path."""
+    topic: str
+    partition: int
+    builder: Any
+    outcome: tuple[int, int] | None
+    count: int
+    closed: bool
+
+class HandleCore:
+    """A record's delivery: its batch, index and timestamp; not tracked by the cyclic GC.
+
+    ``__await__`` answers a delivered record in C and calls the subclass's ``_await_pending()``
+    otherwise.
+    """
+
+    _batch: Any
+    _index: int
+    _timestamp: int
+
+    def __init__(self, batch: BatchCore, index: int, timestamp: int) -> None: ...
+    def __await__(self) -> Generator[Any, None, Any]: ...
+
+class Appender:
+    """The accumulator's common case of appending a record; ``append`` returns None to decline."""
+
+    enabled: bool
 
     def __init__(
         self,
-        producer: Any,
         batches: dict[Any, Any],
-        partition_cache: dict[str, Any],
+        partitions: dict[str, Any],
+        owner: Any,
         cluster: Any,
         txn: Any,
         keyed: Callable[[bytes, int], int],
         sticky: dict[str, int],
         clock: Callable[[], float],
-        batch_type: type,
-        handle_type: type,
+        handle_type: type[HandleCore],
         max_record_size: int,
         overhead: int,
     ) -> None: ...
-    def send(
+    def append(
         self,
         topic: str,
         value: Any,
@@ -32,7 +59,7 @@ class FastSend:
         timestamp: int | None,
         headers: Any,
         /,
-    ) -> DeliveryHandle | None: ...
+    ) -> HandleCore | None: ...
 
-def untracked_handle_type(metadata_type: type[tuple[Any, ...]], batch_type: type) -> type:
-    """A new DeliveryHandle type outside the cyclic GC (slots and a C ``__await__`` only)."""
+def set_metadata_type(metadata_type: type[tuple[Any, ...]], /) -> None:
+    """The tuple type (RecordMetadata) a delivered handle's ``__await__`` builds."""

@@ -8,21 +8,20 @@ not drained again until all its in-flight batches have come back.  Without idemp
 has at most one batch in flight; with it, up to five, and sequence numbers let the broker drop
 duplicates.
 
-A request's answer is handled by a callback inside the connection's receive path (a
-:class:`_Flight`), not by a task that wakes up later: the partition is free again, and its next
-full batch written, before anything else runs.  Together with ``BrokerConnection.receive_now``
-this keeps the broker busy while thousands of coroutines append records in one loop turn.
+Each broker has a :class:`~aiokafkawire.producer._sink.BrokerSink` that writes its requests in
+drain order.  A request's answer is handled by a callback inside the connection's receive path
+(a :class:`~aiokafkawire.producer._sink.Flight`), not by a task that wakes up later: the
+partition is free again, and its next full batch written, before anything else runs.
+Together with ``BrokerConnection.receive_now`` this keeps the broker busy while thousands of
+coroutines append records in one loop turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 from aiokafkawire import errors
@@ -31,6 +30,7 @@ from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import BatchEvent, ClientMetrics, ProducerStats
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
+from aiokafkawire.producer._sink import BrokerSink, Flight
 from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, TxnState, fenced_error
 from aiokafkawire.protocol.messages import ProduceRequest
 from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
@@ -54,33 +54,7 @@ _SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducer
 _SEQUENCE_MASK = 0x7FFFFFFF  # sequence numbers wrap around at 2**31
 
 
-_Prepared = tuple[Any, ProduceRequest, int]  # connection, request, version: built, not written
-
-
-class _Flight:
-    """One Produce request on its way, from the drain that made it until its answer."""
-
-    __slots__ = ("batches", "connection", "done", "node", "sender", "topic_names")
-
-    def __init__(self, sender: Sender, node: int, batches: list[ProducerBatch]) -> None:
-        self.sender = sender
-        self.node = node
-        self.batches = batches
-        self.connection: Any = None  # set once written
-        self.done = False
-        # Topic id -> name of the topics a v13+ request names by id (its answer does too).
-        self.topic_names: dict[uuid.UUID, str] = {}
-
-    def __call__(self, response: Any, error: BaseException | None) -> None:
-        """The connection's response callback."""
-        self.sender._answered(self, response, error)
-
-
-# A request waiting to be written: its flight, the request if built, an error met building it.
-_Unwritten = tuple[_Flight, "_Prepared | None", "Exception | None"]
-
-
-class Sender:
+class Sender:  # long: drain, in-flight limits, answers, retries and sequences share state
     """Owns the sender loop and the Produce requests in flight of one producer."""
 
     def __init__(
@@ -97,7 +71,6 @@ class Sender:
         request_timeout_ms: int,
         delivery_timeout_ms: int,
         retry_backoff_ms: int,
-        on_batch_created: Callable[[TopicPartition], None] | None = None,
         metrics: ClientMetrics | None = None,
     ) -> None:
         self.stats = ProducerStats()
@@ -115,10 +88,9 @@ class Sender:
         self.retry_backoff = retry_backoff_ms / 1000
         self.partition_limit = min(IDEMPOTENT_MAX_IN_FLIGHT, max_in_flight) if idempotent else 1
         self.wakeup = asyncio.Event()
-        accumulator.wakeup = self.wakeup
+        accumulator.connect_sender(self.wakeup, self.send_now)
         self.flushing = 0
         self.closing = False
-        self.in_flight_by_node: dict[int, int] = {}
         self.in_flight_by_tp: dict[TopicPartition, int] = {}
         self.in_flight_total = 0
         # Partitions with a batch waiting for retry: not drained until nothing is in flight.
@@ -139,20 +111,12 @@ class Sender:
         self.resequence: set[TopicPartition] = set()
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self.acked_next.clear
-        self._identity_epoch = (-1, -1)
-        self._identity_error: BaseException | None = None
         self._tasks = TaskSupervisor("producer-sender", self._task_failed)
         self._add_task: asyncio.Task[None] | None = None
         self._rotation = 0
         self._eager = False  # inside send_now(): answers read there do not start another one
-        self._flights: set[_Flight] = set()  # requests made and not yet answered
-        # Per broker, the requests that could not be written at once (no open connection, no
-        # free slot, socket not taking data), in drain order; one writer task per broker writes
-        # them.  A new request is written directly only while its broker's queue is empty, so
-        # requests leave in drain order whatever the loop's scheduling: the sequence numbers of
-        # an idempotent partition must reach the broker in order.
-        self._unwritten: dict[int, deque[_Unwritten]] = {}
-        self._writers: dict[int, asyncio.Task[Any]] = {}
+        self._flights: set[Flight] = set()  # requests made and not yet answered
+        self._sinks: dict[int, BrokerSink] = {}  # by broker node id
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -167,43 +131,41 @@ class Sender:
         # Requests still out or queued: nobody will hear their answers (a late one is ignored).
         for flight in list(self._flights):
             self._settle(flight)
-        self._unwritten.clear()
-        self._writers.clear()
+        for sink in self._sinks.values():
+            sink.clear()
 
-    def _task_failed(self, name: str, exc: BaseException) -> None:
+    def _task_failed(self, key: Any, exc: BaseException) -> None:
         """A task ended without stop(): restart what others depend on, never let it vanish."""
         if self.closing:
             return
-        if name == "sender":
+        if key == "sender":
             log.error("producer sender loop failed; restarting it", exc_info=exc)
             self._tasks.restart("sender", self._run)
-        elif name.startswith("writer-"):
-            # Its queued requests have no timer of their own: without a writer they would wait
-            # forever.  The restarted writer takes the queue up where it stopped.
-            node = int(name[len("writer-") :])
-            log.error("producer writer for broker %d failed; restarting it", node, exc_info=exc)
-            restarted = None
-            if self._unwritten.get(node):
-                restarted = self._tasks.restart(name, functools.partial(self._write_queued, node))
-            if restarted is not None:
-                self._writers[node] = restarted
-            else:
-                self._writers.pop(node, None)
+        elif isinstance(key, tuple) and key[0] == "writer":
+            self._sinks[key[1]].writer_failed(exc)
         else:
             # init-producer-id and add-partitions are started again by the next pass.
-            log.error("producer task %s failed", name, exc_info=exc)
+            log.error("producer task %s failed", key, exc_info=exc)
         self.wakeup.set()
+
+    def _sink(self, node: int) -> BrokerSink:
+        sink = self._sinks.get(node)
+        if sink is None:
+            sink = self._sinks[node] = BrokerSink(
+                node,
+                self.cluster,
+                self._tasks,
+                self._produce_request,
+                max_in_flight=self.max_in_flight,
+                request_timeout_ms=self.request_timeout_ms,
+            )
+        return sink
 
     async def wait_add_partitions(self) -> None:
         """Wait until no AddPartitionsToTxn request is under way."""
         task = self._add_task
         if task is not None and not task.done():
             await asyncio.wait([task])
-
-    @property
-    def identity_error(self) -> BaseException | None:
-        """The last error of InitProducerId, if the producer has no id because of it."""
-        return self._identity_error
 
     # ---------------------------------------------------------------- the loop
 
@@ -328,12 +290,13 @@ class Sender:
         for node, ready in by_node.items():
             # Several requests when max_request_size cuts one short (large batches), as long
             # as the broker's in-flight limit allows.
-            while ready and self.in_flight_by_node.get(node, 0) < self.max_in_flight:
-                ready = self._send_to(node, ready)
+            sink = self._sink(node)
+            while ready and sink.has_room():
+                ready = self._send_to(sink, ready)
         # Expiry is checked again by the next pass that anything wakes.
         return next_due
 
-    def _send_to(self, node: int, ready: list[ProducerBatch]) -> list[ProducerBatch]:
+    def _send_to(self, sink: BrokerSink, ready: list[ProducerBatch]) -> list[ProducerBatch]:
         """Send one request with as many of ``ready`` as fit; returns the batches left over."""
         batches: list[ProducerBatch] = []
         size = 0
@@ -362,30 +325,11 @@ class Sender:
                 batch.encode(txn.producer_id, txn.producer_epoch, sequence)
             self.in_flight_by_tp[batch.tp] = self.in_flight_by_tp.get(batch.tp, 0) + 1
             batches.append(batch)
-        self.in_flight_by_node[node] = self.in_flight_by_node.get(node, 0) + 1
         self.in_flight_total += 1
-        flight = _Flight(self, node, batches)
+        flight = Flight(self, sink, batches)
         self._flights.add(flight)
-        prepared: _Prepared | None = None
-        failure: Exception | None = None
-        if not self._unwritten.get(node):
-            try:
-                prepared = self._write_now(flight)
-            except Exception as exc:  # handled by the writer, in its turn
-                failure = exc
-            if flight.connection is not None:
-                return left  # written: the answer comes to the flight
-        self._queue_unwritten(node, (flight, prepared, failure))
+        sink.submit(flight)
         return left
-
-    def _queue_unwritten(self, node: int, item: _Unwritten) -> None:
-        queue = self._unwritten.get(node)
-        if queue is None:
-            queue = self._unwritten[node] = deque()
-        queue.append(item)
-        writer = self._writers.get(node)
-        if writer is None or writer.done():
-            self._writers[node] = self._tasks.start(f"writer-{node}", self._write_queued(node))
 
     def send_now(self) -> None:
         """Handle answers already received, then drain and write what is ready, before returning.
@@ -407,53 +351,7 @@ class Sender:
         finally:
             self._eager = False
 
-    def _write_now(self, flight: _Flight) -> _Prepared | None:
-        """Write ``flight``'s request if its connection is open and has a free slot.
-
-        Sets ``flight.connection`` when written; otherwise returns the request (if the
-        connection is open, so that it could be built) for the writer to send.
-        """
-        broker = self.cluster.metadata.brokers.get(flight.node)
-        if broker is None:
-            return None
-        connection = self.cluster.pool.cached(broker.host, broker.port, "produce")
-        if connection is None:
-            return None
-        request, version = self._produce_request(flight, connection)
-        if connection.try_submit(request, version, flight, timeout_ms=self.request_timeout_ms):
-            flight.connection = connection
-            return None
-        return connection, request, version  # no free slot: the writer waits for one
-
-    # ---------------------------------------------------------------- requests
-
-    async def _write_queued(self, node: int) -> None:
-        """Write the queued requests of broker ``node``, in order, as connection and slots allow."""
-        queue = self._unwritten[node]
-        while queue:
-            flight, prepared, failure = queue[0]
-            error: Exception | None = None
-            try:
-                if failure is not None:
-                    raise failure
-                if prepared is None:
-                    connection = await self.cluster.connection(node, purpose="produce")
-                    request, version = self._produce_request(flight, connection)
-                else:
-                    connection, request, version = prepared
-                await connection.submit(
-                    request, version, flight, timeout_ms=self.request_timeout_ms
-                )
-                flight.connection = connection
-            except asyncio.CancelledError:
-                raise  # stopping: stop() settles the queued flights
-            except Exception as exc:
-                error = exc
-            queue.popleft()  # only now may a later request be written directly
-            if error is not None:
-                self._answered(flight, None, error)
-
-    def _answered(self, flight: _Flight, response: Any, error: BaseException | None) -> None:
+    def _answered(self, flight: Flight, response: Any, error: BaseException | None) -> None:
         """A Produce request's outcome: its answer, or why there is none."""
         if flight.done:
             return  # settled by stop() already
@@ -488,20 +386,20 @@ class Sender:
             # before the coroutines this answer woke up (maybe thousands) take their turn.
             self.send_now()
 
-    def _settle(self, flight: _Flight) -> None:
+    def _settle(self, flight: Flight) -> None:
         """The request is over (answered, or abandoned while stopping): free its counts."""
         if flight.done:
             return
         flight.done = True
         self._flights.discard(flight)
-        self.in_flight_by_node[flight.node] -= 1
+        flight.sink.settled()
         self.in_flight_total -= 1
         for batch in flight.batches:
             if batch.in_flight:  # not answered (stopping): nothing will answer for it any more
                 batch.in_flight = False
                 self._done_in_flight(batch)
 
-    def _produce_request(self, flight: _Flight, connection: Any) -> tuple[ProduceRequest, int]:
+    def _produce_request(self, flight: Flight, connection: Any) -> tuple[ProduceRequest, int]:
         """The Produce request carrying the flight's batches (each counts one more attempt)."""
         node, batches = flight.node, flight.batches
         magic = batches[0].magic
@@ -697,7 +595,8 @@ class Sender:
             batch.fail(fenced)
             self.accumulator.release(batch)
             return
-        retriable = exc.retriable
+        action = errors.action_of(exc)
+        retriable = action.retriable
         if self.idempotent and isinstance(exc, _SEQUENCE_ERRORS):
             same_identity = (
                 batch.producer_id == txn.producer_id and batch.producer_epoch == txn.producer_epoch
@@ -711,7 +610,7 @@ class Sender:
                     return
                 txn.request_bump(f"{exc} on {tp.topic}-{tp.partition}")
             retriable = True  # an earlier batch failed, or the epoch changes: resend in order
-        if getattr(exc, "invalid_metadata", False):
+        if action is errors.ErrorAction.REFRESH_METADATA:
             self.cluster.request_update()
         now = time.monotonic()
         if (
@@ -750,7 +649,6 @@ class Sender:
     async def _init_producer_id(self) -> None:
         try:
             await self.txn.init_producer_id()
-            self._identity_error = None
             self._restart_sequences()
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
@@ -760,7 +658,6 @@ class Sender:
                 self.txn.set_fatal(exc)
                 return
             # Retried by the next pass, after a pause so a dead cluster is not hammered.
-            self._identity_error = exc
             log.warning("InitProducerId failed: %s", exc)
             await asyncio.sleep(self.retry_backoff)
         finally:

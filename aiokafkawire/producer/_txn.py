@@ -15,15 +15,15 @@ transaction never mixes the two.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._fsm import TransitionTable
+from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -59,11 +59,6 @@ FENCING_ERRORS: tuple[type[errors.KafkaError], ...] = (
     errors.InvalidProducerEpochError,
     errors.TransactionCoordinatorFencedError,
 )
-_COORDINATOR_ERRORS = (
-    errors.NotCoordinatorError,
-    errors.CoordinatorNotAvailableError,
-    errors.CoordinatorLoadInProgressError,
-)
 
 
 class TxnState(enum.Enum):
@@ -78,6 +73,44 @@ class TxnState(enum.Enum):
     FATAL_ERROR = "fatal_error"
 
 
+class TxnEvent(enum.Enum):
+    """What moves a producer from one :class:`TxnState` to the next."""
+
+    GOT_PRODUCER_ID = "got_producer_id"  # InitProducerId answered (a new id or epoch)
+    BEGIN = "begin"  # begin_transaction()
+    COMMIT = "commit"  # commit_transaction() is about to send EndTxn
+    ABORT = "abort"  # abort_transaction() starts
+    ENDED = "ended"  # EndTxn answered (or nothing to end)
+    FAILED = "failed"  # a batch or request of the transaction failed for good
+    FATAL = "fatal"  # fenced, or an error after which nothing can be sent
+
+
+_S, _E = TxnState, TxnEvent
+#: Every legal transition of the transaction state machine; anything else is a bug of ours
+#: (InvalidTransitionError).  A failure outside a transaction's open or committing phase
+#: changes nothing: the abort under way, or the next begin, deals with it.
+TRANSACTION_STATES: TransitionTable[TxnState, TxnEvent] = TransitionTable.from_rows(
+    "transaction",
+    [
+        (_S.UNINITIALIZED, _E.GOT_PRODUCER_ID, _S.READY),
+        (_S.READY, _E.GOT_PRODUCER_ID, _S.READY),  # an epoch bump after an abort
+        (_S.ABORTABLE_ERROR, _E.GOT_PRODUCER_ID, _S.READY),
+        (_S.FATAL_ERROR, _E.GOT_PRODUCER_ID, _S.FATAL_ERROR),  # answered after the fatal error
+        (_S.READY, _E.BEGIN, _S.IN_TRANSACTION),
+        (_S.IN_TRANSACTION, _E.COMMIT, _S.COMMITTING),
+        (_S.IN_TRANSACTION, _E.ABORT, _S.ABORTING),
+        (_S.ABORTABLE_ERROR, _E.ABORT, _S.ABORTING),
+        (_S.COMMITTING, _E.ENDED, _S.READY),
+        (_S.ABORTING, _E.ENDED, _S.READY),
+        (_S.IN_TRANSACTION, _E.FAILED, _S.ABORTABLE_ERROR),
+        (_S.COMMITTING, _E.FAILED, _S.ABORTABLE_ERROR),
+        *((state, _E.FAILED, state) for state in (_S.UNINITIALIZED, _S.READY, _S.ABORTING)),
+        *((state, _E.FAILED, state) for state in (_S.ABORTABLE_ERROR, _S.FATAL_ERROR)),
+        *((state, _E.FATAL, _S.FATAL_ERROR) for state in TxnState),
+    ],
+)
+
+
 def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
     """The typed error raised to the user when another producer took over our identity."""
     exc = errors.ProducerFencedClientError(
@@ -87,7 +120,7 @@ def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
     return exc
 
 
-class TransactionManager:
+class TransactionManager:  # long: identity and every transactional request share its state
     """Producer id, epoch, per-partition sequences and the transaction state machine."""
 
     def __init__(
@@ -143,44 +176,60 @@ class TransactionManager:
             log.info("producer %d: epoch bump needed (%s)", self.producer_id, reason)
         self.bump_needed = True
 
+    def _move(self, event: TxnEvent) -> None:
+        """The one place the state changes: by ``event``, as TRANSACTION_STATES declares."""
+        self.state = TRANSACTION_STATES.next(self.state, event)
+
     def set_fatal(self, exc: BaseException) -> None:
         """Enter the fatal state: every later operation raises ``exc``."""
         if self.fatal is None:
             self.fatal = exc
-        self.state = TxnState.FATAL_ERROR
+        self._move(TxnEvent.FATAL)
 
     async def init_producer_id(self) -> None:
         """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
-        deadline = time.monotonic() + max(self.request_timeout_ms / 1000, 1.0) * 2
-        backoff = self.retry_backoff
         bump = self.bump_needed and self.producer_id >= 0
-        while True:
-            try:
-                response = await self._send_init(bump)
-                code = response.error_code
-                if code == 0:
-                    break
-                error = errors.error_for_code(code)
-                if bump and self.transactional_id is None and not error.retriable:
+
+        async def attempt() -> Any:
+            nonlocal bump
+            response = await self._send_init(bump)
+            code = response.error_code
+            if code and bump and self.transactional_id is None:
+                if not errors.error_for_code(code).retriable:
                     # The broker cannot bump this id (librdkafka's mock, older brokers): an
                     # idempotent producer may just as well start over with a fresh id.
-                    log.debug("epoch bump refused (%s); asking for a new producer id", error.name)
+                    log.debug("epoch bump refused (%s); asking for a new producer id", code)
                     bump = False
-                    continue
-                if issubclass(error, _COORDINATOR_ERRORS) and self.transactional_id:
-                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                elif issubclass(error, FENCING_ERRORS):
+                    response = await self._send_init(bump)
+                    code = response.error_code
+            if code:
+                error = errors.error_for_code(code)
+                if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("InitProducerId"))
-                elif not (error.retriable or issubclass(error, errors.ConcurrentTransactionsError)):
-                    raise error("InitProducerId failed")
-                last: Exception = error("InitProducerId")
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                last = exc
-            if time.monotonic() + backoff > deadline:
-                raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {last}") from last
-            log.debug("InitProducerId: %s; retrying", last)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
+                raise error("InitProducerId failed")
+            return response
+
+        def should_retry(exc: BaseException) -> bool:
+            return isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)) or (
+                isinstance(exc, errors.KafkaError)
+                and not isinstance(exc, errors.ProducerFencedClientError)
+                and (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError))
+            )
+
+        try:
+            response = await retry(
+                attempt,
+                should_retry=should_retry,
+                deadline=Deadline.after(max(self.request_timeout_ms / 1000, 1.0) * 2),
+                backoff=Backoff(self.retry_backoff * 1000, 1000),
+                what="InitProducerId",
+                on_retry=self._forget_coordinator_after,
+            )
+        except errors.KafkaError as exc:
+            if not should_retry(exc):
+                raise
+            self._forget_coordinator_after(exc)
+            raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {exc}") from exc
         if (
             response.producer_id != self.producer_id
             or response.producer_epoch != self.producer_epoch
@@ -189,8 +238,7 @@ class TransactionManager:
         self.producer_id = response.producer_id
         self.producer_epoch = response.producer_epoch
         self.bump_needed = False
-        if self.state in (TxnState.UNINITIALIZED, TxnState.ABORTABLE_ERROR):
-            self.state = TxnState.READY
+        self._move(TxnEvent.GOT_PRODUCER_ID)
         if self.transactional_id is not None and self.state == TxnState.READY:
             await self._choose_transaction_version()
         log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
@@ -264,7 +312,7 @@ class TransactionManager:
         self.pending_partitions.clear()
         self.offsets_added = False
         self.abortable = None
-        self.state = TxnState.IN_TRANSACTION
+        self._move(TxnEvent.BEGIN)
 
     def _require_transactional(self, operation: str) -> None:
         if not self.transactional:
@@ -279,7 +327,15 @@ class TransactionManager:
         """A batch or request of this transaction failed: only abort is possible now."""
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.abortable = exc
-            self.state = TxnState.ABORTABLE_ERROR
+        self._move(TxnEvent.FAILED)
+
+    def start_commit(self) -> None:
+        """commit_transaction() has delivered the records and sends EndTxn next."""
+        self._move(TxnEvent.COMMIT)
+
+    def start_abort(self) -> None:
+        """abort_transaction() starts: queued records are dropped, then EndTxn."""
+        self._move(TxnEvent.ABORT)
 
     async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable.
@@ -319,7 +375,7 @@ class TransactionManager:
                 error = errors.error_for_code(code)
                 if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("AddPartitionsToTxn"))
-                if issubclass(error, _COORDINATOR_ERRORS):
+                if issubclass(error, errors.COORDINATOR_ERRORS):
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
                     retry = True
                 elif error.retriable or issubclass(
@@ -350,26 +406,38 @@ class TransactionManager:
             self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
             raise
 
+    def _forget_coordinator_after(self, exc: BaseException) -> None:
+        """After a coordinator error, look the transaction coordinator up again."""
+        if isinstance(exc, errors.COORDINATOR_ERRORS) and self.transactional_id is not None:
+            self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
+
     async def _retrying(self, operation: str, attempt: Any) -> Any:
         """Run ``attempt()`` until it returns, retrying retriable and coordinator errors."""
         assert self.transactional_id is not None
-        deadline = time.monotonic() + self.request_timeout_ms / 1000
-        backoff = min(self.retry_backoff, 0.02)
-        while True:
-            try:
-                return await attempt()
-            except errors.KafkaError as exc:
-                if isinstance(exc, FENCING_ERRORS):
-                    raise fenced_error(exc) from exc
-                if isinstance(exc, _COORDINATOR_ERRORS):
-                    self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                elif not (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError)):
-                    raise
-                if time.monotonic() + backoff > deadline:
-                    raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
-                log.debug("%s: %s; retrying", operation, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 0.5)
+
+        def should_retry(exc: BaseException) -> bool:
+            return isinstance(exc, errors.KafkaError) and (
+                isinstance(exc, errors.COORDINATOR_ERRORS)
+                or (not isinstance(exc, FENCING_ERRORS) and exc.retriable)
+                or isinstance(exc, errors.ConcurrentTransactionsError)
+            )
+
+        try:
+            return await retry(
+                attempt,
+                should_retry=should_retry,
+                deadline=Deadline.after_ms(self.request_timeout_ms),
+                backoff=Backoff(min(self.retry_backoff * 1000, 20), 500),
+                what=operation,
+                on_retry=self._forget_coordinator_after,
+            )
+        except errors.KafkaError as exc:
+            if isinstance(exc, FENCING_ERRORS):
+                raise fenced_error(exc) from exc
+            if not should_retry(exc):
+                raise
+            self._forget_coordinator_after(exc)
+            raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
 
     async def end_transaction(self, commit: bool) -> None:
         """EndTxn (retried) when the coordinator knows of the transaction; then READY."""
@@ -400,7 +468,7 @@ class TransactionManager:
         self.pending_partitions.clear()
         self.offsets_added = False
         self.abortable = None
-        self.state = TxnState.READY
+        self._move(TxnEvent.ENDED)
         if not self.bump_needed:
             await self._choose_transaction_version()
 
@@ -444,7 +512,7 @@ class TransactionManager:
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
-    ) -> None:
+    ) -> None:  # long: two requests (v1 and v2 variants) and the answer's per-partition errors
         """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's.
 
         Under transactions v2, TxnOffsetCommit v5 adds the group itself (no AddOffsetsToTxn).
@@ -460,9 +528,7 @@ class TransactionManager:
             )
 
             async def add_offsets() -> None:
-                response = await self._coordinator_request(
-                    add, AddOffsetsToTxnRequest.MAX_VERSION
-                )
+                response = await self._coordinator_request(add, AddOffsetsToTxnRequest.MAX_VERSION)
                 errors.raise_for_code(response.error_code, "AddOffsetsToTxn")
 
             await self._retrying("AddOffsetsToTxn", add_offsets)
@@ -523,7 +589,7 @@ class TransactionManager:
                 for part in topic.partitions:
                     if part.error_code:
                         error = errors.error_for_code(part.error_code)
-                        if issubclass(error, _COORDINATOR_ERRORS):
+                        if issubclass(error, errors.COORDINATOR_ERRORS):
                             self.cluster.invalidate_coordinator(group_id, "group")
                             raise errors.KafkaConnectionError(
                                 f"group coordinator moved: {error.name}"

@@ -15,12 +15,12 @@ the caller's list is in.
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.errors import ConfigError, UnknownTopicError
 
 __all__ = [
@@ -94,14 +94,11 @@ def pure_partition_for_key(key: bytes, partition_count: int) -> int:
 
 
 def _compiled() -> tuple[Callable[[bytes], int], Callable[[bytes, int], int]] | None:
-    """The C versions (same results), unless missing or AIOKAFKAWIRE_PURE_PYTHON is set."""
-    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
+    """The C versions (same results), unless missing or pure Python is forced."""
+    cmurmur2: Any = load_accelerator("aiokafkawire.producer._cmurmur2")
+    if cmurmur2 is None:
         return None
-    try:
-        from aiokafkawire.producer import _cmurmur2  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _cmurmur2.murmur2, _cmurmur2.partition_for_key
+    return cmurmur2.murmur2, cmurmur2.partition_for_key
 
 
 _COMPILED = _compiled()
@@ -135,29 +132,29 @@ class Partitioner(Protocol):
 class _StickyPartitionCache:
     """KIP-480: the current "sticky" partition of each topic, changed only on a new batch."""
 
-    __slots__ = ("_current", "_random", "_retired")
+    __slots__ = ("_random", "_retired", "current")
 
     def __init__(self, rng: random.Random) -> None:
-        self._current: dict[str, int] = {}
+        self.current: dict[str, int] = {}
         # Partition whose batch just completed, to avoid when the topic's next one is picked.
         self._retired: dict[str, int] = {}
         self._random = rng
 
     def partition(self, topic: str, partitions: Sequence[int], available: Sequence[int]) -> int:
-        current = self._current.get(topic)
+        current = self.current.get(topic)
         # A shrunk partition list (topic recreated) invalidates the cached choice.
         if current is None or current >= len(partitions):
             current = self._choose(topic, partitions, available)
         return current
 
     def on_new_batch(self, topic: str, previous_partition: int) -> None:
-        current = self._current.get(topic)
+        current = self.current.get(topic)
         # Only a completed batch of the partition we stick to moves us on: one completed on
         # another partition (keyed records) says nothing about the sticky one.
         if current is not None and current != previous_partition:
             return
         # The hook gets no partition lists, so the choice is made lazily by the next record.
-        self._current.pop(topic, None)
+        self.current.pop(topic, None)
         self._retired[topic] = previous_partition
 
     def _choose(self, topic: str, partitions: Sequence[int], available: Sequence[int]) -> int:
@@ -172,7 +169,7 @@ class _StickyPartitionCache:
             skipped = candidates.index(previous)
             index = self._random.randrange(len(candidates) - 1)
             choice = candidates[index + 1 if index >= skipped else index]
-        self._current[topic] = choice
+        self.current[topic] = choice
         return choice
 
 
@@ -185,6 +182,12 @@ class DefaultPartitioner:
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._sticky = _StickyPartitionCache(rng or random.Random())
+
+    @property
+    def sticky_partitions(self) -> dict[str, int]:
+        """Topic -> its current sticky partition (read only: the accumulator's compiled path
+        reads it to place keyless records; a topic without one goes through :meth:`partition`)."""
+        return self._sticky.current
 
     def partition(
         self,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from time import time as _wall_clock
@@ -36,12 +35,8 @@ from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch, RecordMetadata
 from aiokafkawire.producer._sender import PRODUCE_KEY, Sender
 from aiokafkawire.producer._txn import TransactionManager, TxnState
-from aiokafkawire.producer.partitioner import (
-    DefaultPartitioner,
-    Partitioner,
-    create_partitioner,
-    partition_for_key,
-)
+from aiokafkawire.producer.partitioner import Partitioner, create_partitioner
+from aiokafkawire.protocol.messages import InitProducerIdRequest
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
@@ -66,20 +61,6 @@ _HEADER_OVERHEAD = 10
 Serializer = Callable[[Any], bytes | None]
 # A list of (name, value) pairs, any iterable of them, or a mapping of names to values.
 Headers = Iterable[tuple[str, bytes | None]] | Mapping[str, bytes | None]
-
-
-def _compiled_fast_send() -> Any:
-    """The C ``FastSend`` type, unless missing or AIOKAFKAWIRE_PURE_PYTHON is set."""
-    if os.environ.get("AIOKAFKAWIRE_PURE_PYTHON"):
-        return None
-    try:
-        from aiokafkawire.producer._cproducer import FastSend
-    except ImportError:
-        return None
-    return FastSend
-
-
-_FastSend = _compiled_fast_send()
 
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
@@ -121,6 +102,32 @@ def _header_list(headers: Any) -> list[Any]:
 
 def _bad_header(header: Any) -> NoReturn:
     raise errors.KafkaTypeError(f"each header must be a (str, bytes | None) pair, got {header!r}")
+
+
+def _checked_headers(headers: Any) -> tuple[list[Any], int]:
+    """``headers`` as a list of checked (str, bytes | None) pairs, and the bytes they add."""
+    header_list = headers if type(headers) is list else _header_list(headers)
+    size = 0
+    try:
+        for header_key, header_value in header_list:
+            if type(header_key) is not str:
+                _bad_header((header_key, header_value))
+            if type(header_value) is bytes:
+                size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
+            else:
+                if header_value is not None:
+                    _check_bytes(f"the value of header {header_key!r}", header_value, None)
+                    size += len(header_value)
+                size += len(header_key) + _HEADER_OVERHEAD
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, errors.KafkaError):
+            raise
+        # An item that is not a pair: find it and say so.
+        for header in header_list:
+            if not isinstance(header, (tuple, list)) or len(header) != 2:
+                _bad_header(header)
+        raise
+    return header_list, size
 
 
 def _checked_timestamp(timestamp: Any) -> int:
@@ -228,7 +235,7 @@ def _parse_acks(acks: int | str) -> int:
     raise errors.ConfigError(f"acks must be 0, 1 or 'all' (-1), not {acks!r}")
 
 
-class Producer:
+class Producer:  # long: the public API (send, transactions, batches, metrics) and its checks
     """An asyncio Kafka producer; see the module docstring and :meth:`send`.
 
     Options (besides the common connection options of
@@ -277,7 +284,7 @@ class Producer:
         key_serializer: Serializer | None = None,
         value_serializer: Serializer | None = None,
         **options: Any,
-    ) -> None:
+    ) -> None:  # long: one check per option, in the order of the class docstring
         """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
         common, unknown = split_common_options(options)
         if unknown:
@@ -370,26 +377,19 @@ class Producer:
             buffer_memory=buffer_memory,
             compression_type=int(self.compression_type),
             transactional=transactional_id is not None,
+            partitioner=self.partitioner,
+            max_block_ms=max_block_ms,
         )
         self._sender: Sender | None = None
         self._txn: TransactionManager | None = None
-        self._partition_cache: dict[str, tuple[list[int], list[int]]] = {}
-        self._cached_metadata: Any = None
         self._started = False
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
         self._max_record_size = min(max_request_size, buffer_memory)
-        self._batches = self._accumulator.batches  # the same dict for the producer's life
-        self._choose_partition = self.partitioner.partition
-        # The default partitioner's keyed choice is a pure function: call it without the
-        # partitioner's own frame on the hot path.
-        self._keyed_partition = (
-            partition_for_key if type(self.partitioner) is DefaultPartitioner else None
-        )
         self._send_checks = True
         self._send_rate = Rate()
-        # The C fast path of send (see _install_fast_send); None: always the Python path.
-        self._fast_send: Callable[..., DeliveryHandle | None] | None = None
+        # The accumulator's compiled common case (see _install_fast_append); None: Python only.
+        self._fast_append: Callable[..., DeliveryHandle | None] | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -411,19 +411,17 @@ class Producer:
             if not versions.supports(PRODUCE_KEY):
                 raise errors.UnsupportedVersionForBrokerError("the broker does not support Produce")
             produce_version = versions.version_for(PRODUCE_KEY)
-            self._accumulator.magic = (
-                2 if produce_version >= 3 else 1 if produce_version == 2 else 0
-            )
-            if self._accumulator.magic < 2 and self.compression_type == CompressionType.ZSTD:
+            magic = 2 if produce_version >= 3 else 1 if produce_version == 2 else 0
+            if magic < 2 and self.compression_type == CompressionType.ZSTD:
                 raise errors.ConfigError("zstd compression needs a broker with Produce v7+")
-            if self.idempotent and self._accumulator.magic < 2:
+            if self.idempotent and magic < 2:
                 if self._idempotence_setting:
                     raise errors.ConfigError(
                         "enable_idempotence needs Produce v3+ (Kafka 0.11+); "
                         f"the broker speaks v{produce_version}"
                     )
                 self.idempotent = False
-            if self.idempotent and not versions.supports(22):  # InitProducerId
+            if self.idempotent and not versions.supports(InitProducerIdRequest.API_KEY):
                 if self._idempotence_setting:
                     raise errors.ConfigError("enable_idempotence needs InitProducerId support")
                 self.idempotent = False
@@ -434,7 +432,7 @@ class Producer:
                 request_timeout_ms=self.config.request_timeout_ms,
                 retry_backoff_ms=self.config.retry_backoff_ms,
             )
-            self._txn_state = txn
+            self._accumulator.start(cluster, txn, magic)
             if self.transactional_id is not None:
                 await txn.init_producer_id()
             max_in_flight = self.config.max_in_flight_requests_per_connection
@@ -458,7 +456,7 @@ class Producer:
             raise
         self._started = True
         self._update_send_checks()
-        self._install_fast_send()
+        self._install_fast_append()
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
@@ -472,7 +470,7 @@ class Producer:
         self._closing = asyncio.get_running_loop().create_future()
         self._closed = True
         self._update_send_checks()
-        self._fast_send = None
+        self._fast_append = None
         self._accumulator.close()
         try:
             if self._started and flush and self._sender is not None:
@@ -518,18 +516,20 @@ class Producer:
         :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
         ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``.
         """
-        fast_send = self._fast_send
-        if fast_send is not None:
+        fast_append = self._fast_append
+        if fast_append is not None:
             # The common case in one C call; None means "take the Python path below",
             # which is complete on its own (the C code returns None before any side effect).
-            handle = fast_send(topic, value, key, partition, timestamp, headers)
+            handle = fast_append(topic, value, key, partition, timestamp, headers)
             if handle is not None:
                 return handle
         if self._send_checks:
             # Rare cases kept off the hot path: not started, closed, serializers, transactions.
             key, value = self._check_send(key, value)
-        elif self._txn_state.fatal is not None:
-            raise self._txn_state.fatal
+        else:
+            fatal = self._txn.fatal  # type: ignore[union-attr]  # started: _send_checks is off
+            if fatal is not None:
+                raise fatal
         size = _RECORD_OVERHEAD
         # Types are checked before anything changes (a builder that failed half-way would
         # leave a broken batch); exact bytes pass with one comparison each.
@@ -546,27 +546,8 @@ class Producer:
         if headers is None:
             header_list = None
         else:
-            header_list = headers if type(headers) is list else _header_list(headers)
-        if header_list:
-            try:
-                for header_key, header_value in header_list:
-                    if type(header_key) is not str:
-                        _bad_header((header_key, header_value))
-                    if type(header_value) is bytes:
-                        size += len(header_key) + len(header_value) + _HEADER_OVERHEAD
-                    else:
-                        if header_value is not None:
-                            _check_bytes(f"the value of header {header_key!r}", header_value, None)
-                            size += len(header_value)
-                        size += len(header_key) + _HEADER_OVERHEAD
-            except (TypeError, ValueError) as exc:
-                if isinstance(exc, errors.KafkaError):
-                    raise
-                # An item that is not a pair: find it and say so.
-                for header in header_list:
-                    if not isinstance(header, (tuple, list)) or len(header) != 2:
-                        _bad_header(header)
-                raise
+            header_list, header_size = _checked_headers(headers)
+            size += header_size
         if size > self._max_record_size:
             raise errors.RecordTooLargeError(
                 f"the record is about {size} bytes, more than max_request_size "
@@ -576,48 +557,8 @@ class Producer:
             timestamp = int(_wall_clock() * 1000)
         elif type(timestamp) is not int:
             timestamp = _checked_timestamp(timestamp)
-        metadata = self._cluster.metadata  # type: ignore[union-attr]
-        if metadata is not self._cached_metadata:
-            self._partition_cache.clear()
-            self._cached_metadata = metadata
-        cached = self._partition_cache.get(topic)
-        if cached is None:
-            cached = await self._partitions_of(topic)
-        all_partitions, available = cached
-        explicit = partition is not None
-        if partition is None:
-            if key is not None and self._keyed_partition is not None:
-                partition = self._keyed_partition(key, len(all_partitions))
-            else:
-                partition = self._choose_partition(topic, key, all_partitions, available)
-        elif type(partition) is not int or not 0 <= partition < len(all_partitions):
-            if not isinstance(partition, int) or isinstance(partition, bool):
-                raise errors.KafkaTypeError(
-                    f"partition must be an int or None, got {type(partition).__name__}"
-                )
-            raise errors.ConfigError(
-                f"topic {topic!r} has {len(all_partitions)} partitions; {partition} is not one"
-            )
-        queue = self._batches.get((topic, partition))  # type: ignore[call-overload]
-        if queue:
-            batch = queue[-1]
-            if not batch.closed:
-                index = batch.count
-                builder = batch.builder
-                if builder.append(timestamp, key, value, header_list) or (
-                    self._accumulator.grow(batch, size)
-                    and builder.append(timestamp, key, value, header_list)
-                ):
-                    batch.count = index + 1
-                    return DeliveryHandle(batch, index, timestamp)
-                batch.full = True
-                if not explicit:
-                    # KIP-480: as in the Java client, the partitioner hears of every new batch it
-                    # caused (a sticky one then moves on; a keyed choice stays where it is).
-                    self.partitioner.on_new_batch(topic, partition)
-                    partition = self._choose_partition(topic, key, all_partitions, available)
-        return await self._append_new_batch(
-            TopicPartition(topic, partition), timestamp, key, value, header_list, size
+        return await self._accumulator.append(
+            topic, partition, timestamp, key, value, header_list, size
         )
 
     def _check_send(self, key: Any, value: Any) -> tuple[Any, Any]:
@@ -635,34 +576,18 @@ class Producer:
             value = self.value_serializer(value)
         return key, value
 
-    def _install_fast_send(self, fast_send_type: Any = None) -> None:
-        """Use the C fast path of :meth:`send` (default partitioner only)."""
-        fast_send_type = fast_send_type or _FastSend
-        partitioner = self.partitioner
+    def _install_fast_append(self) -> None:
+        """Use the accumulator's compiled common case in :meth:`send` where it can apply."""
         if (
-            fast_send_type is None
-            or type(partitioner) is not DefaultPartitioner
             # These keep the Python checks of send on for good: the C path would only decline.
-            or self.key_serializer is not None
+            self.key_serializer is not None
             or self.value_serializer is not None
             or self.transactional_id is not None
         ):
             return
-        self._fast_send = fast_send_type(
-            producer=self,
-            batches=self._batches,
-            partition_cache=self._partition_cache,
-            cluster=self._cluster,
-            txn=self._txn_state,
-            keyed=partition_for_key,
-            # Keyless records go to the sticky partition the partitioner chose (read only).
-            sticky=partitioner._sticky._current,
-            clock=_wall_clock,
-            batch_type=ProducerBatch,
-            handle_type=DeliveryHandle,
-            max_record_size=self._max_record_size,
-            overhead=_RECORD_OVERHEAD,
-        ).send
+        self._fast_append = self._accumulator.fast_path(
+            _wall_clock, self._max_record_size, _RECORD_OVERHEAD
+        )
 
     def _update_send_checks(self) -> None:
         self._send_checks = (
@@ -672,64 +597,6 @@ class Producer:
             or self.value_serializer is not None
             or self.transactional_id is not None
         )
-
-    async def _append_new_batch(
-        self,
-        tp: TopicPartition,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes | None]] | None,
-        size: int,
-    ) -> DeliveryHandle:
-        accumulator = self._accumulator
-        reserve = accumulator.initial_reservation(size)
-        if accumulator.available < reserve:
-            await accumulator.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
-        else:
-            accumulator.available -= reserve
-        queue = accumulator.batches.get(tp)
-        if queue:
-            # Another send may have opened a batch for this partition while we waited.
-            batch = queue[-1]
-            if not batch.closed:
-                index = batch.count
-                if batch.builder.append(timestamp, key, value, headers):
-                    accumulator.available += reserve
-                    batch.count = index + 1
-                    return DeliveryHandle(batch, index, timestamp)
-                batch.full = True
-        txn = self._txn
-        assert txn is not None
-        if txn.transactional:
-            txn.maybe_add_partition(tp)
-        batch = accumulator.new_batch(tp, reserve, time.monotonic())
-        batch.builder.append(timestamp, key, value, headers)
-        batch.count = 1
-        sender = self._sender
-        assert sender is not None
-        sender.wakeup.set()
-        handle = DeliveryHandle(batch, 0, timestamp)
-        if len(accumulator.batches[tp]) > 1:
-            # A full batch is waiting: write it now, then give the loop a turn (answers, other
-            # tasks), so that a tight send loop overlaps with the network instead of buffering
-            # everything first.
-            sender.send_now()
-            await asyncio.sleep(0)
-        return handle
-
-    async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
-        if type(topic) is not str or not topic:
-            raise errors.KafkaTypeError(f"topic must be a non-empty str, got {topic!r}")
-        cluster = self._cluster
-        assert cluster is not None
-        info = cluster.metadata.topics.get(topic)
-        if info is None or info.error_code or not info.partitions:
-            info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
-        entry = (info.partition_ids, info.available_partitions)
-        if cluster.metadata is self._cached_metadata:
-            self._partition_cache[topic] = entry
-        return entry
 
     async def send_and_wait(
         self,
@@ -745,11 +612,8 @@ class Producer:
         handle = await self.send(
             topic, value, key, partition=partition, timestamp=timestamp, headers=headers
         )
-        if not handle.done():
-            # Nobody else will add to this batch soon enough to be worth the linger.
-            handle._batch.full = True
-            assert self._sender is not None
-            self._sender.wakeup.set()
+        # Nobody else will add to this batch soon enough to be worth the linger.
+        self._accumulator.flush_batch_of(handle)
         return await handle
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -856,7 +720,7 @@ class Producer:
             raise errors.IllegalStateError(
                 f"the transaction cannot commit, abort it: {cause}"
             ) from cause
-        txn.state = TxnState.COMMITTING
+        txn.start_commit()
         try:
             await txn.end_transaction(commit=True)
         except errors.ProducerFencedClientError as exc:
@@ -873,7 +737,7 @@ class Producer:
             raise errors.IllegalStateError(f"no transaction to abort (state {txn.state.value})")
         sender = self._sender
         assert sender is not None
-        txn.state = TxnState.ABORTING
+        txn.start_abort()
         self._accumulator.abort_queued(
             errors.TransactionAbortedError("its transaction was aborted before the record was sent")
         )
@@ -988,9 +852,7 @@ class Producer:
             for key, value, timestamp, headers in batch.records
         ]
         if handles:
-            handles[-1]._batch.full = True  # nothing more is coming for it: no linger
-            assert self._sender is not None
-            self._sender.wakeup.set()
+            self._accumulator.flush_batch_of(handles[-1])  # nothing more is coming: no linger
         return asyncio.ensure_future(_first_metadata(handles, topic, partition))
 
     # ---------------------------------------------------------------- introspection
@@ -1030,7 +892,7 @@ class Producer:
     @property
     def buffered_bytes(self) -> int:
         """Bytes of ``buffer_memory`` held by undelivered batches."""
-        return self._accumulator.buffer_memory - self._accumulator.available
+        return self._accumulator.used
 
     @property
     def record_format(self) -> int:

@@ -1,16 +1,15 @@
-"""DeliveryHandle on both paths: the Python class, and the C type outside the cyclic GC.
+"""DeliveryHandle on both paths: over the C base type (outside the cyclic GC), and pure Python.
 
-With the extension built, ``DeliveryHandle`` is a C type carrying the Python class's methods
-(``_batch._untracked_handle_class``); the same expectations run with ``AIOKAFKAWIRE_PURE_PYTHON=1``
-against the Python class.  No broker: batches are resolved by hand, so every outcome (pending,
-delivered, log append time, acks=0, failed) is reached exactly.
+With the extension built, ``DeliveryHandle`` subclasses ``_cproducer.HandleCore`` (the fields
+and a C ``__await__`` for delivered records); the same expectations run with
+``AIOKAFKAWIRE_PURE_PYTHON=1`` over the pure-Python base.  No broker: batches are resolved by
+hand, so every outcome (pending, delivered, log append time, acks=0, failed) is reached exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
 from typing import Any
 
@@ -18,17 +17,14 @@ import pytest
 
 from aiokafkawire import errors
 from aiokafkawire.producer import RecordMetadata
+from aiokafkawire.producer import _batch as batch_module
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.structs import TopicPartition
 
-try:
-    from aiokafkawire.producer._cproducer import untracked_handle_type
-except ImportError:
-    untracked_handle_type = None
+_accelerator = batch_module._accelerator
 
 needs_extension = pytest.mark.skipif(
-    untracked_handle_type is None or bool(os.environ.get("AIOKAFKAWIRE_PURE_PYTHON")),
-    reason="the C handle type is not built or not in use",
+    _accelerator is None, reason="the C handle type is not built or not in use"
 )
 
 
@@ -95,7 +91,9 @@ async def test_the_active_handle_behaves_like_the_python_class() -> None:
 
 @needs_extension
 async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class() -> None:
-    assert untracked_handle_type is not None
+    assert _accelerator is not None
+    assert issubclass(DeliveryHandle, _accelerator.HandleCore)
+    assert issubclass(ProducerBatch, _accelerator.BatchCore)
     loop = asyncio.get_running_loop()
     handle = DeliveryHandle(_batch_for(loop), 0, 1)
     assert not gc.is_tracked(handle)
@@ -106,9 +104,9 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     with pytest.raises(TypeError):
         DeliveryHandle(handle._batch, 0)
     with pytest.raises(TypeError):
-        untracked_handle_type(dict, ProducerBatch)  # type: ignore[arg-type]
+        DeliveryHandle(object(), 0, 1)  # not a batch
     with pytest.raises(TypeError):
-        untracked_handle_type(RecordMetadata, dict)  # not a slotted batch class
+        _accelerator.set_metadata_type(dict)  # not a tuple type
     # References: awaiting many delivered handles leaks nothing.
     batch = _batch_for(loop)
     batch.complete(0, -1)
@@ -128,3 +126,26 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     # A pending handle's __await__ is the Python generator, suspended on the batch's future.
     pending = DeliveryHandle(_batch_for(loop), 0, 1)
     assert hasattr(pending.__await__(), "gi_frame")
+
+
+async def test_a_built_batch_takes_new_producer_fields_without_re_encoding() -> None:
+    from aiokafkawire.protocol.records import RecordBatchBuilder, iter_batches
+
+    loop = asyncio.get_running_loop()
+    builder = RecordBatchBuilder(2, batch_size=1 << 16)
+    for i in range(3):
+        assert builder.append(1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i)
+    batch = ProducerBatch(TopicPartition("t", 0), builder, 2, loop.create_future(), 0.0, 1, 0)
+    batch.count = 3
+    first = batch.encode(7, 1, 0)
+    assert batch.encode(7, 1, 0) is first  # unchanged fields: the same bytes
+    renumbered = batch.encode(7, 2, 40)
+    assert len(renumbered) == len(first) and renumbered != first
+    for payload, (pid, epoch, sequence) in ((first, (7, 1, 0)), (renumbered, (7, 2, 40))):
+        [parsed] = list(iter_batches(payload, check_crcs=True))  # the CRC was recomputed
+        assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (
+            pid,
+            epoch,
+            sequence,
+        )
+        assert [r.value for r in parsed] == [b"v0", b"v1", b"v2"]

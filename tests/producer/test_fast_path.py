@@ -1,10 +1,10 @@
-"""The C fast path of ``Producer.send`` (``_cproducer.FastSend``) against the Python path.
+"""The accumulator's compiled common case (``_cproducer.Appender``) against its Python path.
 
 Each scenario runs once with the fast path and once without it, on two topics of the same
 shape, with a fake clock: the batches' bytes, the handles, the metadata, and the errors must be
-the same.  Where the extension is built, the fast path is also
-tested over the pure-Python record builder (it is used whatever builder the batch holds), so
-the file means something with ``AIOKAFKAWIRE_PURE_PYTHON=1`` too.
+the same.  Where the extension is built, the fast path is also tested over the pure-Python
+record builder (it is used whatever builder the batch holds).  With ``AIOKAFKAWIRE_PURE_PYTHON=1``
+only the Python path runs (the compiled batch and handle types are off too).
 """
 
 from __future__ import annotations
@@ -20,19 +20,21 @@ from typing import Any
 import pytest
 from _producer_helpers import unique_topic
 
+import aiokafkawire.producer._accumulator as accumulator_module
 import aiokafkawire.producer.producer as producer_module
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.producer.partitioner import DefaultPartitioner, partition_for_key
+from aiokafkawire.protocol.records import _pure as pure_records
 from aiokafkawire.testing import MockCluster
 
-try:
-    from aiokafkawire.producer._cproducer import FastSend
-except ImportError:  # not built: only the Python path exists
-    FastSend = None
+_accelerator = accumulator_module._accelerator
+Appender = None if _accelerator is None else _accelerator.Appender
 
-needs_extension = pytest.mark.skipif(FastSend is None, reason="_cproducer is not built")
+needs_extension = pytest.mark.skipif(
+    Appender is None, reason="_cproducer is not built or pure Python is forced"
+)
 PARTITIONS = 3
 
 
@@ -91,23 +93,20 @@ def _producer(mock_cluster: MockCluster, **options: Any) -> Producer:
 
 
 async def _start(producer: Producer, fast: bool | str) -> None:
-    """Start ``producer`` with the fast path as asked: True (built one), False, or "forced"."""
+    """Start ``producer`` with the fast path as asked: True, False, or "pure-builder"."""
+    if fast == "pure-builder":
+        # The batches hold the pure-Python builder: the fast path calls its append method.
+        producer._accumulator.builder_type = pure_records.RecordBatchBuilder
     await producer.start()
-    if fast is True and producer_module._FastSend is None:
-        assert producer._fast_send is None
-        await producer.close()
-        pytest.skip("AIOKAFKAWIRE_PURE_PYTHON is set: the fast path is off")
-    if fast == "forced":
-        producer._install_fast_send(FastSend)
-    elif not fast:
-        producer._fast_send = None
-    if fast:
-        assert producer._fast_send is not None
+    if not fast:
+        producer._fast_append = None
+    else:
+        assert producer._fast_append is not None
 
 
 def _modes() -> Iterator[Any]:
     yield pytest.param(True, marks=needs_extension, id="fast")
-    yield pytest.param("forced", marks=needs_extension, id="fast-over-any-builder")
+    yield pytest.param("pure-builder", marks=needs_extension, id="fast-over-any-builder")
 
 
 def _records() -> Iterator[tuple[Any, Any, dict[str, Any]]]:
@@ -188,7 +187,7 @@ async def test_same_batches_handles_and_metadata(
 
 def _count_fast_calls(producer: Producer) -> dict[str, int]:
     calls = {"handles": 0, "python": 0}
-    fast_send = producer._fast_send
+    fast_send = producer._fast_append
     if fast_send is None:
         return calls
 
@@ -198,7 +197,7 @@ def _count_fast_calls(producer: Producer) -> dict[str, int]:
         calls["handles" if handle is not None else "python"] += 1
         return handle
 
-    producer._fast_send = counting
+    producer._fast_append = counting
     return calls
 
 
@@ -215,7 +214,8 @@ async def test_same_errors(mock_cluster: MockCluster, fast: bool | str) -> None:
     with pytest.raises(errors.ConfigError, match="partitions"):
         await producer.send(topic, b"x", b"k", partition=PARTITIONS)
     fatal = errors.ProducerFencedClientError("fenced")
-    txn = producer._txn_state
+    txn = producer._txn
+    assert txn is not None
     txn.fatal = fatal
     try:
         with pytest.raises(errors.ProducerFencedClientError):
@@ -227,19 +227,20 @@ async def test_same_errors(mock_cluster: MockCluster, fast: bool | str) -> None:
     assert (await handle).offset == 1
     with pytest.raises(errors.ClientClosedError):
         await producer.send(topic, b"x", b"k")
-    assert producer._fast_send is None
+    assert producer._fast_append is None
 
 
 @needs_extension
-@pytest.mark.parametrize("fast", [True, "forced"])
+@pytest.mark.parametrize("fast", [True, "pure-builder"])
 async def test_fast_send_declines_before_any_side_effect(
     mock_cluster: MockCluster, clock: FakeClock, fast: bool | str
 ) -> None:
     topic = _topic(mock_cluster)
     async with _producer(mock_cluster, batch_size=200) as producer:
         await _start(producer, fast)
-        fast_send = producer._fast_send
+        fast_send = producer._fast_append
         assert fast_send is not None
+        appender: Any = fast_send.__self__  # type: ignore[attr-defined]
         key = b"some-key"
 
         def attempt(value: Any = b"v", key: Any = key, *extra: Any) -> DeliveryHandle | None:
@@ -279,64 +280,67 @@ async def test_fast_send_declines_before_any_side_effect(
         keyless = await producer.send(topic, b"v")  # the partitioner chooses a sticky partition
         handle = attempt(b"v", None)
         assert handle is not None and handle.partition == keyless.partition
-        sticky = producer.partitioner._sticky._current  # type: ignore[attr-defined]
+        sticky = producer.partitioner.sticky_partitions  # type: ignore[attr-defined]
         sticky[topic] = PARTITIONS  # out of range (a shrunk topic): the partitioner chooses again
         assert attempt(b"v", None) is None
         sticky[topic] = keyless.partition
 
         count = batch.count
-        producer._cached_metadata = object()  # new metadata: the Python path resets the cache
+        # New metadata: the Python path resets the accumulator's partition cache.
+        producer._accumulator.metadata_seen = object()
         assert attempt() is None and batch.count == count
         await producer.send(topic, b"v", key)
         assert attempt() is not None
-        producer._txn_state.fatal = errors.ProducerFencedClientError("fenced")
+        txn = producer._txn
+        assert txn is not None
+        txn.fatal = errors.ProducerFencedClientError("fenced")
         assert attempt() is None
-        producer._txn_state.fatal = None
+        txn.fatal = None
         batch.closed = True
         assert attempt() is None and batch.count == count + 2
         batch.closed = False
-        producer._send_checks = True
+        appender.enabled = False  # what the accumulator's close() does
         assert attempt() is None
-        producer._update_send_checks()
+        appender.enabled = True
         assert attempt() is not None
 
 
 @needs_extension
-async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> None:
-    assert FastSend is not None
+async def test_appender_errors_and_references(mock_cluster: MockCluster) -> None:
+    assert Appender is not None
     with pytest.raises(TypeError):
-        FastSend()
+        Appender()
     topic = _topic(mock_cluster)
 
-    class NotSlotted:
+    class NotAHandle:
         pass
 
     async with _producer(mock_cluster, batch_size=100_000) as producer:
+        accumulator = producer._accumulator
         base: dict[str, Any] = {
-            "producer": producer,
-            "batches": producer._batches,
-            "partition_cache": producer._partition_cache,
+            "batches": accumulator.batches,
+            "partitions": accumulator.partitions,
+            "owner": accumulator,
             "cluster": producer._cluster,
-            "txn": producer._txn_state,
+            "txn": producer._txn,
             "keyed": partition_for_key,
             "sticky": {},
             "clock": producer_module._wall_clock,
-            "batch_type": ProducerBatch,
             "handle_type": DeliveryHandle,
             "max_record_size": producer._max_record_size,
             "overhead": producer_module._RECORD_OVERHEAD,
         }
         for bad in (
-            {"handle_type": NotSlotted},
-            {"batch_type": NotSlotted},
+            {"handle_type": NotAHandle},
+            {"batches": []},
             {"keyed": 3},
             {"sticky": None},
         ):
             with pytest.raises(TypeError):
-                FastSend(**{**base, **bad})
-        fast = FastSend(**base)
+                Appender(**{**base, **bad})
+        fast = Appender(**base)
         with pytest.raises(TypeError):
-            fast.send(topic, b"v", b"k")
+            fast.append(topic, b"v", b"k")
         await producer.partitions_for(topic)
         await producer.send(topic, b"v", b"k")  # fills the partition cache, opens a batch
 
@@ -344,13 +348,13 @@ async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> Non
             raise ZeroDivisionError("from the partitioner")
 
         with pytest.raises(ZeroDivisionError, match="from the partitioner"):
-            FastSend(**{**base, "keyed": boom}).send(topic, b"v", b"k", None, None, None)
+            Appender(**{**base, "keyed": boom}).append(topic, b"v", b"k", None, None, None)
 
         # With the real clock (time.time), the C code reads the system clock itself.
         assert base["clock"] is time.time
         for _ in range(1000):
             earliest = int(time.time() * 1000)
-            handle = fast.send(topic, b"v", b"k", None, None, None)
+            handle = fast.append(topic, b"v", b"k", None, None, None)
             if handle is None:  # the batch must grow first: the Python path does that
                 handle = await producer.send(topic, b"v", b"k")
             latest = int(time.time() * 1000)
@@ -361,12 +365,12 @@ async def test_fast_send_errors_and_references(mock_cluster: MockCluster) -> Non
         before = sys.getrefcount(value)
         await producer.flush()  # the next records go to a new batch, with room for them all
         await producer.send(topic, b"v", b"k")
-        handles = [fast.send(topic, value, b"k", None, None, None) for _ in range(100)]
+        handles = [fast.append(topic, value, b"k", None, None, None) for _ in range(100)]
         assert all(type(h) is DeliveryHandle for h in handles)
         assert sys.getrefcount(value) == before  # the builder copies, keeps no reference
         del handles
         gc.collect()
-        producer._fast_send = None
+        producer._fast_append = None
     del fast
     gc.collect()
 
@@ -397,11 +401,11 @@ async def test_only_the_default_partitioner_without_serializers_takes_the_fast_p
 ) -> None:
     topic = _topic(mock_cluster)
     async with _producer(mock_cluster, partitioner=partitioner) as producer:
-        assert producer._fast_send is None
+        assert producer._fast_append is None
         await producer.send(topic, b"v", b"k")
     async with _producer(mock_cluster, value_serializer=bytes) as producer:
-        assert producer._fast_send is None
+        assert producer._fast_append is None
         handle = await producer.send(topic, b"v", b"k")
         assert handle.partition == partition_for_key(b"k", PARTITIONS)
     async with _producer(mock_cluster) as producer:
-        assert (producer._fast_send is None) is (producer_module._FastSend is None)
+        assert (producer._fast_append is None) is (Appender is None)

@@ -13,6 +13,8 @@ from busy_loop import block_loop, require_direct_reads
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.producer._sender import Sender
+from aiokafkawire.producer._sink import BrokerSink
+from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
 
 
@@ -226,7 +228,7 @@ async def test_batches_grow_their_reservation_as_records_arrive(
         assert producer.buffered_bytes == 3 * 16384
         # Partition 0's batch doubles its reservation as it fills, from the free memory.
         handles = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(100)]
-        queue = producer._batches[(topic, 0)]  # type: ignore[index]
+        queue = producer._accumulator.batches[TopicPartition(topic, 0)]
         assert len(queue) == 1 and queue[0].count == 101
         assert queue[0].reserved == 131072  # 16 KiB -> 32 -> 64 -> 128 KiB: ~100 KB of records
         assert producer.buffered_bytes == 2 * 16384 + 131072
@@ -332,14 +334,14 @@ async def test_a_batch_that_fills_up_is_written_from_inside_send(
 ) -> None:
     """send() writes a full batch itself (no event-loop turn needed), answers send the next."""
     written_now: list[bool] = []
-    write_now = Sender._write_now
+    write_now = BrokerSink._write_now
 
-    def spy(self: Sender, flight: Any) -> Any:
+    def spy(self: BrokerSink, flight: Any) -> Any:
         prepared = write_now(self, flight)
         written_now.append(flight.connection is not None)
         return prepared
 
-    monkeypatch.setattr(Sender, "_write_now", spy)
+    monkeypatch.setattr(BrokerSink, "_write_now", spy)
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         acks=1,
@@ -429,3 +431,26 @@ async def test_partitions_for_connects_the_leaders_and_tolerates_a_dead_one(
             assert time.monotonic() - started < 3.5
     finally:
         mock_cluster.broker_up(3)
+
+
+async def test_a_failed_writer_is_restarted_by_its_key(
+    mock_cluster: MockCluster, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker's writer task that dies is restarted (key ("writer", node)), its queue kept."""
+    write_queued = BrokerSink._write_queued
+    failures: list[Any] = []
+
+    async def fails_once(self: BrokerSink) -> None:
+        if not failures:
+            failures.append(self.writer_key)
+            raise RuntimeError("writer bug")
+        await write_queued(self)
+
+    monkeypatch.setattr(BrokerSink, "_write_queued", fails_once)
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers, acks=1) as producer:
+        # No produce connection is open yet: the request waits in the sink's queue.
+        metadata = await asyncio.wait_for(
+            producer.send_and_wait(topic, b"v", partition=0), timeout=10
+        )
+    assert metadata.offset == 0
+    assert len(failures) == 1 and failures[0][0] == "writer"

@@ -213,58 +213,55 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchBuilder):
-    """A v2 builder whose records are encoded by the C extension.
+def _python_append(
+    self: DefaultRecordBatchBuilder,
+    timestamp_ms: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None = None,
+) -> bool:
+    """``append`` in Python over the C record encoder: what ``builder_append`` hands unusual
+    input to, and all input if it could not register the builder's layout."""
+    if self._built is None:
+        if timestamp_ms is None:
+            timestamp_ms = _now_ms()
+        count = self._count
+        added = encode_record(
+            self._buffer,
+            count,
+            timestamp_ms - self._base_timestamp if count else 0,
+            key,
+            value,
+            headers,
+            self._batch_size,
+        )
+        if added:
+            if not count:
+                self._base_timestamp = timestamp_ms
+            if timestamp_ms > self._max_timestamp:
+                self._max_timestamp = timestamp_ms
+            self._count = count + 1
+            return True
+        if added is not None:
+            return False
+    # Already built (raises), or input outside the C fast path: the pure path decides.
+    return _pure_v2.DefaultRecordBatchBuilder.append(self, timestamp_ms, key, value, headers)
 
-    ``append`` is replaced below by the C function ``builder_append`` (which updates the
-    builder's slots itself) when the class layout is the expected one; the Python method here
-    is the fallback, calling only the C record encoder.
+
+class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchBuilder):
+    """A v2 builder whose ``append`` is the C function ``builder_append``.
+
+    The C function updates the builder's slots itself once this class is registered with it
+    (``DIRECT_APPEND``, just below); anything else it hands to :func:`_python_append`.
     """
 
     __slots__ = ()
 
-    def append(
-        self,
-        timestamp_ms: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None = None,
-    ) -> bool:
-        """Add a record; False when the batch is full (the first record always fits)."""
-        if self._built is None:
-            if timestamp_ms is None:
-                timestamp_ms = _now_ms()
-            count = self._count
-            added = encode_record(
-                self._buffer,
-                count,
-                timestamp_ms - self._base_timestamp if count else 0,
-                key,
-                value,
-                headers,
-                self._batch_size,
-            )
-            if added:
-                if not count:
-                    self._base_timestamp = timestamp_ms
-                if timestamp_ms > self._max_timestamp:
-                    self._max_timestamp = timestamp_ms
-                self._count = count + 1
-                return True
-            if added is not None:
-                return False
-        # Already built (raises), or input outside the C fast path: the pure path decides.
-        return super().append(timestamp_ms, key, value, headers)
+    append = builder_append
 
 
-#: True when ``DefaultRecordBatchBuilder.append`` is the C function.
-DIRECT_APPEND: bool = _setup_builder(
-    DefaultRecordBatchBuilder, _pure_v2.DefaultRecordBatchBuilder.append, _now_ms
-)
-#: The Python method (kept for tests, and used when DIRECT_APPEND is False).
-_python_append = DefaultRecordBatchBuilder.append
-if DIRECT_APPEND:
-    DefaultRecordBatchBuilder.append = builder_append  # type: ignore[method-assign]
+#: True when ``builder_append`` found this class's slots and appends in C.
+DIRECT_APPEND: bool = _setup_builder(DefaultRecordBatchBuilder, _python_append, _now_ms)
 
 
 class LegacyRecordBatchBuilder(_pure_legacy.LegacyRecordBatchBuilder, RecordBatchBuilder):
