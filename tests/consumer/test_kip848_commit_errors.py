@@ -51,6 +51,9 @@ class Coordinator:
         self.epoch = 0  # the member's epoch as the coordinator knows it
         self.fenced = False  # the member was fenced: only a rejoin (epoch 0) is accepted
         self.fenced_commit_error = fenced_commit_error
+        # What happens to the member just before the next commit is answered: "bump" (its
+        # epoch moves on) or "fence".  Tied to the commit so no heartbeat can come in between.
+        self.before_next_commit: str | None = None
         self.heartbeats: list[tuple[str, int]] = []  # (member id, epoch) of each heartbeat
         self.commit_epochs: list[int] = []
         self.broker = FakeBroker(self.answer)
@@ -88,6 +91,11 @@ class Coordinator:
     def _commit(self, request: Any) -> Any:
         epoch = request.generation_id_or_member_epoch
         self.commit_epochs.append(epoch)
+        if self.before_next_commit == "bump":
+            self.epoch += 1  # the heartbeat telling the member is still to come
+        elif self.before_next_commit == "fence":
+            self.fenced = True
+        self.before_next_commit = None
         if self.fenced:
             code = self.fenced_commit_error
         else:
@@ -125,7 +133,7 @@ async def test_commit_racing_an_epoch_bump_is_committed_with_the_new_epoch() -> 
             await cluster.refresh_metadata([TOPIC])
             member = await _stable_member(cluster)
             try:
-                coordinator.epoch = 2  # moved on; the heartbeat telling us is still to come
+                coordinator.before_next_commit = "bump"
                 await _commit(member)  # STALE_MEMBER_EPOCH first, then accepted
                 assert coordinator.commit_epochs[0] == 1 and coordinator.commit_epochs[-1] == 2
                 assert member.generation == 2
@@ -145,7 +153,7 @@ async def test_fenced_commit_rejoins_through_the_heartbeat_without_leaving(refus
             member = await _stable_member(cluster)
             member_id = member.member_id
             try:
-                coordinator.fenced = True
+                coordinator.before_next_commit = "fence"
                 with pytest.raises(errors.CommitFailedError):
                     await _commit(member)
                 await _until(lambda: coordinator.epoch == 2, "the rejoin")
