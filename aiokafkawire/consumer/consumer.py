@@ -281,7 +281,10 @@ class Consumer:
                 self._identity,
                 request_timeout_ms=self._common.request_timeout_ms,
                 retry_backoff_ms=self._common.retry_backoff_ms,
-                require_stable=self._fetch_config.read_committed,
+                # Always, as the Java consumer: a plain OffsetFetch is answered at the
+                # coordinator's high watermark, which just after a takeover can lag what the
+                # previous coordinator acknowledged (an older offset: records read twice).
+                require_stable=True,
             )
         self._fetcher = Fetcher(
             self._cluster,

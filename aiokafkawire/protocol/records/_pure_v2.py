@@ -11,21 +11,21 @@ value (same), header count varint, headers (varint-length utf-8 key, varint-leng
 from __future__ import annotations
 
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from crc32c import crc32c
 
 from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
 from aiokafkawire.protocol.primitives import encode_varint, read_varint
-from aiokafkawire.protocol.records._builder import RecordBatchBuilder
+from aiokafkawire.protocol.records._builder import RecordBatchBuilder, now_ms
 from aiokafkawire.protocol.records._types import (
     NO_TIMESTAMP,
     CompressionType,
     ControlRecord,
     ControlRecordType,
     Headers,
+    IterableBatch,
     Record,
     TimestampType,
 )
@@ -220,7 +220,7 @@ def _decode_headers(buf: bytes, pos: int, end: int, count: int) -> Headers:
     return headers
 
 
-class RecordBatch:
+class RecordBatch(IterableBatch):
     """A record batch (magic 2) read from a buffer; iterate it for its records.
 
     The header fields are attributes; the records are decoded (and decompressed) on first use,
@@ -339,19 +339,13 @@ class RecordBatch:
             # Compaction keeps emptied batches (for producer state); Java skips their payload.
             return []
         attributes = self.attributes
-        codec = attributes & ATTR_CODEC_MASK
-        if codec:
-            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
-            buf = decompress(codec, view, 2)
-            pos, end = 0, len(buf)
-        else:
-            buf, pos, end = self._buffer, self._start + HEADER_SIZE, self._end
+        buf, pos, end = self._payload()
         if attributes & ATTR_TIMESTAMP_TYPE:
             timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
         else:
             timestamp_type, log_append_time = _CREATE_TIME, None
         try:
-            return _decode_records(
+            return self._decode_records(
                 buf,
                 pos,
                 end,
@@ -366,6 +360,18 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
+
+    #: The per-record loop (a subclass may put a compiled one here).
+    _decode_records: Callable[..., list[Record]] = staticmethod(_decode_records)
+
+    def _payload(self) -> tuple[bytes, int, int]:
+        """The records' bytes as ``(buffer, start, end)``: decompressed, or in place."""
+        codec = self.attributes & ATTR_CODEC_MASK
+        if codec:
+            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            return buf, 0, len(buf)
+        return self._buffer, self._start + HEADER_SIZE, self._end
 
     def consumer_records(
         self,
@@ -460,12 +466,6 @@ class RecordBatch:
             for r in records
         ]
 
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
-
-    def __len__(self) -> int:
-        return len(self.records())
-
     def __repr__(self) -> str:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -478,10 +478,6 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class DefaultRecordBatchBuilder(RecordBatchBuilder):
     """Builds one magic 2 record batch; records go straight into one growing bytearray.
 
@@ -490,54 +486,13 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
     when it drains the batch (:meth:`set_producer_state`).
     """
 
-    __slots__ = (
-        "_base_timestamp",
-        "_batch_size",
-        "_buffer",
-        "_built",
-        "_count",
-        "_max_timestamp",
-        "base_offset",
-        "base_sequence",
-        "compression_type",
-        "is_transactional",
-        "magic",
-        "partition_leader_epoch",
-        "producer_epoch",
-        "producer_id",
-        "timestamp_type",
-    )
+    __slots__ = ("_base_timestamp",)
 
-    def __init__(
-        self,
-        magic: int = 2,
-        compression_type: CompressionType | int = CompressionType.NONE,
-        is_transactional: bool = False,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        base_sequence: int = -1,
-        batch_size: int = 16384,
-        base_offset: int = 0,
-        timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
-        partition_leader_epoch: int = -1,
-    ) -> None:
-        if magic != 2:
-            raise EncodeError(f"DefaultRecordBatchBuilder writes magic 2, not {magic}")
-        self.magic = 2
-        self.compression_type = CompressionType(compression_type)
-        self.is_transactional = is_transactional
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
-        self.base_offset = base_offset
-        self.timestamp_type = TimestampType(timestamp_type)
-        self.partition_leader_epoch = partition_leader_epoch
-        self._batch_size = batch_size
-        self._buffer = bytearray(HEADER_SIZE)  # header written by build()
-        self._count = 0
+    _MAGICS = (2,)
+    _RESERVED = HEADER_SIZE  # the header, written by build()
+
+    def _start(self) -> None:
         self._base_timestamp = NO_TIMESTAMP
-        self._max_timestamp = NO_TIMESTAMP
-        self._built: bytes | None = None
 
     def append(
         self,
@@ -551,7 +506,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             raise IllegalStateError("the batch is already built")
         count = self._count
         if timestamp_ms is None:
-            timestamp_ms = _now_ms()
+            timestamp_ms = now_ms()
         if count:
             timestamp_delta = timestamp_ms - self._base_timestamp
         else:
@@ -610,19 +565,10 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
         self.is_transactional = is_transactional
 
     @property
-    def record_count(self) -> int:
-        """Number of records appended so far."""
-        return self._count
-
-    @property
     def size_in_bytes(self) -> int:
         """Exact size once built; the uncompressed size before."""
         built = self._built
         return len(built) if built is not None else len(self._buffer)
-
-    def is_full(self) -> bool:
-        """Whether the uncompressed size has reached ``batch_size``."""
-        return len(self._buffer) >= self._batch_size
 
     def build(self) -> bytes:
         """Compress, write the header and the CRC-32C, and return the batch."""
@@ -724,7 +670,7 @@ def build_control_batch(
 ) -> bytes:
     """Build a transactional control batch holding one commit or abort marker."""
     if timestamp_ms is None:
-        timestamp_ms = _now_ms()
+        timestamp_ms = now_ms()
     key = _CONTROL_KEY.pack(0, int(control_type))
     value = _CONTROL_VALUE.pack(0, coordinator_epoch)
     body = (
