@@ -344,8 +344,10 @@ class RecordBatch(IterableBatch):
             timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
         else:
             timestamp_type, log_append_time = _CREATE_TIME, None
+        # A record maker is a Python callable: the module's loop, never a compiled hook.
+        decode = self._decode_records if make is None else _decode_records
         try:
-            return self._decode_records(
+            return decode(
                 buf,
                 pos,
                 end,
