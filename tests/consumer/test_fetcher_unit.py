@@ -106,6 +106,28 @@ def test_drain_hands_out_in_order_and_positions_follow() -> None:
     assert not fetcher.source.handle_partition(A, stale, (0, -1, -1, 1000), state.version - 1, 11)
 
 
+def test_a_stale_answer_still_tells_the_log_offsets() -> None:
+    # A seek raced the first answer of a fetch session: its records are dropped, but the high
+    # watermark, LSO and log start are the log's and are kept, since an incremental session
+    # will not send them again until they change (an idle log would keep them unknown).
+    fetcher, subs = _fetcher()
+    state = subs.assignment[A]
+    assert state.highwater is None
+    state.seek(5)
+    stale = PartitionData(
+        partition_index=0,
+        high_watermark=10,
+        last_stable_offset=10,
+        log_start_offset=0,
+        records=_batch(0, 10),
+    )
+    assert not fetcher.source.handle_partition(A, stale, (0, -1, -1, 1000), state.version - 1, 11)
+    assert (state.highwater, state.last_stable_offset, state.log_start_offset) == (10, 10, 0)
+    assert state.position == 5
+    data, _ = fetcher.buffer.drain(10)
+    assert data == {}
+
+
 def test_scan_finds_the_next_offset_and_epoch_from_the_batch_headers() -> None:
     from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
     from aiokafkawire.protocol.records import RecordBatchBuilder

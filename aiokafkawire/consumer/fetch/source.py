@@ -213,18 +213,21 @@ class BrokerSource:
         """Apply one partition of a fetch answer; True when records were buffered."""
         ctx = self._ctx
         state = ctx.subs.assignment.get(tp)
-        fetch_offset = plan[0]
-        if (
-            state is None
-            or state.version != version_at_request
-            or state.fetch_position != fetch_offset
-        ):
+        if state is None:
             return False
         code = data.error_code
+        if not code:
+            # The log's offsets hold whatever position the request was for, and must be kept
+            # even when its records are stale: in an incremental fetch session the broker
+            # sends a partition again only once these change, so a high watermark dropped
+            # here (a seek raced the answer) would stay unknown while the log is idle.
+            self._note_offsets(state, data)
+        fetch_offset = plan[0]
+        if state.version != version_at_request or state.fetch_position != fetch_offset:
+            return False
         if code:
             self._partition_error(tp, state, code)
             return False
-        self._note_offsets(state, data)
         replica = getattr(data, "preferred_read_replica", -1)
         if replica is not None and replica >= 0 and replica != self.node:
             # The leader wants this partition read from a nearby follower (KIP-392); the leader
