@@ -20,6 +20,7 @@ from aiokafkawire.consumer.share.session import ShareSession
 from aiokafkawire.consumer.share.wire import (
     AckMap,
     acknowledge_outcomes,
+    answered_partitions,
     build_share_acknowledge,
     build_share_fetch,
     delivered_records,
@@ -204,28 +205,21 @@ class ShareExchange:
         outcomes: list[AcknowledgementOutcome] = []
         answered: set[TopicPartition] = set()
         chunks: list[ShareChunk] = []
-        for topic in response.responses:
-            name = names.get(topic.topic_id)
-            if name is None:
+        for tp, part in answered_partitions(response, names):
+            answered.add(tp)
+            sent = acks.get(tp)
+            if sent:
+                error = error_from(part.acknowledge_error_code, part.acknowledge_error_message, tp)
+                outcomes.append(AcknowledgementOutcome(tp, dict(sent), error))
+            if part.error_code:
+                self._partition_error(node, tp, part.error_code, part.error_message)
                 continue
-            for part in topic.partitions:
-                tp = TopicPartition(name, part.partition_index)
-                answered.add(tp)
-                sent = acks.get(tp)
-                if sent:
-                    error = error_from(
-                        part.acknowledge_error_code, part.acknowledge_error_message, tp
-                    )
-                    outcomes.append(AcknowledgementOutcome(tp, dict(sent), error))
-                if part.error_code:
-                    self._partition_error(node, tp, part.error_code, part.error_message)
-                    continue
-                if part.acquired_records:
-                    records = delivered_records(
-                        self._acks, self._config, tp, part.records, part.acquired_records, lock_ms
-                    )
-                    if records:
-                        chunks.append(ShareChunk(node, tp, records))
+            if part.acquired_records:
+                records = delivered_records(
+                    self._acks, self._config, tp, part.records, part.acquired_records, lock_ms
+                )
+                if records:
+                    chunks.append(ShareChunk(node, tp, records))
         outcomes.extend(unanswered_outcomes(acks, answered))
         self.buffer.add(node, chunks)
         self._report(outcomes, commits)

@@ -5,7 +5,7 @@ acquired records.  Pure functions: the sending and the session bookkeeping stay 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
@@ -126,29 +126,36 @@ def unanswered_outcomes(
     ]
 
 
+def answered_partitions(
+    response: Any, names: Mapping[Any, str]
+) -> Iterator[tuple[TopicPartition, Any]]:
+    """Each partition an answer names, with its part of the answer (topics the metadata does
+    not know by id are skipped)."""
+    for topic in response.responses:
+        name = names.get(topic.topic_id)
+        if name is not None:
+            for part in topic.partitions:
+                yield TopicPartition(name, part.partition_index), part
+
+
 def acknowledge_outcomes(
     response: Any, names: Mapping[Any, str], acks: AckMap, on_stale_metadata: Callable[[], None]
 ) -> list[AcknowledgementOutcome]:
     """The verdicts of a ShareAcknowledge answer, one per acknowledged partition."""
     outcomes: list[AcknowledgementOutcome] = []
     answered: set[TopicPartition] = set()
-    for topic in response.responses:
-        name = names.get(topic.topic_id)
-        if name is None:
+    for tp, part in answered_partitions(response, names):
+        sent = acks.get(tp)
+        if sent is None:
             continue
-        for part in topic.partitions:
-            tp = TopicPartition(name, part.partition_index)
-            sent = acks.get(tp)
-            if sent is None:
-                continue
-            answered.add(tp)
-            outcomes.append(
-                AcknowledgementOutcome(
-                    tp, dict(sent), error_from(part.error_code, part.error_message, tp)
-                )
+        answered.add(tp)
+        outcomes.append(
+            AcknowledgementOutcome(
+                tp, dict(sent), error_from(part.error_code, part.error_message, tp)
             )
-            if errors.action_for(part.error_code) is errors.ErrorAction.REFRESH_METADATA:
-                on_stale_metadata()
+        )
+        if errors.action_for(part.error_code) is errors.ErrorAction.REFRESH_METADATA:
+            on_stale_metadata()
     outcomes.extend(unanswered_outcomes(acks, answered))
     return outcomes
 
