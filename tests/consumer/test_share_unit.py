@@ -21,6 +21,7 @@ from aiokafkawire.consumer.share.acknowledgements import (
     build_batches,
     expand_batches,
 )
+from aiokafkawire.consumer.share.buffer import ShareChunk
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import new_member_id
 from aiokafkawire.consumer.share.session import (
@@ -29,6 +30,7 @@ from aiokafkawire.consumer.share.session import (
     SessionState,
     ShareSession,
 )
+from aiokafkawire.consumer.share.wire import delivered_records
 from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
 from aiokafkawire.structs import TopicPartition
 
@@ -313,7 +315,7 @@ async def test_only_acquired_offsets_are_delivered_and_the_rest_are_gaps() -> No
         SimpleNamespace(first_offset=12, last_offset=13, delivery_count=1),
         SimpleNamespace(first_offset=15, last_offset=21, delivery_count=3),  # 20, 21 absent
     ]
-    delivered = fetcher._delivered(TP, raw, acquired, 30_000)
+    delivered = delivered_records(acks, fetcher._config, TP, raw, acquired, 30_000)
     assert [r.offset for r in delivered] == [12, 13, 15, 16, 17, 18, 19]
     assert [r.delivery_count for r in delivered] == [1, 1, 3, 3, 3, 3, 3]
     assert all(isinstance(r, ShareRecord) for r in delivered)
@@ -324,18 +326,19 @@ async def test_only_acquired_offsets_are_delivered_and_the_rest_are_gaps() -> No
 
 
 async def test_drain_hands_out_in_order_and_wakes_the_loop_when_a_chunk_is_done() -> None:
-    from aiokafkawire.consumer.share.fetcher import _Chunk
-
     acks = Acknowledgements(FakeClock())
     fetcher = _fetcher(acks)
-    records = fetcher._delivered(
-        TP, _records(0, 5), [SimpleNamespace(first_offset=0, last_offset=4, delivery_count=1)], 1
+    records = delivered_records(
+        acks,
+        fetcher._config,
+        TP,
+        _records(0, 5),
+        [SimpleNamespace(first_offset=0, last_offset=4, delivery_count=1)],
+        1,
     )
     wake = asyncio.Event()
     fetcher._wakes[1] = wake
-    fetcher._buffer.append(_Chunk(1, TP, records))
-    fetcher._waiting_chunks[1] = 1
-    fetcher._data_event.set()
+    fetcher.buffer.add(1, [ShareChunk(1, TP, records)])
     [(tp, run)] = fetcher.drain(3)
     assert tp == TP and [r.offset for r in run] == [0, 1, 2]
     assert not wake.is_set()

@@ -1,0 +1,295 @@
+"""The requests of a share session and their answers: ShareFetch (records in, acknowledgements
+out), ShareAcknowledge, and what their errors mean for the session, the buffer and the waiting
+commits.  :class:`~aiokafkawire.consumer.share.fetcher.ShareFetcher`'s per-leader loops decide
+what is due; this sends it and handles the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
+from aiokafkawire.consumer.share.buffer import ShareChunk, ShareRecordBuffer
+from aiokafkawire.consumer.share.membership import share_groups_unsupported
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome
+from aiokafkawire.consumer.share.session import ShareSession
+from aiokafkawire.consumer.share.wire import (
+    AckMap,
+    acknowledge_outcomes,
+    answered_partitions,
+    build_share_acknowledge,
+    build_share_fetch,
+    delivered_records,
+    error_from,
+    unanswered_outcomes,
+)
+from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafkawire.consumer.share.fetcher import ShareFetchConfig
+
+log = logging.getLogger("aiokafkawire.consumer.share")
+
+__all__ = ["CommitRequest", "ShareExchange"]
+
+OutcomeHandler = Callable[[list[AcknowledgementOutcome]], None]
+FatalHandler = Callable[[errors.KafkaError], None]
+
+_SESSION_CODES = frozenset(
+    (errors.ShareSessionNotFoundError.code, errors.InvalidShareSessionEpochError.code)
+)
+_FATAL_CODES = frozenset(
+    cls.code
+    for cls in (
+        errors.GroupAuthorizationFailedError,
+        errors.TopicAuthorizationFailedError,
+        errors.UnsupportedVersionError,
+    )
+)
+
+
+class CommitRequest:
+    """Acknowledgements ``ShareFetcher.commit`` wants sent now, and who waits for them."""
+
+    __slots__ = ("acks", "future")
+
+    def __init__(self, acks: AckMap, future: asyncio.Future[list[AcknowledgementOutcome]]):
+        self.acks = acks
+        self.future = future
+
+
+class ShareExchange:
+    """Sends a share session's requests to its leader and applies their answers."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: ShareFetchConfig,
+        acknowledgements: Acknowledgements,
+        buffer: ShareRecordBuffer,
+        *,
+        member_id: Callable[[], str],
+        on_outcomes: OutcomeHandler,
+        on_fatal: FatalHandler,
+        on_metadata_stale: Callable[[], None],
+    ) -> None:
+        self._cluster = cluster
+        self._config = config
+        self._acks = acknowledgements
+        self.buffer = buffer
+        self._member_id = member_id
+        self._on_outcomes = on_outcomes
+        self._on_fatal = on_fatal
+        self._on_metadata_stale = on_metadata_stale
+        #: The broker's acquisition lock timeout, from the latest ShareFetch answer.
+        self.acquisition_lock_timeout_ms: int | None = None
+
+    def topic_id(self, topic: str) -> Any:
+        """The id of ``topic`` in the metadata (None when unknown)."""
+        info = self._cluster.metadata.topics.get(topic)
+        return None if info is None else info.topic_id
+
+    def fail(self, acks: AckMap, commits: list[CommitRequest], error: errors.KafkaError) -> None:
+        outcomes = [AcknowledgementOutcome(tp, dict(a), error) for tp, a in acks.items()]
+        self._report(outcomes, commits)
+
+    def _report(self, outcomes: list[AcknowledgementOutcome], commits: list[CommitRequest]) -> None:
+        """Hand outcomes to the consumer and to the commits waiting for them."""
+        if outcomes:
+            self._on_outcomes(outcomes)
+        for request in commits:
+            if not request.future.done():
+                request.future.set_result([o for o in outcomes if o.partition in request.acks])
+
+    def _session_lost(self, node: int, session: ShareSession, *, answered_error: bool) -> None:
+        """The broker's session is gone (or its epoch unknown): start over, drop its records."""
+        if answered_error:
+            session.session_error()
+        else:
+            session.lost()
+        # The broker released the records with the session (or will when their locks
+        # expire): they are no longer this consumer's to hand out or acknowledge.
+        self.buffer.drop_node(node, self._acks.forget_offset)
+
+    async def _send(self, node: int, request: Any, extra_ms: int = 0) -> Any:
+        connection = await self._cluster.connection(node, purpose="share-fetch")
+        if not connection.versions.supports(request.API_KEY):
+            raise share_groups_unsupported(
+                f"broker {node} ({connection.host}:{connection.port})",
+                f"it has no {type(request).__name__[:-7]} API",
+            )
+        return await connection.send(request, timeout_ms=self._config.request_timeout_ms + extra_ms)
+
+    async def _request(
+        self,
+        node: int,
+        session: ShareSession,
+        request: Any,
+        acks: AckMap,
+        commits: list[CommitRequest],
+        *,
+        what: str,
+        requeue_acks: bool,
+        extra_ms: int = 0,
+    ) -> Any:
+        """Send one session request; the answer, or None when it failed as a whole (handled).
+
+        If it is abandoned before an answer, ``acks`` are put back to ride on a later request
+        when ``requeue_acks``, else they fail with the commits.
+        """
+        try:
+            response = await self._send(node, request, extra_ms)
+        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            self._session_lost(node, session, answered_error=False)
+            self.fail(acks, commits, exc)
+            raise
+        except BaseException:
+            # Cancelled or refused before an answer: the broker's epoch is unknown.
+            self._session_lost(node, session, answered_error=False)
+            abandoned = errors.KafkaError(f"the {what} was abandoned")
+            if requeue_acks:
+                self._acks.put_back(acks)
+                self.fail({}, commits, abandoned)
+            else:
+                self.fail(acks, commits, abandoned)
+            raise
+        code = response.error_code
+        if code:
+            self._top_level_error(node, session, code, response.error_message, acks, commits)
+            return None
+        session.answered()
+        return response
+
+    async def fetch(
+        self,
+        node: int,
+        session: ShareSession,
+        wanted: list[TopicPartition],
+        acks: AckMap,
+        commits: list[CommitRequest],
+    ) -> None:
+        to_add, to_forget = session.plan(wanted)
+        request = build_share_fetch(
+            self._config,
+            member_id=self._member_id(),
+            epoch=session.request_epoch,
+            topic_id=self.topic_id,
+            to_add=to_add,
+            to_forget=to_forget,
+            acks=acks,
+        )
+        response = await self._request(
+            node,
+            session,
+            request,
+            acks,
+            commits,
+            what="share fetch",
+            requeue_acks=True,
+            extra_ms=self._config.fetch_max_wait_ms,
+        )
+        if response is not None:
+            self._take_fetched(node, response, acks, commits)
+
+    def _take_fetched(
+        self, node: int, response: Any, acks: AckMap, commits: list[CommitRequest]
+    ) -> None:
+        """Buffer a ShareFetch answer's records and report its acknowledgement verdicts."""
+        lock_ms = response.acquisition_lock_timeout_ms
+        self.acquisition_lock_timeout_ms = lock_ms
+        names = self._topic_names()
+        outcomes: list[AcknowledgementOutcome] = []
+        answered: set[TopicPartition] = set()
+        chunks: list[ShareChunk] = []
+        for tp, part in answered_partitions(response, names):
+            answered.add(tp)
+            sent = acks.get(tp)
+            if sent:
+                error = error_from(part.acknowledge_error_code, part.acknowledge_error_message, tp)
+                outcomes.append(AcknowledgementOutcome(tp, dict(sent), error))
+            if part.error_code:
+                self._partition_error(node, tp, part.error_code, part.error_message)
+                continue
+            if part.acquired_records:
+                records = delivered_records(
+                    self._acks, self._config, tp, part.records, part.acquired_records, lock_ms
+                )
+                if records:
+                    chunks.append(ShareChunk(node, tp, records))
+        outcomes.extend(unanswered_outcomes(acks, answered))
+        self.buffer.add(node, chunks)
+        self._report(outcomes, commits)
+
+    def _topic_names(self) -> dict[Any, str]:
+        return {
+            info.topic_id: name
+            for name, info in self._cluster.metadata.topics.items()
+            if info.topic_id is not None
+        }
+
+    def _top_level_error(
+        self,
+        node: int,
+        session: ShareSession,
+        code: int,
+        message: str | None,
+        acks: AckMap,
+        commits: list[CommitRequest],
+    ) -> None:
+        error = error_from(code, message, None)
+        assert error is not None
+        if code == errors.UnsupportedVersionError.code:
+            error = share_groups_unsupported(f"broker {node}", message or "")
+        self.fail(acks, commits, error)
+        if code in _SESSION_CODES:
+            log.info("share session with broker %s: %s; opening a new one", node, error)
+            self._session_lost(node, session, answered_error=True)
+            return
+        # Any other top-level error: the broker's view of the session is uncertain.
+        self._session_lost(node, session, answered_error=True)
+        if code in _FATAL_CODES:
+            self._on_fatal(error)
+        else:
+            log.info("share fetch from broker %s: %s", node, error)
+
+    def _partition_error(
+        self, node: int, tp: TopicPartition, code: int, message: str | None
+    ) -> None:
+        error = error_from(code, message, tp)
+        if errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA:
+            log.info("share fetch %s from broker %s: %s; refreshing metadata", tp, node, error)
+            self._cluster.request_update()
+            self._on_metadata_stale()
+        elif code in _FATAL_CODES:
+            assert error is not None
+            self._on_fatal(error)
+        else:
+            log.warning("share fetch %s from broker %s: %s", tp, node, error)
+
+    async def acknowledge(
+        self,
+        node: int,
+        session: ShareSession,
+        acks: AckMap,
+        commits: list[CommitRequest],
+    ) -> None:
+        """One ShareAcknowledge (the session's next epoch, or -1 when it is closing)."""
+        request = build_share_acknowledge(
+            self._config.group_id,
+            member_id=self._member_id(),
+            epoch=session.request_epoch,
+            topic_id=self.topic_id,
+            acks=acks,
+        )
+        response = await self._request(
+            node, session, request, acks, commits, what="acknowledgement", requeue_acks=False
+        )
+        if response is not None:
+            outcomes = acknowledge_outcomes(
+                response, self._topic_names(), acks, self._cluster.request_update
+            )
+            self._report(outcomes, commits)

@@ -1,0 +1,219 @@
+"""ShareFetch / ShareAcknowledge on the wire: building requests, reading answers, decoding the
+acquired records.  Pure functions: the sending and the session bookkeeping stay in
+:mod:`aiokafkawire.consumer.share.fetcher`."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aiokafkawire import errors
+from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, build_batches
+from aiokafkawire.consumer.share.records import (
+    AcknowledgementOutcome,
+    AcknowledgeType,
+    ShareRecord,
+)
+from aiokafkawire.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
+from aiokafkawire.protocol.messages import share_acknowledge as m_ack
+from aiokafkawire.protocol.messages import share_fetch as m_fetch
+from aiokafkawire.protocol.records import iter_batches
+from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafkawire.consumer.share.fetcher import ShareFetchConfig
+
+AckMap = dict[TopicPartition, dict[int, AcknowledgeType]]
+TopicIdOf = Callable[[str], Any]
+
+_new = tuple.__new__
+
+
+def merge_acks(into: AckMap, more: Mapping[TopicPartition, Mapping[int, AcknowledgeType]]) -> None:
+    """Add ``more``'s acknowledgements to ``into`` (later types win)."""
+    for tp, offsets in more.items():
+        into.setdefault(tp, {}).update(offsets)
+
+
+def error_from(
+    code: int, message: str | None, tp: TopicPartition | None
+) -> errors.KafkaError | None:
+    """The error an answer's ``code`` stands for (None for 0), worded for ``tp``."""
+    if not code:
+        return None
+    where = f"{tp.topic}-{tp.partition}" if tp is not None else "share request"
+    return errors.error_for_code(code)(message or where)
+
+
+def _wire_batches(cls: Any, acks: Mapping[int, AcknowledgeType] | None) -> list[Any]:
+    if not acks:
+        return []
+    return [
+        cls(first_offset=b.first_offset, last_offset=b.last_offset, acknowledge_types=list(b.types))
+        for b in build_batches(acks)
+    ]
+
+
+def build_share_fetch(
+    config: ShareFetchConfig,
+    *,
+    member_id: str,
+    epoch: int,
+    topic_id: TopicIdOf,
+    to_add: Iterable[TopicPartition],
+    to_forget: Iterable[TopicPartition],
+    acks: AckMap,
+) -> ShareFetchRequest:
+    """One ShareFetch: partitions added to the session (and those acknowledged), forgotten ones."""
+    topics: dict[Any, list[m_fetch.FetchPartition]] = {}
+    for tp in sorted(set(to_add) | set(acks)):
+        topics.setdefault(topic_id(tp.topic), []).append(
+            m_fetch.FetchPartition(
+                partition_index=tp.partition,
+                acknowledgement_batches=_wire_batches(m_fetch.AcknowledgementBatch, acks.get(tp)),
+            )
+        )
+    forgotten: dict[Any, list[int]] = {}
+    for tp in to_forget:
+        forgotten.setdefault(topic_id(tp.topic), []).append(tp.partition)
+    return ShareFetchRequest(
+        group_id=config.group_id,
+        member_id=member_id,
+        share_session_epoch=epoch,
+        max_wait_ms=config.fetch_max_wait_ms,
+        min_bytes=config.fetch_min_bytes,
+        max_bytes=config.fetch_max_bytes,
+        max_records=config.max_poll_records,
+        batch_size=config.max_poll_records,
+        share_acquire_mode=config.acquire_mode,
+        topics=[m_fetch.FetchTopic(topic_id=t, partitions=p) for t, p in topics.items()],
+        forgotten_topics_data=[
+            m_fetch.ForgottenTopic(topic_id=t, partitions=p) for t, p in forgotten.items()
+        ],
+    )
+
+
+def build_share_acknowledge(
+    group_id: str, *, member_id: str, epoch: int, topic_id: TopicIdOf, acks: AckMap
+) -> ShareAcknowledgeRequest:
+    """One ShareAcknowledge carrying ``acks``."""
+    topics: dict[Any, list[m_ack.AcknowledgePartition]] = {}
+    for tp in sorted(acks):
+        topics.setdefault(topic_id(tp.topic), []).append(
+            m_ack.AcknowledgePartition(
+                partition_index=tp.partition,
+                acknowledgement_batches=_wire_batches(m_ack.AcknowledgementBatch, acks[tp]),
+            )
+        )
+    return ShareAcknowledgeRequest(
+        group_id=group_id,
+        member_id=member_id,
+        share_session_epoch=epoch,
+        topics=[m_ack.AcknowledgeTopic(topic_id=t, partitions=p) for t, p in topics.items()],
+    )
+
+
+def unanswered_outcomes(
+    acks: AckMap, answered: set[TopicPartition]
+) -> list[AcknowledgementOutcome]:
+    """Acknowledgements sent for partitions the answer does not name: they count as accepted."""
+    return [
+        AcknowledgementOutcome(tp, dict(sent), None)
+        for tp, sent in acks.items()
+        if tp not in answered
+    ]
+
+
+def answered_partitions(
+    response: Any, names: Mapping[Any, str]
+) -> Iterator[tuple[TopicPartition, Any]]:
+    """Each partition an answer names, with its part of the answer (topics the metadata does
+    not know by id are skipped)."""
+    for topic in response.responses:
+        name = names.get(topic.topic_id)
+        if name is not None:
+            for part in topic.partitions:
+                yield TopicPartition(name, part.partition_index), part
+
+
+def acknowledge_outcomes(
+    response: Any, names: Mapping[Any, str], acks: AckMap, on_stale_metadata: Callable[[], None]
+) -> list[AcknowledgementOutcome]:
+    """The verdicts of a ShareAcknowledge answer, one per acknowledged partition."""
+    outcomes: list[AcknowledgementOutcome] = []
+    answered: set[TopicPartition] = set()
+    for tp, part in answered_partitions(response, names):
+        sent = acks.get(tp)
+        if sent is None:
+            continue
+        answered.add(tp)
+        outcomes.append(
+            AcknowledgementOutcome(
+                tp, dict(sent), error_from(part.error_code, part.error_message, tp)
+            )
+        )
+        if errors.action_for(part.error_code) is errors.ErrorAction.REFRESH_METADATA:
+            on_stale_metadata()
+    outcomes.extend(unanswered_outcomes(acks, answered))
+    return outcomes
+
+
+def delivered_records(
+    acks: Acknowledgements,
+    config: ShareFetchConfig,
+    tp: TopicPartition,
+    raw: bytes | None,
+    acquired: list[Any],
+    lock_timeout_ms: int,
+) -> list[ShareRecord]:
+    """Records of the acquired ranges (with their delivery counts); the rest are gaps."""
+    ranges = sorted((a.first_offset, a.last_offset, a.delivery_count) for a in acquired)
+    for first, last, count in ranges:
+        acks.acquire(tp, first, last, count, lock_timeout_ms)
+    out = _records_in_ranges(config, tp, raw, ranges) if raw else []
+    if len(out) < sum(last - first + 1 for first, last, _ in ranges):
+        delivered = {record.offset for record in out}
+        acks.acknowledge_gaps(
+            tp,
+            [
+                offset
+                for first, last, _ in ranges
+                for offset in range(first, last + 1)
+                if offset not in delivered
+            ],
+        )
+    return out
+
+
+def _records_in_ranges(
+    config: ShareFetchConfig, tp: TopicPartition, raw: bytes, ranges: list[tuple[int, int, int]]
+) -> list[ShareRecord]:
+    topic, partition = tp
+    lowest, highest = ranges[0][0], ranges[-1][1]
+    decoded: list[Any] = []
+    for batch in iter_batches(raw, check_crcs=config.check_crcs):
+        if batch.last_offset < lowest or batch.magic != 2:
+            continue
+        decoded.extend(
+            batch.consumer_records(
+                ConsumerRecord,
+                topic,
+                partition,
+                lowest,
+                config.key_deserializer,
+                config.value_deserializer,
+            )
+        )
+    # Each record becomes a ShareRecord: its nine fields and its range's delivery count.
+    if len(ranges) == 1:
+        tail = (ranges[0][2],)
+        return [_new(ShareRecord, r + tail) for r in decoded if r[2] <= highest]
+    out: list[ShareRecord] = []
+    offsets = [r[2] for r in decoded]
+    for first, last, count in ranges:
+        tail = (count,)
+        run = decoded[bisect_left(offsets, first) : bisect_right(offsets, last)]
+        out.extend([_new(ShareRecord, r + tail) for r in run])
+    return out
