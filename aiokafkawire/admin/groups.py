@@ -24,6 +24,8 @@ from aiokafkawire.structs import TopicPartition
 
 # OffsetCommit/OffsetFetch name topics by id from v10 (KIP-848); the admin calls name them.
 _OFFSETS_BY_NAME_MAX_VERSION = 9
+#: OffsetFetch carries ``require_stable`` from this version on (KIP-447).
+_REQUIRE_STABLE_MIN_VERSION = 7
 # OffsetFetch asks for several groups at once, in a list of groups, from v8.
 _OFFSET_FETCH_GROUPS_VERSION = 8
 # OffsetFetch can ask for all of a group's offsets (topics null) from v2.
@@ -262,7 +264,11 @@ class GroupCalls(AdminCore):
     async def _offsets_version(self, group_id: str, api_key: int) -> int:
         """The version of OffsetFetch/OffsetCommit to use, naming topics (v10 names them by id
         only, KIP-848)."""
-        connection = await self._cluster.coordinator_connection(group_id)
+        try:
+            connection = await self._cluster.coordinator_connection(group_id)
+        except errors.KafkaConnectionError:
+            # The cached coordinator is gone (and now forgotten): ask who took over, once.
+            connection = await self._cluster.coordinator_connection(group_id)
         return connection.versions.version_for(api_key, max_version=_OFFSETS_BY_NAME_MAX_VERSION)
 
     async def list_group_offsets(
@@ -271,12 +277,26 @@ class GroupCalls(AdminCore):
         partitions: Iterable[TopicPartition] | None = None,
         *,
         raise_on_error: bool = True,
+        require_stable: bool = False,
     ) -> dict[TopicPartition, GroupOffset]:
-        """A group's committed offsets (all of them when ``partitions`` is None)."""
+        """A group's committed offsets (all of them when ``partitions`` is None).
+
+        ``require_stable`` (OffsetFetch v7+, as Java's ``ListConsumerGroupOffsetsOptions``)
+        reads what the coordinator has written and replicated, as consumers do: a partition
+        whose offsets a transaction has not yet decided reports ``UnstableOffsetCommitError``.
+        Without it, a coordinator that has just taken over may answer offsets older than its
+        predecessor acknowledged (Kafka 4's coordinator reads at its own high watermark).
+        """
         self._check()
         wanted = None if partitions is None else list(partitions)
         version = await self._offsets_version(group_id, OffsetFetchRequest.API_KEY)
+        if require_stable and version < _REQUIRE_STABLE_MIN_VERSION:
+            raise errors.UnsupportedVersionForBrokerError(
+                f"require_stable needs OffsetFetch v{_REQUIRE_STABLE_MIN_VERSION}+"
+            )
         request = _offset_fetch_request(group_id, wanted, version)
+        if require_stable:
+            request.require_stable = True
         response, _ = await self._coordinator_call(group_id, request, version)
         answer = response.groups[0] if version >= _OFFSET_FETCH_GROUPS_VERSION else response
         errors.raise_for_code(

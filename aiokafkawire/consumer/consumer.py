@@ -32,7 +32,7 @@ from aiokafkawire.client_config import (
 )
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._waits import wait_event
-from aiokafkawire.consumer.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor, create_assignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import GroupConfig, Membership
@@ -281,7 +281,10 @@ class Consumer:
                 self._identity,
                 request_timeout_ms=self._common.request_timeout_ms,
                 retry_backoff_ms=self._common.retry_backoff_ms,
-                require_stable=self._fetch_config.read_committed,
+                # Always, as the Java consumer: a plain OffsetFetch is answered at the
+                # coordinator's high watermark, which just after a takeover can lag what the
+                # previous coordinator acknowledged (an older offset: records read twice).
+                require_stable=True,
             )
         self._fetcher = Fetcher(
             self._cluster,

@@ -180,8 +180,15 @@ class TransactionManager:  # long: identity and every transactional request shar
             self.fatal = exc
         self._move(TxnEvent.FATAL)
 
-    async def init_producer_id(self) -> None:
-        """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch."""
+    async def init_producer_id(self, timeout_ms: int | None = None) -> None:
+        """InitProducerId: a new id, or (after ``request_bump``) the same id with a new epoch.
+
+        Retried for ``timeout_ms`` (twice the request timeout by default), coordinator lookups
+        included: the producer's start gives it ``max_block_ms``, as Java's initTransactions,
+        since a fresh cluster creates and loads ``__transaction_state`` on first use.
+        """
+        if timeout_ms is None:
+            timeout_ms = max(self.request_timeout_ms, 1000) * 2
         bump = self.bump_needed and self.producer_id >= 0
 
         async def attempt() -> Any:
@@ -214,7 +221,7 @@ class TransactionManager:  # long: identity and every transactional request shar
             response = await retry(
                 attempt,
                 should_retry=should_retry,
-                deadline=Deadline.after(max(self.request_timeout_ms / 1000, 1.0) * 2),
+                deadline=Deadline.after(timeout_ms / 1000),
                 backoff=Backoff(self.retry_backoff * 1000, 1000),
                 what="InitProducerId",
                 on_retry=self._forget_coordinator_after,

@@ -252,7 +252,8 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     - ``max_request_size`` (1 MiB): limit of a Produce request and of one record.
     - ``buffer_memory`` (32 MiB): bytes of undelivered batches before ``send`` blocks.
     - ``max_block_ms`` (60000): how long ``send`` may block (buffer full, metadata) before
-      :class:`~aiokafkawire.errors.BufferFullError` / ``UnknownTopicError``.
+      :class:`~aiokafkawire.errors.BufferFullError` / ``UnknownTopicError``; also how long a
+      transactional producer's ``start`` waits for its coordinator and producer id.
     - ``delivery_timeout_ms`` (120000): give up on a record this long after ``send``.
     - ``retry_backoff_ms`` (100), ``request_timeout_ms`` (30000),
       ``max_in_flight_requests_per_connection`` (5).
@@ -434,7 +435,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             )
             self._accumulator.start(cluster, txn, magic)
             if self.transactional_id is not None:
-                await txn.init_producer_id()
+                await txn.init_producer_id(timeout_ms=self.max_block_ms)
             max_in_flight = self.config.max_in_flight_requests_per_connection
             self._sender = Sender(
                 cluster,

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from operator import itemgetter
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pyarrow as pa
 
@@ -26,6 +26,10 @@ from aiokafkawire.spark._options import (
     Subscription,
 )
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:  # for annotations; the functions below import them when they run
+    from aiokafkawire.consumer import Consumer
+    from aiokafkawire.producer import Producer
 
 __all__ = [
     "DataLossError",
@@ -235,23 +239,12 @@ class OffsetResolver:
         if bound.kind == "latest":
             return await self._list(dict.fromkeys(partitions, LATEST))
         if bound.kind == "offsets":
-            given = set(bound.offsets)
-            if given != partitions:
-                raise errors.ConfigError(
-                    f"option '{option}' must name exactly the subscribed partitions "
-                    f"(use -2 for earliest, -1 for latest): missing "
-                    f"{_names(partitions - given)}, unknown {_names(given - partitions)}"
-                )
+            _check_named_exactly(bound, partitions, option, " (use -2 for earliest, -1 for latest)")
             specs = {tp: o for tp, o in bound.offsets.items() if o < 0}
             looked_up = await self._list(specs)
             return {tp: looked_up.get(tp, o) for tp, o in bound.offsets.items()}
         if bound.kind == "timestamps":
-            given = set(bound.offsets)
-            if given != partitions:
-                raise errors.ConfigError(
-                    f"option '{option}' must name exactly the subscribed partitions: missing "
-                    f"{_names(partitions - given)}, unknown {_names(given - partitions)}"
-                )
+            _check_named_exactly(bound, partitions, option, "")
             stamps = dict(bound.offsets)
         else:
             stamps = dict.fromkeys(partitions, bound.timestamp)
@@ -266,6 +259,27 @@ class OffsetResolver:
             latest = await self._list(dict.fromkeys(missing, LATEST))
             found.update(latest)
         return found
+
+
+def _close_on(runner: LoopRunner, client: Consumer | Producer | None) -> None:
+    """Close ``client`` (when it started) on ``runner``'s loop, then the loop itself."""
+    try:
+        if client is not None:
+            runner.run(client.close())
+    finally:
+        runner.close()
+
+
+def _check_named_exactly(
+    bound: OffsetBound, partitions: set[TopicPartition], option: str, hint: str
+) -> None:
+    """Refuse per-partition offsets or timestamps that do not name exactly ``partitions``."""
+    given = set(bound.offsets)
+    if given != partitions:
+        raise errors.ConfigError(
+            f"option '{option}' must name exactly the subscribed partitions{hint}: missing "
+            f"{_names(partitions - given)}, unknown {_names(given - partitions)}"
+        )
 
 
 def _names(partitions: Iterable[TopicPartition]) -> str:
@@ -414,11 +428,7 @@ def read_range(
         runner.run(_assign(consumer, tp, start))
         yield from _read_assigned(runner, consumer, opts, tp, start, end)
     finally:
-        try:
-            if started:
-                runner.run(consumer.close())
-        finally:
-            runner.close()
+        _close_on(runner, consumer if started else None)
 
 
 async def _assign(consumer: Any, tp: TopicPartition, offset: int) -> None:
@@ -536,11 +546,7 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
         _raise_failed(watched, wait_all=True)
         return count
     finally:
-        try:
-            if started:
-                runner.run(producer.close())
-        finally:
-            runner.close()
+        _close_on(runner, producer if started else None)
 
 
 async def _send_batch(

@@ -10,10 +10,21 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TypeVar
 
-__all__ = ["ChildProcessServer", "die_with_this_process", "terminate"]
+from aiokafkawire.errors import KafkaTimeoutError
+from aiokafkawire.testing._errors import BrokerStartError
+
+__all__ = [
+    "ChildProcessServer",
+    "EndsOnExit",
+    "die_with_this_process",
+    "terminate",
+    "time_left_to_start",
+]
 
 _Server = TypeVar("_Server", bound="ChildProcessServer")
 
@@ -46,7 +57,54 @@ def terminate(process: subprocess.Popen[bytes], grace: float) -> None:
         process.wait(timeout=30)
 
 
-class ChildProcessServer:
+def time_left_to_start(
+    process: subprocess.Popen[bytes],
+    deadline: float,
+    exited: Callable[[int], str],
+    timed_out: Callable[[], str],
+) -> float:
+    """Seconds left before ``deadline`` (``time.monotonic()``) for a starting ``process``.
+
+    Raises :class:`BrokerStartError` with ``exited(status)`` when the process has exited, and
+    ``KafkaTimeoutError`` with ``timed_out()`` once the deadline has passed.
+    """
+    code = process.poll()
+    if code is not None:
+        raise BrokerStartError(exited(code))
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise KafkaTimeoutError(timed_out())
+    return remaining
+
+
+class EndsOnExit:
+    """Context manager exits (``with`` and ``async with``) that end the object: a subclass
+    defines :meth:`_end` and :meth:`_end_async` (stop or close; idempotent)."""
+
+    def _end(self) -> None:
+        raise NotImplementedError
+
+    async def _end_async(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._end_async()
+
+
+class ChildProcessServer(EndsOnExit):
     """Base of the brokers run as child processes: subclasses define ``start`` (returning
     ``self``) and ``stop`` (idempotent); this adds the async variants and context managers."""
 
@@ -81,21 +139,11 @@ class ChildProcessServer:
     def __enter__(self: _Server) -> _Server:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     async def __aenter__(self: _Server) -> _Server:
         return await self.start_async()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _end(self) -> None:
+        self.stop()
+
+    async def _end_async(self) -> None:
         await self.stop_async()

@@ -37,7 +37,12 @@ from aiokafkawire.errors import ConfigError, KafkaTimeoutError
 from aiokafkawire.testing._errors import BrokerStartError, BrokerUnavailableError
 from aiokafkawire.testing._maven import find_java, resolve_jars
 from aiokafkawire.testing._probe import probe_api_versions
-from aiokafkawire.testing._process import ChildProcessServer, die_with_this_process, terminate
+from aiokafkawire.testing._process import (
+    ChildProcessServer,
+    die_with_this_process,
+    terminate,
+    time_left_to_start,
+)
 from aiokafkawire.testing.tansu import find_free_port
 
 __all__ = [
@@ -644,21 +649,22 @@ class KafkaCluster(ChildProcessServer):
         port = node.ports["PLAINTEXT"]
         delay = 0.1
         last_problem: BaseException | None = None
+        name = f"Kafka node {node.node_id} ({self.version})"
         while True:
             assert node.process is not None
-            code = node.process.poll()
-            if code is not None:
-                raise BrokerStartError(
-                    f"Kafka node {node.node_id} ({self.version}) exited with status {code} "
-                    f"before serving on port {port}; {self._failure_detail(node)}"
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"Kafka node {node.node_id} ({self.version}) did not answer ApiVersions on "
-                    f"{self.host}:{port} within {self.startup_timeout:.0f}s (last problem: "
-                    f"{last_problem!r}); {self._failure_detail(node)}"
-                )
+            remaining = time_left_to_start(
+                node.process,
+                deadline,
+                lambda code: (
+                    f"{name} exited with status {code} before serving on port {port}; "
+                    f"{self._failure_detail(node)}"
+                ),
+                lambda: (  # called at once, in this iteration
+                    f"{name} did not answer ApiVersions on {self.host}:{port} within "
+                    f"{self.startup_timeout:.0f}s (last problem: {last_problem!r}); "  # noqa: B023
+                    f"{self._failure_detail(node)}"
+                ),
+            )
             try:
                 info = probe_api_versions(self.host, port, version=3, timeout=min(5.0, remaining))
             except OSError as exc:

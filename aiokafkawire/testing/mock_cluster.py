@@ -25,12 +25,12 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, NamedTuple, Protocol
 
 from aiokafkawire.errors import ConfigError
 from aiokafkawire.testing._errors import BrokerUnavailableError, MockClusterError
 from aiokafkawire.testing._probe import probe_api_versions
+from aiokafkawire.testing._process import EndsOnExit
 
 __all__ = ["MockCluster", "MockRequest", "find_librdkafka", "librdkafka_version"]
 
@@ -223,7 +223,7 @@ def _destroy(lib: ctypes.CDLL, rk: int, mcluster: int | None) -> None:
 MOCK_GROUP_API_CAPS = {11: 5, 12: 3, 13: 2, 14: 3}
 
 
-class MockCluster:
+class MockCluster(EndsOnExit):
     """A librdkafka mock cluster with ``num_brokers`` brokers (ids 1..N) on loopback ports.
 
     Usable as a context manager (``with`` and ``async with``); :meth:`close` is idempotent.
@@ -560,23 +560,13 @@ class MockCluster:
     def __enter__(self) -> MockCluster:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     async def __aenter__(self) -> MockCluster:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _end(self) -> None:
+        self.close()
+
+    async def _end_async(self) -> None:
         await self.close_async()
 
     def __repr__(self) -> str:

@@ -17,10 +17,15 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from aiokafkawire.errors import ConfigError, KafkaTimeoutError
+from aiokafkawire.errors import ConfigError
 from aiokafkawire.testing._errors import BrokerStartError, BrokerUnavailableError
 from aiokafkawire.testing._probe import ApiVersionsInfo, probe_api_versions
-from aiokafkawire.testing._process import ChildProcessServer, die_with_this_process, terminate
+from aiokafkawire.testing._process import (
+    ChildProcessServer,
+    die_with_this_process,
+    terminate,
+    time_left_to_start,
+)
 
 __all__ = ["TansuBroker", "find_free_port", "resolve_tansu_binary"]
 
@@ -275,19 +280,19 @@ class TansuBroker(ChildProcessServer):
         probe_timeout = 0.2
         last_problem: BaseException | None = None
         while True:
-            code = process.poll()
-            if code is not None:
-                raise BrokerStartError(
+            remaining = time_left_to_start(
+                process,
+                deadline,
+                lambda code: (
                     f"Tansu exited with status {code} before answering on port {port}; "
                     f"output:\n{self.logs()[-_LOG_TAIL_CHARS:]}"
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
+                ),
+                lambda: (  # called at once, in this iteration
                     f"Tansu did not answer ApiVersions on {self.host}:{port} within "
-                    f"{self.startup_timeout}s (last problem: {last_problem!r}); "
+                    f"{self.startup_timeout}s (last problem: {last_problem!r}); "  # noqa: B023
                     f"output:\n{self.logs()[-_LOG_TAIL_CHARS:]}"
-                )
+                ),
+            )
             try:
                 info = probe_api_versions(
                     self.host, port, version=0, timeout=min(probe_timeout, max(remaining, 0.05))

@@ -186,13 +186,16 @@ class ConfluentMember:
 
         consumer = RdConsumer(self._config)
 
+        # The callbacks get what changes: the whole assignment under an eager protocol, only
+        # the added or revoked partitions under an incremental one (cooperative-sticky and
+        # KIP-848).  Adding and removing what they name is right for both.
         def on_assign(_c: Any, partitions: list[Any]) -> None:
             with self._lock:
-                self._assignment = {TopicPartition(p.topic, p.partition) for p in partitions}
+                self._assignment |= {TopicPartition(p.topic, p.partition) for p in partitions}
 
-        def on_revoke(_c: Any, _partitions: list[Any]) -> None:
+        def on_revoke(_c: Any, partitions: list[Any]) -> None:
             with self._lock:
-                self._assignment = set()
+                self._assignment -= {TopicPartition(p.topic, p.partition) for p in partitions}
 
         try:
             consumer.subscribe([self._topic], on_assign=on_assign, on_revoke=on_revoke)

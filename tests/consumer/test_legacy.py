@@ -9,7 +9,8 @@ import time
 from _consumer_helpers import produce
 
 from aiokafkawire.consumer import Consumer, OffsetAndMetadata
-from aiokafkawire.consumer.fetcher import FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import FetchConfig
+from aiokafkawire.consumer.fetch.decode import RecordDecoder, scan
 from aiokafkawire.protocol.records import (
     CompressionType,
     DefaultRecordBatchBuilder,
@@ -87,8 +88,8 @@ def test_legacy_message_sets_and_compressed_wrappers_decode() -> None:
     payload += v2.build()
     expected = [v for _, _, values in legacy for v in values] + [b"v2"]
     tp = TopicPartition("t", 0)
-    fetcher = Fetcher(None, None, FetchConfig())  # type: ignore[arg-type]
-    records, next_offset, _epoch = fetcher._parse(tp, payload, 0, None)
+    decoder = RecordDecoder(FetchConfig())
+    records, next_offset, _epoch = decoder.decode(tp, scan(payload, 0), 0, None)
     assert [r.value for r in records] == expected
     assert [r.offset for r in records] == list(range(len(expected)))
     assert next_offset == len(expected)
@@ -97,8 +98,8 @@ def test_legacy_message_sets_and_compressed_wrappers_decode() -> None:
     assert all(r.leader_epoch is None for r in records[:-1])
     assert records[-1].headers == (("h", b"1"),)
     # From offset 3 (inside the gzip wrapper holding offsets 2-4): earlier messages skipped.
-    records, _, _ = fetcher._parse(tp, payload, 3, None)
+    records, _, _ = decoder.decode(tp, scan(payload, 3), 3, None)
     assert [r.offset for r in records] == list(range(3, len(expected)))
     # A truncated trailing batch is ignored; the next fetch starts after the last whole one.
-    records, next_offset, _ = fetcher._parse(tp, payload[:-10], 0, None)
+    records, next_offset, _ = decoder.decode(tp, scan(payload[:-10], 0), 0, None)
     assert next_offset == len(expected) - 1

@@ -73,7 +73,11 @@ class Coordinator:
         return fetch_answer(request, lambda _partition: 7, self.script(attempt, -1))
 
 
-async def _run(script: Script, action: Callable[[GroupOffsets], Any]) -> Coordinator:
+async def _run(
+    script: Script,
+    action: Callable[[GroupOffsets], Any],
+    identity: Callable[[], MemberIdentity] = MemberIdentity,
+) -> Coordinator:
     """Run ``action(offsets)`` against a coordinator answering by ``script``."""
     coordinator = Coordinator(script)
     async with coordinator.broker:
@@ -81,7 +85,7 @@ async def _run(script: Script, action: Callable[[GroupOffsets], Any]) -> Coordin
         async with Cluster(f"127.0.0.1:{coordinator.broker.port}", config) as cluster:
             await cluster.refresh_metadata([TOPIC])
             offsets = GroupOffsets(
-                cluster, "g", MemberIdentity, request_timeout_ms=400, retry_backoff_ms=10
+                cluster, "g", identity, request_timeout_ms=400, retry_backoff_ms=10
             )
             await action(offsets)
     return coordinator
@@ -170,4 +174,29 @@ async def test_offset_fetch_raises_a_non_retriable_error_at_once() -> None:
             await offsets.fetch([TP0])
 
     coordinator = await _run(lambda _attempt, _partition: denied, fetch)
+    assert coordinator.fetches == 1
+
+
+async def test_offset_fetch_of_a_kip848_member_retries_a_stale_epoch() -> None:
+    """The fetch raced a heartbeat that moved the member epoch on: ask again with the new one."""
+    stale = errors.StaleMemberEpochError.code
+
+    async def fetch(offsets: GroupOffsets) -> None:
+        assert await offsets.fetch([TP0]) == {TP0: OffsetAndMetadata(7, "", None)}
+
+    def member() -> MemberIdentity:
+        return MemberIdentity(3, "m-1")
+
+    coordinator = await _run(lambda attempt, _: stale if attempt == 0 else OK, fetch, member)
+    assert coordinator.fetches == 2
+
+
+async def test_offset_fetch_outside_a_group_does_not_retry_a_stale_epoch() -> None:
+    stale = errors.StaleMemberEpochError.code
+
+    async def fetch(offsets: GroupOffsets) -> None:
+        with pytest.raises(errors.StaleMemberEpochError):
+            await offsets.fetch([TP0])
+
+    coordinator = await _run(lambda _attempt, _partition: stale, fetch)
     assert coordinator.fetches == 1

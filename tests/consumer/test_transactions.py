@@ -10,7 +10,8 @@ from _consumer_helpers import Broker, consume_n
 
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer import Consumer
-from aiokafkawire.consumer.fetcher import FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import FetchConfig
+from aiokafkawire.consumer.fetch.decode import RecordDecoder, scan
 from aiokafkawire.protocol.messages import FetchRequest
 from aiokafkawire.protocol.messages.fetch import AbortedTransaction, FetchPartition, FetchTopic
 from aiokafkawire.protocol.records import iter_batches
@@ -113,17 +114,15 @@ async def test_read_committed_drops_aborted_confluent_transactions(broker: Broke
             ("read_committed", committed[partition::2]),
             ("read_uncommitted", _interleave(committed[partition::2], aborted[partition::2])),
         ):
-            fetcher = Fetcher(None, None, FetchConfig(isolation_level=isolation))  # type: ignore[arg-type]
-            records, next_offset, _epoch = fetcher._parse(tp, raw, 0, aborted_list)
+            decoder = RecordDecoder(FetchConfig(isolation_level=isolation))
+            records, next_offset, _epoch = decoder.decode(tp, scan(raw, 0), 0, aborted_list)
             assert sorted(r.value for r in records) == sorted(expected)
             # Control records are never delivered; the position moves past the last marker.
             assert next_offset == high_watermark
         # Starting inside the log: only records at or after the fetch offset.
-        records, _, _ = Fetcher(
-            None,
-            None,
-            FetchConfig(isolation_level="read_committed"),  # type: ignore[arg-type]
-        )._parse(tp, raw, 7, aborted_list)
+        records, _, _ = RecordDecoder(FetchConfig(isolation_level="read_committed")).decode(
+            tp, scan(raw, 7), 7, aborted_list
+        )
         assert all(r.offset >= 7 for r in records)
 
 

@@ -222,11 +222,6 @@ async def test_kip848_group_served_by_the_broker(kafka_cluster: KafkaCluster) ->
         assert sum(c.offset for c in committed.values() if c.offset >= 0) >= 80
 
 
-@pytest.mark.skip(
-    reason="open (24 Nov 2026): in one quiet full-suite run the 4 partitions were not split 2/2 "
-    "between us and a librdkafka KIP-848 member within 60 s (passed in every other run); "
-    "whether our member or the test's wait is at fault is not known yet"
-)
 async def test_kip848_group_mixed_with_librdkafka_members(kafka_cluster: KafkaCluster) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     topic = await create_topic(bootstrap, "kip848-mixed", 4)

@@ -188,16 +188,29 @@ def _parse_fields(raw_fields: list[dict[str, Any]], common: dict[str, Any]) -> l
     return result
 
 
-@cache
-def _generator() -> Any:
-    """``tools/gen_messages.py`` as a module (it prepares the specs the codecs come from)."""
+def load_generator(name: str, *, stay_registered: bool) -> Any:
+    """``tools/gen_messages.py`` imported as module ``name``.
+
+    It is in ``sys.modules`` while it runs (its dataclasses need that) and afterwards only
+    with ``stay_registered``.
+    """
     path = REPO_ROOT / "tools" / "gen_messages.py"
-    spec = importlib.util.spec_from_file_location("gen_messages_for_bridge", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if not stay_registered:
+            del sys.modules[name]
     return module
+
+
+@cache
+def _generator() -> Any:
+    """The generator as a module (it prepares the specs the codecs come from)."""
+    return load_generator("gen_messages_for_bridge", stay_registered=True)
 
 
 def load_raw_spec(name: str) -> dict[str, Any]:
@@ -515,9 +528,7 @@ _KP_RENAMED = {
 _FIELD_PAIRS: dict[tuple[int, int], list[tuple[SpecField, Any | None]]] = {}
 
 
-def field_pairs(
-    kp_struct: Any, spec_fields: list[SpecField]
-) -> list[tuple[SpecField, Any | None]]:
+def field_pairs(kp_struct: Any, spec_fields: list[SpecField]) -> list[tuple[SpecField, Any | None]]:
     """Pair each official spec field with kafka-python's field of the same name.
 
     kafka-python's spec copy can be newer (extra fields for newer versions) or older (lacking

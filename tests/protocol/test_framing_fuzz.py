@@ -110,6 +110,13 @@ def feed_all(framing: KafkaFraming, chunks: list[bytes]) -> tuple[list[ResponseE
 api_version_pairs = st.sampled_from(api_versions())
 cut_lists = st.lists(st.integers(min_value=0, max_value=10**6), max_size=12)
 
+#: Up to six (position, new byte) changes; positions wrap around the frame.
+byte_flips = st.lists(
+    st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(0, 255)),
+    min_size=1,
+    max_size=6,
+)
+
 
 # ------------------------------------------------------------------------------ random bytes
 
@@ -214,11 +221,7 @@ def test_bodies_truncated_inside_their_frame_are_protocol_errors(
 @FUZZ
 @given(
     pair=api_version_pairs,
-    flips=st.lists(
-        st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(0, 255)),
-        min_size=1,
-        max_size=6,
-    ),
+    flips=byte_flips,
     cuts=cut_lists,
 )
 def test_mutated_frames_decode_or_raise_protocol_errors(
@@ -321,11 +324,7 @@ def test_decode_request_on_random_bytes(data: bytes) -> None:
 @FUZZ
 @given(
     pair=api_version_pairs,
-    flips=st.lists(
-        st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(0, 255)),
-        min_size=1,
-        max_size=6,
-    ),
+    flips=byte_flips,
     cut=st.integers(min_value=0, max_value=10**6),
 )
 def test_decode_request_on_mutated_requests(

@@ -8,7 +8,6 @@ the chosen version can carry.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import pickle
 import sys
 import uuid
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _kafka_python_bridge import load_generator as load_generator_as
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -609,16 +609,7 @@ def test_legacy_versions_keep_their_fields() -> None:
 
 
 def load_generator() -> Any:
-    path = REPO_ROOT / "tools" / "gen_messages.py"
-    spec = importlib.util.spec_from_file_location("gen_messages_under_test", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses need the module registered
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_generator_as("gen_messages_under_test", stay_registered=False)
 
 
 def test_generated_files_are_up_to_date_and_deterministic(spec_root: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ and streaming, with the same options; schema and every row must be equal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,45 +40,6 @@ def _read(spark: Any, fmt: str, bootstrap: str, options: dict[str, str]) -> Any:
     return builder.load()
 
 
-CASES = [
-    pytest.param("plain", {"includeHeaders": "true"}, id="plain-headers"),
-    pytest.param("plain", {}, id="plain"),
-    pytest.param(
-        "plain",
-        {"startingOffsets": "earliest", "endingOffsets": "latest", "minPartitions": "5"},
-        id="plain-split",
-    ),
-    pytest.param(
-        "plain",
-        {"startingTimestamp": str(BASE_TS + 75_500), "endingTimestamp": str(BASE_TS + 130_000)},
-        id="plain-timestamps",
-    ),
-    pytest.param("transactional", {}, id="txn-read-uncommitted"),
-    pytest.param(
-        "transactional", {"kafka.isolation.level": "read_committed"}, id="txn-read-committed"
-    ),
-]
-
-
-@pytest.mark.parametrize(("which", "options"), CASES)
-def test_batch_read_equals_the_jvm_connector(
-    spark_with_connector: Any,
-    kafka_cluster: Any,
-    topics: dict[str, str],
-    which: str,
-    options: dict[str, str],
-) -> None:
-    spark = spark_with_connector
-    bootstrap = kafka_cluster.bootstrap_servers
-    options = {"subscribe": topics[which], **options}
-    jvm = _read(spark, "kafka", bootstrap, options)
-    ours = _read(spark, "aiokafkawire", bootstrap, options)
-    assert ours.schema == jvm.schema
-    expected = _rows(jvm)
-    assert expected, "the JVM connector read nothing"
-    assert _rows(ours) == expected
-
-
 def _stream_rows(spark: Any, fmt: str, bootstrap: str, options: dict[str, str]) -> Any:
     builder = (
         spark.readStream.format(fmt)
@@ -94,28 +56,59 @@ def _stream_rows(spark: Any, fmt: str, bootstrap: str, options: dict[str, str]) 
     return spark.table(name)
 
 
-@pytest.mark.parametrize(
-    ("which", "options"),
-    [
-        pytest.param("plain", {"includeHeaders": "true", "maxOffsetsPerTrigger": "40"}, id="plain"),
-        pytest.param(
-            "transactional", {"kafka.isolation.level": "read_committed"}, id="txn-read-committed"
-        ),
-    ],
-)
-def test_streaming_read_equals_the_jvm_connector(
+CASES = [
+    pytest.param(_read, "plain", {"includeHeaders": "true"}, id="batch-plain-headers"),
+    pytest.param(_read, "plain", {}, id="batch-plain"),
+    pytest.param(
+        _read,
+        "plain",
+        {"startingOffsets": "earliest", "endingOffsets": "latest", "minPartitions": "5"},
+        id="batch-plain-split",
+    ),
+    pytest.param(
+        _read,
+        "plain",
+        {"startingTimestamp": str(BASE_TS + 75_500), "endingTimestamp": str(BASE_TS + 130_000)},
+        id="batch-plain-timestamps",
+    ),
+    pytest.param(_read, "transactional", {}, id="batch-txn-read-uncommitted"),
+    pytest.param(
+        _read,
+        "transactional",
+        {"kafka.isolation.level": "read_committed"},
+        id="batch-txn-read-committed",
+    ),
+    pytest.param(
+        _stream_rows,
+        "plain",
+        {"includeHeaders": "true", "maxOffsetsPerTrigger": "40"},
+        id="streaming-plain",
+    ),
+    pytest.param(
+        _stream_rows,
+        "transactional",
+        {"kafka.isolation.level": "read_committed"},
+        id="streaming-txn-read-committed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("read", "which", "options"), CASES)
+def test_read_equals_the_jvm_connector(
     spark_with_connector: Any,
     kafka_cluster: Any,
     topics: dict[str, str],
+    read: Callable[[Any, str, str, dict[str, str]], Any],
     which: str,
     options: dict[str, str],
 ) -> None:
+    """Batch (``_read``) and streaming (``_stream_rows``) reads of both formats: equal."""
     spark = spark_with_connector
     bootstrap = kafka_cluster.bootstrap_servers
     options = {"subscribe": topics[which], **options}
-    jvm = _stream_rows(spark, "kafka", bootstrap, options)
-    ours = _stream_rows(spark, "aiokafkawire", bootstrap, options)
+    jvm = read(spark, "kafka", bootstrap, options)
+    ours = read(spark, "aiokafkawire", bootstrap, options)
     assert ours.schema == jvm.schema
     expected = _rows(jvm)
-    assert expected
+    assert expected, "the JVM connector read nothing"
     assert _rows(ours) == expected

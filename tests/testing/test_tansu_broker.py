@@ -69,16 +69,24 @@ async def test_async_context_manager() -> None:
     assert _process_gone(pid)
 
 
-async def test_cancelled_async_start_leaves_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    launched: list[subprocess.Popen[bytes]] = []
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """Every process started while the test runs, in order (``Popen`` wrapped to record it)."""
+    processes: list[subprocess.Popen[bytes]] = []
     real_popen = subprocess.Popen
 
     def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
         process = real_popen(*args, **kwargs)
-        launched.append(process)
+        processes.append(process)
         return process
 
     monkeypatch.setattr(tansu_module.subprocess, "Popen", recording_popen)
+    return processes
+
+
+async def test_cancelled_async_start_leaves_no_process(
+    launched: list[subprocess.Popen[bytes]],
+) -> None:
     broker = TansuBroker()
     starting = asyncio.create_task(broker.start_async())
     await asyncio.sleep(0)  # let the task begin, then cancel it while the start runs
@@ -162,20 +170,13 @@ def test_port_race_is_retried_on_a_new_port(monkeypatch: pytest.MonkeyPatch) -> 
             assert broker.probe().error_code == 0
 
 
-def test_startup_timeout_raises_and_kills_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_startup_timeout_raises_and_kills_the_process(
+    monkeypatch: pytest.MonkeyPatch, launched: list[subprocess.Popen[bytes]]
+) -> None:
     def never_answers(*args: object, **kwargs: object) -> object:
         raise ConnectionRefusedError("pretend the broker is not listening yet")
 
-    launched: list[subprocess.Popen[bytes]] = []
-    real_popen = subprocess.Popen
-
-    def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
-        process = real_popen(*args, **kwargs)
-        launched.append(process)
-        return process
-
     monkeypatch.setattr(tansu_module, "probe_api_versions", never_answers)
-    monkeypatch.setattr(tansu_module.subprocess, "Popen", recording_popen)
     broker = TansuBroker(startup_timeout=0.5)
     with pytest.raises(KafkaTimeoutError, match="did not answer"):
         broker.start()

@@ -56,6 +56,17 @@ class ConsumerProtocolMembership(Membership):
         epoch = LEAVE_EPOCH if self.config.group_instance_id is None else STATIC_LEAVE_EPOCH
         await self._send(epoch)
 
+    def _membership_error_from_commit(self, code: int) -> None:
+        """A commit refused for the membership: heartbeat now, keep the epoch.
+
+        The heartbeat decides the membership: STALE_MEMBER_EPOCH means a newer epoch is on its
+        way (the commit is tried again with it); FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID come
+        back on the heartbeat too, which then rejoins with epoch 0 and the same member id.
+        Setting the epoch to -1 here, as a classic member forgets its generation, would make
+        the next heartbeat a leave.
+        """
+        self.request_rejoin(f"commit answered {errors.error_for_code(code).name}")
+
     def request_rejoin(self, reason: str = "") -> None:
         """Heartbeat now (the subscription changed or an acknowledgement is due)."""
         if reason:

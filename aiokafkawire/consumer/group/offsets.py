@@ -135,7 +135,12 @@ class GroupOffsets:
     def _coordinator_failed(self) -> None:
         self._cluster.invalidate_coordinator(self.group_id)
 
-    async def _retrying(self, op: Callable[[], Awaitable[T]], what: str) -> T:
+    async def _retrying(
+        self,
+        op: Callable[[], Awaitable[T]],
+        what: str,
+        should_retry: Callable[[BaseException], bool] = _worth_retrying,
+    ) -> T:
         """``op`` under the shared retry policy, within the request timeout.
 
         The pace is ``retry_backoff_ms`` between attempts (not doubled: a commit waits on a
@@ -143,7 +148,7 @@ class GroupOffsets:
         """
         return await retry(
             op,
-            should_retry=_worth_retrying,
+            should_retry=should_retry,
             deadline=Deadline.after(self._timeout),
             backoff=Backoff(self._backoff_ms, self._backoff_ms),
             what=f"{what} for group {self.group_id!r}",
@@ -263,6 +268,10 @@ class GroupOffsets:
         if code in _MEMBERSHIP_CODES:
             if self.on_membership_error is not None:
                 self.on_membership_error(code)
+            if code == errors.StaleMemberEpochError.code and self._identity().generation > 0:
+                # KIP-848: the commit raced a heartbeat that moved the member epoch on.  The
+                # member is still in the group: commit again with the epoch it holds by then.
+                return committed
             raise errors.CommitFailedError(
                 f"commit of group {self.group_id!r} rejected: "
                 f"{errors.error_for_code(code).name} (the group rebalanced; the "
@@ -280,13 +289,22 @@ class GroupOffsets:
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """Committed offsets of ``partitions`` (``None`` where nothing is committed)."""
         try:
-            return await self._retrying(lambda: self._fetch_once(partitions), "offset fetch")
+            return await self._retrying(
+                lambda: self._fetch_once(partitions), "offset fetch", self._fetch_worth_retrying
+            )
         except Exception as exc:
             if not _worth_retrying(exc):
                 raise
             raise errors.KafkaTimeoutError(
                 f"fetching committed offsets of group {self.group_id!r} failed: {exc}"
             ) from exc
+
+    def _fetch_worth_retrying(self, exc: BaseException) -> bool:
+        # KIP-848: a fetch naming the member epoch raced a heartbeat that moved it on; while
+        # the member is in the group, the next attempt carries the epoch it holds by then.
+        if isinstance(exc, errors.StaleMemberEpochError):
+            return self._identity().generation > 0
+        return _worth_retrying(exc)
 
     async def _fetch_once(
         self, partitions: list[TopicPartition]

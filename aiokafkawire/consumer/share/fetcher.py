@@ -29,8 +29,8 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import timeout_after, wait_event
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, build_batches
 from aiokafkawire.consumer.share.membership import share_groups_unsupported
@@ -55,19 +55,9 @@ OutcomeHandler = Callable[[list[AcknowledgementOutcome]], None]
 FatalHandler = Callable[[errors.KafkaError], None]
 
 _IDLE_RECHECK_S = 1.0
+_LOOP = "fetch"  # task keys of the per-leader loops: (_LOOP, node id)
 _SESSION_CODES = frozenset(
     (errors.ShareSessionNotFoundError.code, errors.InvalidShareSessionEpochError.code)
-)
-_METADATA_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.NotLeaderOrFollowerError,
-        errors.UnknownTopicOrPartitionError,
-        errors.UnknownTopicIdError,
-        errors.LeaderNotAvailableError,
-        errors.FencedLeaderEpochError,
-        errors.KafkaStorageErrorError,
-    )
 )
 _FATAL_CODES = frozenset(
     cls.code
@@ -199,15 +189,15 @@ class ShareFetcher:
         """The partitions the group assigned to this member."""
         return set(self._assignment)
 
-    def _task_failed(self, name: str, exc: BaseException) -> None:
+    def _task_failed(self, key: object, exc: BaseException) -> None:
         if self._closing:
             return
-        log.error("share fetcher: %s failed", name, exc_info=exc)
-        if name.startswith("fetch-"):
-            self._wakes.pop(int(name[6:]), None)
+        log.error("share fetcher: %s failed", key, exc_info=exc)
+        if isinstance(key, tuple) and key[0] == _LOOP:
+            self._wakes.pop(key[1], None)
             self._changed.set()  # the dispatcher restarts it
         self._on_fatal(
-            exc if isinstance(exc, errors.KafkaError) else errors.KafkaError(f"{name}: {exc!r}")
+            exc if isinstance(exc, errors.KafkaError) else errors.KafkaError(f"{key}: {exc!r}")
         )
 
     def _leader(self, tp: TopicPartition) -> int | None:
@@ -338,7 +328,7 @@ class ShareFetcher:
             return
         self._wakes[node] = asyncio.Event()
         self._sessions.setdefault(node, ShareSession(node))
-        self._loops[node] = self._tasks.start(f"fetch-{node}", self._node_loop(node))
+        self._loops[node] = self._tasks.start((_LOOP, node), self._node_loop(node))
 
     # ----------------------------------------------------------------- per-leader loop
 
@@ -575,7 +565,7 @@ class ShareFetcher:
         self, node: int, tp: TopicPartition, code: int, message: str | None
     ) -> None:
         error = _error(code, message, tp)
-        if code in _METADATA_CODES:
+        if errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA:
             log.info("share fetch %s from broker %s: %s; refreshing metadata", tp, node, error)
             self._cluster.request_update()
             self._changed.set()
@@ -694,7 +684,7 @@ class ShareFetcher:
                         tp, dict(sent), _error(part.error_code, part.error_message, tp)
                     )
                 )
-                if part.error_code in _METADATA_CODES:
+                if errors.action_for(part.error_code) is errors.ErrorAction.REFRESH_METADATA:
                     self._cluster.request_update()
         for tp, sent in acks.items():
             if tp not in answered:
@@ -730,11 +720,7 @@ class ShareFetcher:
         """Finish each loop's request, close every share session (epoch -1), stop the loops."""
         self._closing = True
         self.wake_all()
-        loops = [
-            task
-            for task in list(self._tasks._tasks)
-            if task.get_name().split(":", 1)[-1].startswith("fetch-")
-        ]
+        loops = [task for task in self._loops.values() if not task.done()]
         if loops:
             try:
                 async with timeout_after(timeout):

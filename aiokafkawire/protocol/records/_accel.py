@@ -10,12 +10,11 @@ the pure path, so results and exceptions are the pure path's.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
+from aiokafkawire.errors import CorruptRecordError
 from aiokafkawire.protocol.records import _builder, _pure_legacy, _pure_v2
 from aiokafkawire.protocol.records._crecords import (
     _setup,
@@ -25,18 +24,15 @@ from aiokafkawire.protocol.records._crecords import (
     decode_records,
     encode_record,
 )
-from aiokafkawire.protocol.records._pure import estimate_size_in_bytes
+from aiokafkawire.protocol.records._pure import estimate_size_in_bytes, split_batches
 from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatch
 from aiokafkawire.protocol.records._pure_v2 import build_control_batch, rewrite_producer_state
 from aiokafkawire.protocol.records._types import (
-    LOG_OVERHEAD,
     Buffer,
     ControlRecord,
     Headers,
     Record,
-    TimestampType,
 )
-from aiokafkawire.protocol.records.codecs import decompress
 
 __all__ = [
     "DefaultRecordBatchBuilder",
@@ -53,13 +49,15 @@ __all__ = [
 #: True when records are allocated directly in C (their class layout is the expected one).
 DIRECT_RECORDS: bool = _setup(Record, ControlRecord, CorruptRecordError)
 
-_HEADER_SIZE = _pure_v2.HEADER_SIZE
-_CODEC_MASK = _pure_v2.ATTR_CODEC_MASK
 _ATTR_TIMESTAMP_TYPE = _pure_v2.ATTR_TIMESTAMP_TYPE
 _ATTR_CONTROL = _pure_v2.ATTR_CONTROL
-_CREATE_TIME = TimestampType.CREATE_TIME
-_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 _pure_decode_records = _pure_v2._decode_records
+
+
+def _decode_records_compiled(*args: Any) -> list[Record]:
+    """``_pure_v2._decode_records`` in C; the pure loop for numbers beyond 64 bits."""
+    records = decode_records(*args)
+    return _pure_decode_records(*args) if records is None else records
 
 
 class RecordBatch(_pure_v2.RecordBatch):
@@ -67,43 +65,8 @@ class RecordBatch(_pure_v2.RecordBatch):
 
     __slots__ = ()
 
-    def _decode(self) -> list[Record]:
-        count = self.record_count
-        if count == 0:
-            return []  # compacted-empty batch: the payload is not even decompressed
-        attributes = self.attributes
-        codec = attributes & _CODEC_MASK
-        buf: Buffer
-        if codec:
-            view = memoryview(self._buffer)[self._start + _HEADER_SIZE : self._end]
-            buf = decompress(codec, view, 2)
-            pos, end = 0, len(buf)
-        else:
-            buf, pos, end = self._buffer, self._start + _HEADER_SIZE, self._end
-        if attributes & _ATTR_TIMESTAMP_TYPE:
-            timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
-        else:
-            timestamp_type, log_append_time = _CREATE_TIME, None
-        args = (
-            buf,
-            pos,
-            end,
-            count,
-            self.base_offset,
-            self.base_timestamp,
-            timestamp_type,
-            log_append_time,
-            ControlRecord if attributes & _ATTR_CONTROL else Record,
-        )
-        try:
-            records: list[Record] | None = decode_records(*args)
-            if records is None:  # numbers beyond 64 bits: Python ints needed
-                records = _pure_decode_records(*args)
-        except (IndexError, ValueError) as exc:  # bad utf-8 in a header key (as _pure_v2)
-            raise CorruptRecordError(
-                f"malformed record in batch at offset {self.base_offset}: {exc}"
-            ) from exc
-        return records
+    # Errors are the pure path's: ValueError for bad utf-8 in a header key is wrapped there.
+    _decode_records = staticmethod(_decode_records_compiled)
 
     def consumer_records(
         self,
@@ -119,14 +82,7 @@ class RecordBatch(_pure_v2.RecordBatch):
         attributes = self.attributes
         if count == 0 or attributes & _ATTR_CONTROL:
             return []
-        codec = attributes & _CODEC_MASK
-        buf: Buffer
-        if codec:
-            view = memoryview(self._buffer)[self._start + _HEADER_SIZE : self._end]
-            buf = decompress(codec, view, 2)
-            pos, end = 0, len(buf)
-        else:
-            buf, pos, end = self._buffer, self._start + _HEADER_SIZE, self._end
+        buf, pos, end = self._payload()
         if attributes & _ATTR_TIMESTAMP_TYPE:
             timestamp_type, log_append_time = 1, self.max_timestamp
         else:
@@ -156,42 +112,12 @@ class RecordBatch(_pure_v2.RecordBatch):
         return records
 
 
-_INT32 = struct.Struct(">i")
-_MIN_SIZE = 14  # Java's LegacyRecord.RECORD_OVERHEAD_V0
-_MAGIC_POS = 16
-
 AnyBatch = RecordBatch | LegacyRecordBatch
 
 
 def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]:
     """Yield the batches in ``data`` (see :func:`._pure.iter_batches`; v2 batches decode in C)."""
-    buffer = data if type(data) is bytes else bytes(data)
-    pos = 0
-    total = len(buffer)
-    unpack_int32 = _INT32.unpack_from
-    while total - pos >= LOG_OVERHEAD:
-        (size,) = unpack_int32(buffer, pos + 8)
-        if size < _MIN_SIZE:
-            raise CorruptRecordError(f"record batch size {size} at byte {pos} is too small")
-        end = pos + LOG_OVERHEAD + size
-        if end > total:
-            return  # partial trailing batch
-        magic = buffer[pos + _MAGIC_POS]
-        batch: AnyBatch
-        if magic == 2:
-            batch = RecordBatch(buffer, pos, end)
-        elif magic == 0 or magic == 1:
-            if size < (14 if magic == 0 else 22):
-                raise CorruptRecordError(f"message size {size} at byte {pos} is too small")
-            batch = LegacyRecordBatch(buffer, pos, end, check_crcs)
-        else:
-            raise UnknownMagicError(f"unknown record batch magic {magic} at byte {pos}")
-        if check_crcs and not batch.validate_crc():
-            raise CorruptRecordError(
-                f"CRC mismatch in magic {magic} batch at byte {pos} (stored {batch.crc:#010x})"
-            )
-        yield batch
-        pos = end
+    return split_batches(data, check_crcs, RecordBatch)
 
 
 class RecordBatchBuilder(_builder.RecordBatchBuilder):
@@ -202,11 +128,9 @@ class RecordBatchBuilder(_builder.RecordBatchBuilder):
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> RecordBatchBuilder:
         if cls is not RecordBatchBuilder:
             return object.__new__(cls)
-        if magic == 2:
-            return object.__new__(DefaultRecordBatchBuilder)
-        if magic in (0, 1):
-            return object.__new__(LegacyRecordBatchBuilder)
-        raise UnknownMagicError(f"cannot build record batches with magic {magic}")
+        return object.__new__(
+            _builder.builder_class(magic, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder)
+        )
 
 
 def _now_ms() -> int:

@@ -1,11 +1,34 @@
-"""The builder interface shared by the magic 0/1 and magic 2 builders of the pure-Python path."""
+"""The base of the magic 0/1 and magic 2 builders: their settings, shared state and interface."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, ClassVar, TypeVar
 
-from aiokafkawire.errors import UnknownMagicError
-from aiokafkawire.protocol.records._types import CompressionType, Headers, TimestampType
+from aiokafkawire.errors import EncodeError, UnknownMagicError
+from aiokafkawire.protocol.records._types import (
+    NO_TIMESTAMP,
+    CompressionType,
+    Headers,
+    TimestampType,
+)
+
+_NO_TIMESTAMP_TYPE = TimestampType.NO_TIMESTAMP_TYPE
+_Builder = TypeVar("_Builder", bound="RecordBatchBuilder")
+
+
+def now_ms() -> int:
+    """The wall clock in milliseconds: the timestamp of a record appended without one."""
+    return int(time.time() * 1000)
+
+
+def builder_class(magic: int, v2: type[_Builder], legacy: type[_Builder]) -> type[_Builder]:
+    """``v2`` for magic 2, ``legacy`` for magic 0 and 1; else ``UnknownMagicError``."""
+    if magic == 2:
+        return v2
+    if magic in (0, 1):
+        return legacy
+    raise UnknownMagicError(f"cannot build record batches with magic {magic}")
 
 
 class RecordBatchBuilder:
@@ -17,29 +40,43 @@ class RecordBatchBuilder:
     accepted), :meth:`build` returns the bytes.
     """
 
-    __slots__ = ()
-
-    magic: int
-    compression_type: CompressionType
-    _batch_size: int
+    __slots__ = (
+        "_batch_size",
+        "_buffer",
+        "_built",
+        "_count",
+        "_max_timestamp",
+        "base_offset",
+        "base_sequence",
+        "compression_type",
+        "is_transactional",
+        "magic",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "timestamp_type",
+    )
 
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> RecordBatchBuilder:
         if cls is not RecordBatchBuilder:
             return object.__new__(cls)
         # Imported here: the subclasses import this module.
-        if magic == 2:
-            from aiokafkawire.protocol.records._pure_v2 import DefaultRecordBatchBuilder
+        from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatchBuilder
+        from aiokafkawire.protocol.records._pure_v2 import DefaultRecordBatchBuilder
 
-            return object.__new__(DefaultRecordBatchBuilder)
-        if magic in (0, 1):
-            from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatchBuilder
+        return object.__new__(
+            builder_class(magic, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder)
+        )
 
-            return object.__new__(LegacyRecordBatchBuilder)
-        raise UnknownMagicError(f"cannot build record batches with magic {magic}")
+    #: The magics a subclass writes, and the one it writes when ``magic`` is not given.
+    _MAGICS: ClassVar[tuple[int, ...]] = ()
+    _DEFAULT_MAGIC: ClassVar[int] = 2
+    #: Bytes kept free at the start of the buffer (the v2 batch header, written by build()).
+    _RESERVED: ClassVar[int] = 0
 
     def __init__(
         self,
-        magic: int = 2,
+        magic: int | None = None,
         compression_type: CompressionType | int = CompressionType.NONE,
         is_transactional: bool = False,
         producer_id: int = -1,
@@ -50,7 +87,31 @@ class RecordBatchBuilder:
         timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
         partition_leader_epoch: int = -1,
     ) -> None:
-        raise NotImplementedError  # pragma: no cover - the subclasses implement it
+        """Settings a format cannot carry raise ``EncodeError``; ``magic=None`` is the
+        subclass's own (2, or 1 for the legacy builder)."""
+        if magic is None:
+            magic = self._DEFAULT_MAGIC
+        elif magic not in self._MAGICS:
+            magics = " or ".join(map(str, self._MAGICS))
+            raise EncodeError(f"{type(self).__name__} writes magic {magics}, not {magic}")
+        self.magic = magic
+        self.compression_type = CompressionType(compression_type)
+        self.is_transactional = is_transactional
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.base_offset = base_offset
+        self.timestamp_type = TimestampType(timestamp_type) if magic else _NO_TIMESTAMP_TYPE
+        self.partition_leader_epoch = partition_leader_epoch
+        self._batch_size = batch_size
+        self._buffer = bytearray(self._RESERVED)
+        self._count = 0
+        self._max_timestamp = NO_TIMESTAMP
+        self._built: bytes | None = None
+        self._start()
+
+    def _start(self) -> None:
+        """Refuse what the format cannot carry (``EncodeError``); set the format's own state."""
 
     def append(
         self,
@@ -77,7 +138,7 @@ class RecordBatchBuilder:
 
     def is_full(self) -> bool:
         """Whether the uncompressed size has reached ``batch_size``."""
-        raise NotImplementedError  # pragma: no cover
+        return len(self._buffer) >= self._batch_size
 
     @property
     def batch_size(self) -> int:
@@ -88,12 +149,12 @@ class RecordBatchBuilder:
     def batch_size(self, limit: int) -> None:
         # Raised while the batch is open: the producer grows its batches in steps, as its
         # buffer memory allows, instead of reserving the whole batch_size up front.
-        self._batch_size = limit  # type: ignore[misc]  # a slot of every subclass
+        self._batch_size = limit
 
     @property
     def record_count(self) -> int:
         """Number of records appended so far."""
-        raise NotImplementedError  # pragma: no cover
+        return self._count
 
     @property
     def size_in_bytes(self) -> int:

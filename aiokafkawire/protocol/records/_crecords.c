@@ -455,6 +455,91 @@ as_int64(PyObject *obj, int64_t *out)
     return 0;
 }
 
+/* 0 when _setup() has run and the call has `expected` arguments; else -1 with an exception. */
+static inline int
+check_decode_call(Py_ssize_t nargs, Py_ssize_t expected, const char *name)
+{
+    if (corrupt_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_crecords._setup() has not been called");
+        return -1;
+    }
+    if (nargs != expected) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments", name, expected);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The arguments decode_records and decode_consumer_records share: pos, end and count (args 1-3),
+ * base_offset and base_timestamp (4-5), min_offset (args[min_offset_index], when that is not -1)
+ * and log_append_time (NULL for None).  0 = parsed; 1 = a number beyond int64 (no exception set:
+ * the caller returns None for the pure path); -1 = exception set.
+ */
+static inline int
+parse_batch_args(PyObject *const *args, Py_ssize_t min_offset_index, PyObject *log_append_time,
+                 Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *count, int64_t *base_offset,
+                 int64_t *base_timestamp, int64_t *min_offset)
+{
+    int status;
+
+    *pos = PyLong_AsSsize_t(args[1]);
+    if (*pos == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *end = PyLong_AsSsize_t(args[2]);
+    if (*end == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *count = PyLong_AsSsize_t(args[3]);
+    if (*count == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    status = as_int64(args[4], base_offset);
+    if (status == 0) {
+        status = as_int64(args[5], base_timestamp);
+    }
+    if (status == 0 && min_offset_index >= 0) {
+        status = as_int64(args[min_offset_index], min_offset);
+    }
+    if (status != 0) {
+        return status;
+    }
+    if (log_append_time != NULL && !PyLong_Check(log_append_time)) {
+        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * A new list for the records of view[pos:end], hidden from the collector (and gc.get_objects())
+ * while it holds NULL items; *count becomes 0 when negative (as range(count) in the pure path).
+ * NULL with an exception: bounds outside the buffer, or more records than the bytes can hold.
+ */
+static inline PyObject *
+new_record_list(const Py_buffer *view, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *count)
+{
+    PyObject *records;
+
+    if (pos < 0 || end < pos || end > view->len) {
+        PyErr_SetString(PyExc_ValueError, "record bounds outside the buffer");
+        return NULL;
+    }
+    if (*count < 0) {
+        *count = 0;
+    }
+    if (*count > (end - pos) / MIN_RECORD_SIZE) {
+        corrupt("record count does not match the batch length");
+        return NULL;
+    }
+    records = PyList_New(*count);
+    if (records != NULL) {
+        PyObject_GC_UnTrack(records);
+    }
+    return records;
+}
+
 static PyObject *
 decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -466,12 +551,7 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int status;
 
     (void)module;
-    if (corrupt_error == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "_crecords._setup() has not been called");
-        return NULL;
-    }
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "decode_records() takes exactly 9 arguments");
+    if (check_decode_call(nargs, 9, "decode_records") < 0) {
         return NULL;
     }
     if (!PyType_Check(args[8])) {
@@ -481,52 +561,21 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     cls = (PyTypeObject *)args[8];
     timestamp_type = args[6];
     log_append_time = args[7] == Py_None ? NULL : args[7];
-    pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    count = PyLong_AsSsize_t(args[3]);
-    if (count == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    status = as_int64(args[4], &base_offset);
-    if (status == 0) {
-        status = as_int64(args[5], &base_timestamp);
-    }
+    status = parse_batch_args(args, -1, log_append_time, &pos, &end, &count, &base_offset,
+                              &base_timestamp, NULL);
     if (status < 0) {
         return NULL;
     }
     if (status > 0) {
         Py_RETURN_NONE;
     }
-    if (log_append_time != NULL && !PyLong_Check(log_append_time)) {
-        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
-        return NULL;
-    }
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    if (pos < 0 || end < pos || end > view.len) {
-        PyErr_SetString(PyExc_ValueError, "record bounds outside the buffer");
-        goto done;
-    }
-    if (count < 0) {
-        count = 0; /* as range(count) in the pure path */
-    }
-    if (count > (end - pos) / MIN_RECORD_SIZE) {
-        corrupt("record count does not match the batch length");
-        goto done;
-    }
-    records = PyList_New(count);
+    records = new_record_list(&view, pos, end, &count);
     if (records == NULL) {
         goto done;
     }
-    /* Hidden from the collector (and gc.get_objects()) while it holds NULL items. */
-    PyObject_GC_UnTrack(records);
     {
         const unsigned char *base = (const unsigned char *)view.buf;
         status = decode_all(base + pos, base + end, count, base_offset, base_timestamp,
@@ -738,12 +787,7 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
     const unsigned char *p, *limit;
 
     (void)module;
-    if (corrupt_error == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "_crecords._setup() has not been called");
-        return NULL;
-    }
-    if (nargs != 15) {
-        PyErr_SetString(PyExc_TypeError, "decode_consumer_records() takes exactly 15 arguments");
+    if (check_decode_call(nargs, 15, "decode_consumer_records") < 0) {
         return NULL;
     }
     if (!PyType_Check(args[7]) || !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
@@ -758,34 +802,13 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
     epoch = args[11];
     key_deserializer = args[13] == Py_None ? NULL : args[13];
     value_deserializer = args[14] == Py_None ? NULL : args[14];
-    pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    count = PyLong_AsSsize_t(args[3]);
-    if (count == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    status = as_int64(args[4], &base_offset);
-    if (status == 0) {
-        status = as_int64(args[5], &base_timestamp);
-    }
-    if (status == 0) {
-        status = as_int64(args[12], &min_offset);
-    }
+    status = parse_batch_args(args, 12, log_append_time, &pos, &end, &count, &base_offset,
+                              &base_timestamp, &min_offset);
     if (status < 0) {
         return NULL;
     }
     if (status > 0) {
         Py_RETURN_NONE;
-    }
-    if (log_append_time != NULL && !PyLong_Check(log_append_time)) {
-        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
-        return NULL;
     }
     direct = plain_tuple_layout(cls);
     constants_atomic = !needs_tracking(topic) && !needs_tracking(partition)
@@ -794,23 +817,10 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    if (pos < 0 || end < pos || end > view.len) {
-        PyErr_SetString(PyExc_ValueError, "record bounds outside the buffer");
-        goto done;
-    }
-    if (count < 0) {
-        count = 0;
-    }
-    if (count > (end - pos) / MIN_RECORD_SIZE) {
-        corrupt("record count does not match the batch length");
-        goto done;
-    }
-    records = PyList_New(count);
+    records = new_record_list(&view, pos, end, &count);
     if (records == NULL) {
         goto done;
     }
-    /* Hidden from the collector (and gc.get_objects()) while it holds NULL items. */
-    PyObject_GC_UnTrack(records);
     p = (const unsigned char *)view.buf + pos;
     limit = (const unsigned char *)view.buf + end;
     for (i = 0; i < count; i++) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import TypeVar
 
 from aiokafkawire.errors import CorruptRecordError, UnknownMagicError
 from aiokafkawire.protocol.records import _pure_legacy, _pure_v2
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 AnyBatch = RecordBatch | LegacyRecordBatch
+_V2Batch = TypeVar("_V2Batch", bound=RecordBatch)
 
 _INT32 = struct.Struct(">i")
 #: Java's LegacyRecord.RECORD_OVERHEAD_V0: nothing smaller can be a message or batch.
@@ -44,6 +46,14 @@ def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]
     batch's CRC is verified before it is yielded (and legacy inner messages' when decoded).
     Raises ``CorruptRecordError``, ``UnknownMagicError`` (or ``UnknownCodecError`` while decoding).
     """
+    return split_batches(data, check_crcs, RecordBatch)
+
+
+def split_batches(
+    data: Buffer, check_crcs: bool, v2_batch: type[_V2Batch]
+) -> Iterator[_V2Batch | LegacyRecordBatch]:
+    """:func:`iter_batches` with ``v2_batch`` as the class of magic 2 batches (the accelerator's
+    subclass decodes in C)."""
     buffer = data if type(data) is bytes else bytes(data)
     pos = 0
     total = len(buffer)
@@ -56,9 +66,9 @@ def iter_batches(data: Buffer, *, check_crcs: bool = True) -> Iterator[AnyBatch]
         if end > total:
             return  # partial trailing batch
         magic = buffer[pos + _MAGIC_POS]
-        batch: AnyBatch
+        batch: _V2Batch | LegacyRecordBatch
         if magic == 2:
-            batch = RecordBatch(buffer, pos, end)
+            batch = v2_batch(buffer, pos, end)
         elif magic == 0 or magic == 1:
             if size < (14 if magic == 0 else 22):
                 raise CorruptRecordError(f"message size {size} at byte {pos} is too small")

@@ -11,16 +11,15 @@ the last inner message.
 from __future__ import annotations
 
 import struct
-import time
 import zlib
-from collections.abc import Iterator
 
 from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
-from aiokafkawire.protocol.records._builder import RecordBatchBuilder
+from aiokafkawire.protocol.records._builder import RecordBatchBuilder, now_ms
 from aiokafkawire.protocol.records._types import (
     NO_TIMESTAMP,
     CompressionType,
     Headers,
+    IterableBatch,
     Record,
     TimestampType,
 )
@@ -111,7 +110,7 @@ def _message_end(buffer: bytes, pos: int, limit: int) -> int:
     return pos + _LOG_OVERHEAD + size
 
 
-class LegacyRecordBatch:
+class LegacyRecordBatch(IterableBatch):
     """One top-level legacy message: a plain message (one record) or a compressed wrapper.
 
     Exposes the same attributes as a v2 ``RecordBatch`` (producer fields are -1, never
@@ -284,12 +283,6 @@ class LegacyRecordBatch:
             )
         return records
 
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
-
-    def __len__(self) -> int:
-        return len(self.records())
-
     def __repr__(self) -> str:
         return (
             f"LegacyRecordBatch(magic={self.magic}, offset={self.last_offset}, "
@@ -297,54 +290,20 @@ class LegacyRecordBatch:
         )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class LegacyRecordBatchBuilder(RecordBatchBuilder):
     """Builds a magic 0 or 1 message set: plain messages, or one compressed wrapper message."""
 
-    __slots__ = (
-        "_batch_size",
-        "_buffer",
-        "_built",
-        "_count",
-        "_max_timestamp",
-        "base_offset",
-        "compression_type",
-        "magic",
-        "timestamp_type",
-    )
+    __slots__ = ()
 
-    def __init__(
-        self,
-        magic: int = 1,
-        compression_type: CompressionType | int = CompressionType.NONE,
-        is_transactional: bool = False,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        base_sequence: int = -1,
-        batch_size: int = 16384,
-        base_offset: int = 0,
-        timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
-        partition_leader_epoch: int = -1,
-    ) -> None:
-        if magic not in (0, 1):
-            raise EncodeError(f"LegacyRecordBatchBuilder writes magic 0 or 1, not {magic}")
-        codec = CompressionType(compression_type)
-        if codec == CompressionType.ZSTD:
+    _MAGICS = (0, 1)
+    _DEFAULT_MAGIC = 1
+
+    def _start(self) -> None:
+        magic = self.magic
+        if self.compression_type == CompressionType.ZSTD:
             raise EncodeError(f"zstd needs magic 2, not {magic}")
-        if is_transactional or producer_id != -1 or base_sequence != -1:
+        if self.is_transactional or self.producer_id != -1 or self.base_sequence != -1:
             raise EncodeError(f"magic {magic} cannot carry transactions or producer ids")
-        self.magic = magic
-        self.compression_type = codec
-        self.base_offset = base_offset
-        self.timestamp_type = _NO_TIMESTAMP_TYPE if magic == 0 else TimestampType(timestamp_type)
-        self._batch_size = batch_size
-        self._buffer = bytearray()
-        self._count = 0
-        self._max_timestamp = NO_TIMESTAMP
-        self._built: bytes | None = None
 
     def append(
         self,
@@ -366,7 +325,7 @@ class LegacyRecordBatchBuilder(RecordBatchBuilder):
             offset = self.base_offset + count
         if self.magic == 1:
             if timestamp_ms is None:
-                timestamp_ms = _now_ms()
+                timestamp_ms = now_ms()
         else:
             timestamp_ms = NO_TIMESTAMP
         attributes = (
@@ -431,10 +390,6 @@ class LegacyRecordBatchBuilder(RecordBatchBuilder):
         self._built = built
         self._buffer = bytearray()
         return built
-
-    def is_full(self) -> bool:
-        """Whether the uncompressed size has reached ``batch_size``."""
-        return len(self._buffer) >= self._batch_size
 
 
 def estimate_size(magic: int, key: bytes | None, value: bytes | None, compressed: bool) -> int:

@@ -11,21 +11,21 @@ value (same), header count varint, headers (varint-length utf-8 key, varint-leng
 from __future__ import annotations
 
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from crc32c import crc32c
 
 from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
 from aiokafkawire.protocol.primitives import encode_varint, read_varint
-from aiokafkawire.protocol.records._builder import RecordBatchBuilder
+from aiokafkawire.protocol.records._builder import RecordBatchBuilder, now_ms
 from aiokafkawire.protocol.records._types import (
     NO_TIMESTAMP,
     CompressionType,
     ControlRecord,
     ControlRecordType,
     Headers,
+    IterableBatch,
     Record,
     TimestampType,
 )
@@ -83,10 +83,11 @@ def _decode_records(
     base_timestamp: int,
     timestamp_type: TimestampType,
     log_append_time: int | None,
-    record_cls: type[Record],
-) -> list[Record]:
-    """Decode ``count`` records from ``buf[pos:end]`` in one pass (varints decoded inline)."""
-    records: list[Record] = []
+    record_cls: Callable[..., Any],
+) -> list[Any]:
+    """Decode ``count`` records from ``buf[pos:end]`` in one pass (varints decoded inline);
+    ``record_cls(offset, timestamp, timestamp_type, key, value, headers)`` makes each."""
+    records: list[Any] = []
     append = records.append
     read = read_varint
     for _ in range(count):
@@ -219,7 +220,7 @@ def _decode_headers(buf: bytes, pos: int, end: int, count: int) -> Headers:
     return headers
 
 
-class RecordBatch:
+class RecordBatch(IterableBatch):
     """A record batch (magic 2) read from a buffer; iterate it for its records.
 
     The header fields are attributes; the records are decoded (and decompressed) on first use,
@@ -329,23 +330,24 @@ class RecordBatch:
         return records
 
     def _decode(self) -> list[Record]:
+        return self._decode_with(None)
+
+    def _decode_with(self, make: Callable[..., Any] | None) -> list[Any]:
+        """The records, each made by ``make(offset, timestamp, timestamp_type, key, value,
+        headers)`` (None: ``Record``, or ``ControlRecord`` in a control batch); always Python."""
         if self.record_count == 0:
             # Compaction keeps emptied batches (for producer state); Java skips their payload.
             return []
         attributes = self.attributes
-        codec = attributes & ATTR_CODEC_MASK
-        if codec:
-            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
-            buf = decompress(codec, view, 2)
-            pos, end = 0, len(buf)
-        else:
-            buf, pos, end = self._buffer, self._start + HEADER_SIZE, self._end
+        buf, pos, end = self._payload()
         if attributes & ATTR_TIMESTAMP_TYPE:
             timestamp_type, log_append_time = _LOG_APPEND_TIME, self.max_timestamp
         else:
             timestamp_type, log_append_time = _CREATE_TIME, None
+        # A record maker is a Python callable: the module's loop, never a compiled hook.
+        decode = self._decode_records if make is None else _decode_records
         try:
-            return _decode_records(
+            return decode(
                 buf,
                 pos,
                 end,
@@ -354,12 +356,24 @@ class RecordBatch:
                 self.base_timestamp,
                 timestamp_type,
                 log_append_time,
-                ControlRecord if attributes & ATTR_CONTROL else Record,
+                make or (ControlRecord if attributes & ATTR_CONTROL else Record),
             )
         except (IndexError, ValueError) as exc:  # short buffer, bad varint or utf-8
             raise CorruptRecordError(
                 f"malformed record in batch at offset {self.base_offset}: {exc}"
             ) from exc
+
+    #: The per-record loop (a subclass may put a compiled one here).
+    _decode_records: Callable[..., list[Record]] = staticmethod(_decode_records)
+
+    def _payload(self) -> tuple[bytes, int, int]:
+        """The records' bytes as ``(buffer, start, end)``: decompressed, or in place."""
+        codec = self.attributes & ATTR_CODEC_MASK
+        if codec:
+            view = memoryview(self._buffer)[self._start + HEADER_SIZE : self._end]
+            buf = decompress(codec, view, 2)
+            return buf, 0, len(buf)
+        return self._buffer, self._start + HEADER_SIZE, self._end
 
     def consumer_records(
         self,
@@ -384,13 +398,38 @@ class RecordBatch:
         attributes = self.attributes
         if attributes & ATTR_CONTROL:
             return []
-        records = self.records()
-        if self.base_offset < min_offset:
-            records = [r for r in records if r.offset >= min_offset]
         epoch = self.partition_leader_epoch
         leader_epoch = epoch if epoch >= 0 else None
         timestamp_type = 1 if attributes & ATTR_TIMESTAMP_TYPE else 0
         new = tuple.__new__
+        if key_deserializer is None and value_deserializer is None and self._records is None:
+            # Built while decoding, without Record objects in between: one tracked object per
+            # record instead of three keeps the cyclic collector's work down.
+            def make(
+                offset: int, timestamp: int, _type: Any, key: Any, value: Any, headers: Any
+            ) -> Any:
+                return new(
+                    record_cls,
+                    (
+                        topic,
+                        partition,
+                        offset,
+                        timestamp,
+                        timestamp_type,
+                        key,
+                        value,
+                        tuple(headers) if headers else (),
+                        leader_epoch,
+                    ),
+                )
+
+            made = self._decode_with(make)
+            if self.base_offset < min_offset:
+                made = [r for r in made if r[2] >= min_offset]
+            return made
+        records = self.records()
+        if self.base_offset < min_offset:
+            records = [r for r in records if r.offset >= min_offset]
         if key_deserializer is None and value_deserializer is None:
             return [
                 new(
@@ -429,12 +468,6 @@ class RecordBatch:
             for r in records
         ]
 
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
-
-    def __len__(self) -> int:
-        return len(self.records())
-
     def __repr__(self) -> str:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -447,10 +480,6 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class DefaultRecordBatchBuilder(RecordBatchBuilder):
     """Builds one magic 2 record batch; records go straight into one growing bytearray.
 
@@ -459,54 +488,13 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
     when it drains the batch (:meth:`set_producer_state`).
     """
 
-    __slots__ = (
-        "_base_timestamp",
-        "_batch_size",
-        "_buffer",
-        "_built",
-        "_count",
-        "_max_timestamp",
-        "base_offset",
-        "base_sequence",
-        "compression_type",
-        "is_transactional",
-        "magic",
-        "partition_leader_epoch",
-        "producer_epoch",
-        "producer_id",
-        "timestamp_type",
-    )
+    __slots__ = ("_base_timestamp",)
 
-    def __init__(
-        self,
-        magic: int = 2,
-        compression_type: CompressionType | int = CompressionType.NONE,
-        is_transactional: bool = False,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        base_sequence: int = -1,
-        batch_size: int = 16384,
-        base_offset: int = 0,
-        timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
-        partition_leader_epoch: int = -1,
-    ) -> None:
-        if magic != 2:
-            raise EncodeError(f"DefaultRecordBatchBuilder writes magic 2, not {magic}")
-        self.magic = 2
-        self.compression_type = CompressionType(compression_type)
-        self.is_transactional = is_transactional
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
-        self.base_offset = base_offset
-        self.timestamp_type = TimestampType(timestamp_type)
-        self.partition_leader_epoch = partition_leader_epoch
-        self._batch_size = batch_size
-        self._buffer = bytearray(HEADER_SIZE)  # header written by build()
-        self._count = 0
+    _MAGICS = (2,)
+    _RESERVED = HEADER_SIZE  # the header, written by build()
+
+    def _start(self) -> None:
         self._base_timestamp = NO_TIMESTAMP
-        self._max_timestamp = NO_TIMESTAMP
-        self._built: bytes | None = None
 
     def append(
         self,
@@ -520,7 +508,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             raise IllegalStateError("the batch is already built")
         count = self._count
         if timestamp_ms is None:
-            timestamp_ms = _now_ms()
+            timestamp_ms = now_ms()
         if count:
             timestamp_delta = timestamp_ms - self._base_timestamp
         else:
@@ -579,19 +567,10 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
         self.is_transactional = is_transactional
 
     @property
-    def record_count(self) -> int:
-        """Number of records appended so far."""
-        return self._count
-
-    @property
     def size_in_bytes(self) -> int:
         """Exact size once built; the uncompressed size before."""
         built = self._built
         return len(built) if built is not None else len(self._buffer)
-
-    def is_full(self) -> bool:
-        """Whether the uncompressed size has reached ``batch_size``."""
-        return len(self._buffer) >= self._batch_size
 
     def build(self) -> bytes:
         """Compress, write the header and the CRC-32C, and return the batch."""
@@ -693,7 +672,7 @@ def build_control_batch(
 ) -> bytes:
     """Build a transactional control batch holding one commit or abort marker."""
     if timestamp_ms is None:
-        timestamp_ms = _now_ms()
+        timestamp_ms = now_ms()
     key = _CONTROL_KEY.pack(0, int(control_type))
     value = _CONTROL_VALUE.pack(0, coordinator_epoch)
     body = (

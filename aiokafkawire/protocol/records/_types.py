@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from enum import IntEnum
 from typing import ClassVar
 
@@ -137,3 +138,19 @@ class ControlRecord(Record):
         if value is None or len(value) < 6:
             return None
         return int(_CONTROL_VALUE.unpack_from(value)[1])
+
+
+class IterableBatch:
+    """What v2 batches and legacy messages share: iterating and counting their records."""
+
+    __slots__ = ()
+
+    def records(self) -> list[Record]:
+        """All records of the batch (decoded once)."""
+        raise NotImplementedError  # pragma: no cover - both batch classes define it
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return len(self.records())
