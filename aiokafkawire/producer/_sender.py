@@ -236,7 +236,7 @@ class Sender:
             return None
         return max(oldest + self.delivery_timeout - now, 0.0)
 
-    def _drain(self, now: float) -> float | None:
+    def _drain(self, now: float) -> float | None:  # long: the per-record hot loop, inlined
         """Send what is ready through the sinks of the partitions' leaders; seconds until due."""
         metadata = self.cluster.metadata
         linger = self.linger
