@@ -1,9 +1,10 @@
 """Producer identity (idempotence) and transaction state.
 
-:class:`TransactionManager` holds the producer id and epoch, the next sequence number of every
-partition and, for a transactional producer, the transaction state machine.  It talks to the
-cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn; the
-sender decides *when* (it never drains batches while an epoch bump is pending).
+:class:`TransactionManager` holds the producer id and epoch (the sequence numbers, which count per
+identity, are the partitions' cursors') and, for a transactional producer, the transaction state
+machine.  It talks to the cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+TxnOffsetCommit and EndTxn; the sender decides *when* (it never drains batches while an epoch bump
+is pending).
 
 Transactions v2 (KIP-890 part 2) is used when the transaction coordinator's broker has finalized
 the ``transaction.version`` feature at 2 or more and speaks EndTxn v5, as the Java client does:
@@ -139,7 +140,6 @@ class TransactionManager:  # long: identity and every transactional request shar
         self.retry_backoff = retry_backoff_ms / 1000
         self.producer_id = -1
         self.producer_epoch = -1
-        self.next_sequence: dict[TopicPartition, int] = {}
         self.bump_needed = False
         self.state = TxnState.UNINITIALIZED
         self.fatal: BaseException | None = None
@@ -163,12 +163,6 @@ class TransactionManager:  # long: identity and every transactional request shar
     def has_producer_id(self) -> bool:
         """Whether a producer id is assigned and no epoch bump is pending."""
         return self.producer_id >= 0 and not self.bump_needed
-
-    def sequence_for(self, tp: TopicPartition, record_count: int) -> int:
-        """Take the next ``record_count`` sequence numbers of ``tp``; returns the first."""
-        first = self.next_sequence.get(tp, 0)
-        self.next_sequence[tp] = (first + record_count) & 0x7FFFFFFF
-        return first
 
     def request_bump(self, reason: str) -> None:
         """Ask for a new epoch (KIP-360): sequences restart at 0 under the new epoch."""
@@ -237,11 +231,7 @@ class TransactionManager:  # long: identity and every transactional request shar
                 raise
             self._forget_coordinator_after(exc)
             raise errors.KafkaTimeoutError(f"InitProducerId did not succeed: {exc}") from exc
-        if (
-            response.producer_id != self.producer_id
-            or response.producer_epoch != self.producer_epoch
-        ):
-            self.next_sequence.clear()
+        # Another id or epoch restarts the sequences: PartitionCursor counts them per identity.
         self.producer_id = response.producer_id
         self.producer_epoch = response.producer_epoch
         self.bump_needed = False
@@ -506,7 +496,6 @@ class TransactionManager:  # long: identity and every transactional request shar
             )
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
-            self.next_sequence.clear()
             if self.on_new_epoch is not None:
                 self.on_new_epoch()
         # Sequences restart under the new epoch, which is what a pending bump was for.

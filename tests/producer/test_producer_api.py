@@ -12,7 +12,6 @@ from busy_loop import block_loop, require_direct_reads
 
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
-from aiokafkawire.producer._sender import Sender
 from aiokafkawire.producer._sink import BrokerSink
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
@@ -378,13 +377,13 @@ async def test_a_full_batch_reads_the_answers_already_there(
     require_direct_reads()
     answered: list[bool] = []  # per answer: did the event loop turn before it was handled?
     turned: list[bool] = []
-    handled = Sender._answered
+    handled = BrokerSink.answered
 
-    def spy(self: Sender, flight: Any, response: Any, error: BaseException | None) -> None:
+    def spy(self: BrokerSink, flight: Any, response: Any, error: BaseException | None) -> None:
         answered.append(bool(turned))
         handled(self, flight, response, error)
 
-    monkeypatch.setattr(Sender, "_answered", spy)
+    monkeypatch.setattr(BrokerSink, "answered", spy)
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers, acks=1, batch_size=2048, linger_ms=60_000
     ) as producer:
