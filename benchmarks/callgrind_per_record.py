@@ -114,7 +114,7 @@ def measure(workload_id: str, count: int, bootstrap: str, env: dict[str, str]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workload", default="1", choices=["1", "2", "4m", "6"])
+    parser.add_argument("--workload", default="1", choices=["1", "2", "3", "4m", "6"])
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=120_000)
     parser.add_argument("--pythonpath", help="a checkout of aiokafkawire to measure instead")
