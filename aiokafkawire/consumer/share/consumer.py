@@ -73,7 +73,7 @@ _ACK_BY_NAME = {
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
-class ShareConsumer:
+class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iteration)
     """A member of a share group: records are shared out one by one and acknowledged.
 
     How long a record stays locked (``share.record.lock.duration.ms``), how often it is
@@ -106,7 +106,7 @@ class ShareConsumer:
     - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
     """
 
-    def __init__(
+    def __init__(  # long: one checked line per option of the documented signature
         self,
         *topics: str,
         group_id: str,
