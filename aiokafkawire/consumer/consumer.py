@@ -17,45 +17,29 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
-from aiokafkawire.client_config import (
-    check_choice,
-    check_int,
-    check_number,
-    check_type,
-    split_common_options,
-    unknown_options_error,
-)
-from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import wait_event
-from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchConfig, Fetcher
-from aiokafkawire.consumer.group.assignors import PartitionAssignor, create_assignor
+from aiokafkawire._waits import wait_event
+from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
+from aiokafkawire.consumer._metrics import MetricsMixin
+from aiokafkawire.consumer._options import consumer_options
+from aiokafkawire.consumer._positions import PositionsMixin
+from aiokafkawire.consumer.fetch import Fetcher
+from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
-from aiokafkawire.consumer.group.membership import GroupConfig, Membership
-from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity, RebalanceNeeded
-from aiokafkawire.consumer.group.states import GroupState
-from aiokafkawire.consumer.records import (
-    ConsumerGroupMetadata,
-    ConsumerRecord,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-)
+from aiokafkawire.consumer.group.membership import Membership
+from aiokafkawire.consumer.group.offsets import GroupOffsets
+from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
 
-__all__ = ["Consumer", "ConsumerRebalanceListener"]
-
-_RESETS = ("earliest", "latest", "none")
-_FETCH_KEY = 1  # the Fetch API: its latency is the consumer's fetch latency
-_ISOLATION = ("read_uncommitted", "read_committed")
-CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
+__all__ = ["CommitOffsets", "Consumer", "ConsumerRebalanceListener"]
 
 
 class ConsumerRebalanceListener:
@@ -78,7 +62,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer:
+class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
@@ -120,7 +104,7 @@ class Consumer:
     - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
     """
 
-    def __init__(
+    def __init__(  # long: the documented signature, one line per option
         self,
         *topics: str,
         group_id: str | None = None,
@@ -157,104 +141,28 @@ class Consumer:
         Wrong option types raise :class:`~aiokafkawire.errors.ConfigTypeError`, bad values
         :class:`~aiokafkawire.errors.ConfigError`, naming the option.
         """
-        common, rest = split_common_options(dict(options))
-        if rest:
-            raise unknown_options_error("Consumer", rest)
-        for topic in topics:
-            check_type("topic", topic, str)
-        check_type("group_id", group_id, str, none_ok=True)
-        if group_id is not None and not group_id.strip():
-            # The Java client refuses it too: such a group never gets an assignment.
-            raise errors.ConfigError(
-                "group_id must not be empty; pass group_id=None to consume without a group"
-            )
-        check_type("group_instance_id", group_instance_id, str, none_ok=True)
-        check_choice("auto_offset_reset", auto_offset_reset, _RESETS)
-        check_choice("isolation_level", isolation_level, _ISOLATION)
-        check_choice("group_protocol", group_protocol, ("classic", "consumer"))
-        check_int("max_poll_records", max_poll_records, minimum=1)
-        for name, value, minimum in (
-            ("session_timeout_ms", session_timeout_ms, 1),
-            ("heartbeat_interval_ms", heartbeat_interval_ms, 1),
-            ("max_poll_interval_ms", max_poll_interval_ms, 1),
-            ("auto_commit_interval_ms", auto_commit_interval_ms, 1),
-            ("fetch_max_wait_ms", fetch_max_wait_ms, 0),
-            ("pattern_refresh_interval_ms", pattern_refresh_interval_ms, 1),
-        ):
-            check_number(name, value, minimum=minimum)
-        check_number("rebalance_timeout_ms", rebalance_timeout_ms, minimum=1, none_ok=True)
-        for name, value, minimum in (
-            ("fetch_min_bytes", fetch_min_bytes, 0),
-            ("fetch_max_bytes", fetch_max_bytes, 1),
-            ("max_partition_fetch_bytes", max_partition_fetch_bytes, 1),
-        ):
-            check_int(name, value, minimum=minimum)
-        for name, flag in (
-            ("enable_auto_commit", enable_auto_commit),
-            ("check_crcs", check_crcs),
-            ("fetch_sessions", fetch_sessions),
-        ):
-            check_type(name, flag, bool)
-        for name, function in (
-            ("key_deserializer", key_deserializer),
-            ("value_deserializer", value_deserializer),
-        ):
-            if function is not None and not callable(function):
-                raise errors.ConfigTypeError(
-                    f"{name} must be a callable taking bytes or None, got {type(function).__name__}"
-                )
-        if heartbeat_interval_ms >= session_timeout_ms:
-            raise errors.ConfigError("heartbeat_interval_ms must be below session_timeout_ms")
-        self._pattern_refresh_ms = pattern_refresh_interval_ms
-        self._common = common
+        named = {k: v for k, v in locals().items() if k not in ("self", "topics", "options")}
+        self._options = opts = consumer_options(topics, named, options)
+        self._pattern_refresh_ms = opts.pattern_refresh_interval_ms
+        self._common = opts.common
         self._group_id = group_id
         self._group_protocol = group_protocol
         self._enable_auto_commit = enable_auto_commit and group_id is not None
         self._auto_commit_interval = auto_commit_interval_ms / 1000
         self._max_poll_records = max_poll_records
-        self._assignors = [create_assignor(a) for a in partition_assignment_strategy]
-        self._group_config = (
-            GroupConfig(
-                group_id=group_id,
-                group_instance_id=group_instance_id,
-                session_timeout_ms=session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                max_poll_interval_ms=max_poll_interval_ms,
-                rebalance_timeout_ms=rebalance_timeout_ms,
-                retry_backoff_ms=common.retry_backoff_ms,
-                request_timeout_ms=common.request_timeout_ms,
-                client_rack=client_rack,
-                assignors=self._assignors,
-                group_remote_assignor=group_remote_assignor,
-            )
-            if group_id is not None
-            else None
-        )
-        self._fetch_config = FetchConfig(
-            auto_offset_reset=auto_offset_reset,
-            check_crcs=check_crcs,
-            client_rack=client_rack or "",
-            fetch_max_bytes=fetch_max_bytes,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            fetch_min_bytes=fetch_min_bytes,
-            fetch_sessions=fetch_sessions,
-            isolation_level=isolation_level,
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
-            max_partition_fetch_bytes=max_partition_fetch_bytes,
-            request_timeout_ms=common.request_timeout_ms,
-            retry_backoff_ms=common.retry_backoff_ms,
-        )
+        self._assignors = opts.assignors
+        self._group_config = opts.group_config()
+        self._fetch_config = opts.fetch_config()
         self._initial_topics = list(topics)
-        self._cluster: Cluster | None = None
-        self._subs: SubscriptionState | None = None
-        self._fetcher: Fetcher | None = None
-        self._membership: Membership | None = None
-        self._offsets: GroupOffsets | None = None
+        self._cluster = None
+        self._subs = None
+        self._fetcher = None
+        self._membership = None
+        self._offsets = None
         self._tasks = TaskSupervisor("consumer", self._task_failed)
-        self._iter_records: deque[ConsumerRecord] = deque()
-        self._iter_ends: dict[TopicPartition, Any] = {}
-        self._last_committed: dict[TopicPartition, int] = {}
+        self._iter_records = deque()
+        self._iter_ends = {}
+        self._last_committed = {}
         self._started = False
         self._closed = False
         self._records_consumed = 0
@@ -337,14 +245,6 @@ class Consumer:
         if name == "auto-commit" and not self._closed:
             self._tasks.restart(name, self._auto_commit_loop)
 
-    def _require_started(self) -> tuple[Cluster, SubscriptionState, Fetcher]:
-        if self._closed:
-            raise errors.ClientClosedError("the consumer is closed")
-        if not self._started:
-            raise errors.IllegalStateError("the consumer is not started; use `async with`")
-        assert self._cluster is not None and self._subs is not None and self._fetcher is not None
-        return self._cluster, self._subs, self._fetcher
-
     # ----------------------------------------------------------------- subscription
 
     def subscribe(
@@ -409,15 +309,6 @@ class Consumer:
             )
         return ClassicMembership(self._cluster, self._subs, self._group_config, **kwargs)
 
-    def _discard(self, partitions: Iterable[TopicPartition]) -> None:
-        partitions = set(partitions)
-        assert self._fetcher is not None
-        self._fetcher.discard(partitions)
-        if self._iter_records:
-            self._iter_records = deque(
-                r for r in self._iter_records if (r.topic, r.partition) not in partitions
-            )
-
     def unsubscribe(self) -> None:
         """Leave the group (revoking partitions in the background) and drop the assignment."""
         _, subs, fetcher = self._require_started()
@@ -468,60 +359,6 @@ class Consumer:
         if info is None or info.error_code:
             return None
         return set(info.partitions)
-
-    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
-        """When the last fetch response for ``partition`` arrived (ms since the epoch).
-
-        The :meth:`highwater` seen then is that fresh; None before the first response.
-        """
-        _, subs, _ = self._require_started()
-        return subs.state(partition).last_poll_ms
-
-    def metrics(self) -> dict[str, Any]:
-        """A snapshot of this consumer's counters (see :mod:`aiokafkawire.metrics`).
-
-        ``brokers``: per broker request counts, latency percentiles per API, in-flight requests,
-        bytes in/out, throttle time.  ``consumer``: records consumed and their rate since the
-        previous call, the fetch latency over all brokers (it includes the broker's long-poll
-        wait, up to ``fetch_max_wait_ms``), lag per assigned partition (high watermark minus
-        position, None until both are known), rebalances and their duration.
-        """
-        lag: dict[str, int | None] = {}
-        if self._subs is not None:
-            for tp, state in self._subs.assignment.items():
-                known = state.highwater is not None and state.position is not None
-                lag[f"{tp.topic}-{tp.partition}"] = (
-                    max(state.highwater - state.position, 0) if known else None  # type: ignore[operator]
-                )
-        membership = self._membership
-        return {
-            "brokers": self._common.metrics.snapshot(),
-            "consumer": {
-                "records_consumed": self._records_consumed,
-                "records_per_sec": self._consume_rate.per_second(self._records_consumed),
-                "fetch_latency": self._common.metrics.api_latency(_FETCH_KEY),
-                "assigned_partitions": len(lag),
-                "lag": lag,
-                "lag_total": sum(v for v in lag.values() if v is not None),
-                "state": self.state,
-                "rebalances": membership.rebalances if membership else 0,
-                "rebalance_time_total_s": round(membership.rebalance_time_total_s, 3)
-                if membership
-                else 0.0,
-                "last_rebalance_s": round(membership.last_rebalance_s, 3) if membership else 0.0,
-            },
-        }
-
-    @property
-    def state(self) -> str:
-        """One of "unjoined", "rebalancing", "stable", "fatal", "manual", "closed"."""
-        if self._closed:
-            return "closed"
-        if self._membership is not None:
-            return self._membership.state.value
-        if self._subs is not None and self._subs.manual:
-            return "manual"
-        return "unjoined"
 
     async def wait_for_assignment(self, timeout_ms: int | None = None) -> set[TopicPartition]:
         """Wait until partitions are assigned; raises KafkaTimeoutError after ``timeout_ms``."""
@@ -616,304 +453,3 @@ class Consumer:
                 await asyncio.sleep(0.005)
                 continue
             await wait_event(event, 1.0)
-
-    def _advance_iterated(self, record: ConsumerRecord) -> None:
-        """Move the partition's position past a record handed out by the iterator."""
-        subs = self._subs
-        assert subs is not None
-        tp = TopicPartition(record.topic, record.partition)
-        state = subs.assignment.get(tp)
-        end = self._iter_ends.get(tp)
-        if state is None or end is None or state.version != end.version:
-            return
-        if record.offset + 1 >= end.offset or not self._more_pending(tp):
-            state.position = end.offset
-            state.leader_epoch = end.leader_epoch
-        else:
-            state.position = record.offset + 1
-            state.leader_epoch = record.leader_epoch
-
-    def _more_pending(self, tp: TopicPartition) -> bool:
-        # Cheap check: the next pending record usually belongs to the same partition.
-        pending = self._iter_records
-        if pending:
-            head = pending[0]
-            if head.topic == tp.topic and head.partition == tp.partition:
-                return True
-        return any(r.topic == tp.topic and r.partition == tp.partition for r in pending)
-
-    def _flush_iterator(self) -> None:
-        """Records taken by the iterator but not handed out are dropped: rewind to them."""
-        if not self._iter_records:
-            return
-        assert self._subs is not None and self._fetcher is not None
-        first: dict[TopicPartition, ConsumerRecord] = {}
-        for record in self._iter_records:
-            first.setdefault(TopicPartition(record.topic, record.partition), record)
-        self._iter_records.clear()
-        for tp, record in first.items():
-            state = self._subs.assignment.get(tp)
-            end = self._iter_ends.get(tp)
-            if state is not None and end is not None and state.version == end.version:
-                state.seek(record.offset, record.leader_epoch)
-                self._fetcher.discard([tp])
-        self._subs.notify()
-
-    # ----------------------------------------------------------------- positions
-
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` next."""
-        _, subs, _ = self._require_started()
-        if offset < 0:
-            raise errors.ConfigError("offset must be >= 0")
-        subs.state(partition).seek(offset)
-        self._discard([partition])
-        subs.notify()
-
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        """Read from the earliest available offset (all assigned partitions by default)."""
-        await self._seek_to_timestamp(partitions, EARLIEST_TIMESTAMP)
-
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        """Read only records written from now on (all assigned partitions by default)."""
-        await self._seek_to_timestamp(partitions, LATEST_TIMESTAMP)
-
-    async def _seek_to_timestamp(self, partitions: Sequence[TopicPartition], ts: int) -> None:
-        _, subs, fetcher = self._require_started()
-        tps = list(partitions) or list(subs.assignment)
-        for tp in tps:
-            subs.state(tp)
-        offsets = await fetcher.list_offsets(dict.fromkeys(tps, ts))
-        for tp, (offset, _, epoch) in offsets.items():
-            if offset is not None and tp in subs.assignment:
-                self.seek(tp, offset)
-                subs.assignment[tp].leader_epoch = epoch
-
-    async def seek_to_committed(
-        self, *partitions: TopicPartition
-    ) -> dict[TopicPartition, int | None]:
-        """Read from the committed offsets; returns them (``None``: nothing committed)."""
-        _, subs, _ = self._require_started()
-        tps = list(partitions) or list(subs.assignment)
-        committed = await self._group_offsets().fetch(tps)
-        result: dict[TopicPartition, int | None] = {}
-        for tp in tps:
-            found = committed.get(tp)
-            result[tp] = found.offset if found is not None else None
-            if found is not None:
-                self.seek(tp, found.offset)
-        return result
-
-    async def position(self, partition: TopicPartition) -> int:
-        """The offset of the next record to be handed out (looked up when not yet known)."""
-        _, subs, _ = self._require_started()
-        state = subs.state(partition)
-        deadline = time.monotonic() + self._common.request_timeout_ms / 1000
-        while state.position is None:
-            if state.pending_error is not None:
-                raise state.pending_error
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise errors.KafkaTimeoutError(f"position of {partition} not known in time")
-            await wait_event(subs.change_event(), min(remaining, 0.2))
-            state = subs.state(partition)
-        return state.position
-
-    def highwater(self, partition: TopicPartition) -> int | None:
-        """The high watermark last seen in a fetch response."""
-        _, subs, _ = self._require_started()
-        return subs.state(partition).highwater
-
-    def last_stable_offset(self, partition: TopicPartition) -> int | None:
-        """The last stable offset last seen in a fetch response (v4+)."""
-        _, subs, _ = self._require_started()
-        return subs.state(partition).last_stable_offset
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop handing out (and fetching) records of these partitions."""
-        _, subs, _ = self._require_started()
-        for tp in partitions:
-            subs.state(tp).paused = True
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Undo :meth:`pause`."""
-        _, subs, _ = self._require_started()
-        for tp in partitions:
-            subs.state(tp).paused = False
-        subs.notify()
-
-    def paused(self) -> set[TopicPartition]:
-        """The paused partitions."""
-        if self._subs is None:
-            return set()
-        return {tp for tp, st in self._subs.assignment.items() if st.paused}
-
-    async def beginning_offsets(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int]:
-        """The earliest offset of each partition."""
-        _, _, fetcher = self._require_started()
-        found = await fetcher.list_offsets(dict.fromkeys(partitions, EARLIEST_TIMESTAMP))
-        return {tp: v[0] for tp, v in found.items() if v[0] is not None}
-
-    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The offset after the last record (the LSO with read_committed)."""
-        _, _, fetcher = self._require_started()
-        found = await fetcher.list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP))
-        return {tp: v[0] for tp, v in found.items() if v[0] is not None}
-
-    async def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset whose timestamp is at or after each given timestamp (ms)."""
-        _, _, fetcher = self._require_started()
-        for ts in timestamps.values():
-            if ts < 0:
-                raise errors.ConfigError("timestamps must be >= 0")
-        found = await fetcher.list_offsets(dict(timestamps))
-        return {
-            tp: OffsetAndTimestamp(v[0], v[1] if v[1] is not None else -1, v[2])
-            if v[0] is not None
-            else None
-            for tp, v in found.items()
-        }
-
-    # ----------------------------------------------------------------- commits
-
-    def _identity(self) -> MemberIdentity:
-        if self._membership is not None:
-            return self._membership.identity()
-        return MemberIdentity()
-
-    def _group_offsets(self) -> GroupOffsets:
-        if self._offsets is None:
-            raise errors.IllegalStateError("commits and committed offsets need a group_id")
-        return self._offsets
-
-    async def _committed_lookup(
-        self, partitions: list[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        return await self._group_offsets().fetch(partitions)
-
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset of ``partition`` in this group (``None`` when none)."""
-        self._require_started()
-        found = (await self._group_offsets().fetch([partition])).get(partition)
-        return found.offset if found is not None else None
-
-    async def committed_offsets(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """Committed offsets with metadata and leader epoch."""
-        self._require_started()
-        return await self._group_offsets().fetch(list(partitions))
-
-    def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Any]:
-        subs = self._subs
-        assert subs is not None
-        out = {}
-        for tp in partitions:
-            state = subs.assignment.get(tp)
-            if state is not None and state.position is not None:
-                out[tp] = OffsetAndMetadata(state.position, "", state.leader_epoch)
-        return out
-
-    async def _commit_positions(self, partitions: Iterable[TopicPartition]) -> None:
-        """Commit the current positions (auto-commit, revocation, close)."""
-        offsets = self._positions(partitions)
-        if offsets:
-            await self._commit(offsets, retry_rebalance=False)
-
-    async def commit(self, offsets: CommitOffsets | None = None) -> None:
-        """Commit the positions of all assigned partitions, or the given offsets.
-
-        ``offsets`` maps partitions to the offset of the next record to read: an int, an
-        ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
-        :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
-        """
-        _, subs, _ = self._require_started()
-        if offsets is None:
-            normalized = self._positions(subs.assignment)
-        else:
-            normalized = {tp: _as_offset(value) for tp, value in offsets.items()}
-        await self._commit(normalized, retry_rebalance=True)
-
-    async def _commit(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata], *, retry_rebalance: bool
-    ) -> None:
-        group = self._group_offsets()
-        membership = self._membership
-        for _ in range(5):
-            try:
-                await group.commit(offsets)
-            except RebalanceNeeded:
-                if membership is None:
-                    raise errors.RebalanceInProgressClientError(
-                        "the coordinator reports a rebalance in progress"
-                    ) from None
-                membership.request_rejoin("a commit found the group rebalancing")
-                if not retry_rebalance or membership.in_callback:
-                    raise errors.RebalanceInProgressClientError(
-                        "the group is rebalancing; commit again after it completes"
-                    ) from None
-                timeout = (
-                    self._group_config.effective_rebalance_timeout_ms
-                    if (self._group_config is not None)
-                    else 30_000
-                )
-                if not await membership.wait_stable(timeout / 1000):
-                    raise errors.RebalanceInProgressClientError(
-                        "the group did not finish rebalancing in time"
-                    ) from None
-                assert self._subs is not None
-                offsets = {tp: o for tp, o in offsets.items() if tp in self._subs.assignment}
-                continue
-            for tp, value in offsets.items():
-                self._last_committed[tp] = value.offset
-            return
-        raise errors.RebalanceInProgressClientError("the group kept rebalancing")
-
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._auto_commit_interval)
-            subs = self._subs
-            if subs is None or not subs.assignment:
-                continue
-            if self._membership is not None and self._membership.state is not GroupState.STABLE:
-                continue
-            changed = {
-                tp: v
-                for tp, v in self._positions(subs.assignment).items()
-                if self._last_committed.get(tp) != v.offset
-            }
-            if not changed:
-                continue
-            try:
-                await self._commit(changed, retry_rebalance=False)
-            except errors.KafkaError as exc:
-                log.warning("auto-commit failed: %s", exc)
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """The group membership, for ``Producer.send_offsets_to_transaction``."""
-        if self._group_id is None:
-            raise errors.IllegalStateError("group_metadata() needs a group_id")
-        identity = self._identity()
-        return ConsumerGroupMetadata(
-            self._group_id,
-            identity.generation,
-            identity.member_id,
-            self._group_config.group_instance_id if self._group_config else None,
-        )
-
-
-def _as_offset(value: Any) -> OffsetAndMetadata:
-    if isinstance(value, OffsetAndMetadata):
-        return value
-    if isinstance(value, int):
-        return OffsetAndMetadata(value)
-    if isinstance(value, tuple):
-        return OffsetAndMetadata(*value)
-    offset = getattr(value, "offset", None)
-    if isinstance(offset, int):
-        return OffsetAndMetadata(offset, getattr(value, "metadata", "") or "")
-    raise errors.ConfigError(f"not an offset: {value!r}")

@@ -24,7 +24,7 @@ PathLike = str | os.PathLike[str]
 KeyPassword = str | bytes | bytearray | Callable[[], str | bytes | bytearray]
 
 
-def create_ssl_context(
+def create_ssl_context(  # long: each load step with its own error message
     *,
     cafile: PathLike | None = None,
     capath: PathLike | None = None,

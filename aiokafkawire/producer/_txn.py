@@ -501,14 +501,14 @@ class TransactionManager:  # long: identity and every transactional request shar
         # Sequences restart under the new epoch, which is what a pending bump was for.
         self.bump_needed = False
 
-    async def send_offsets(
+    async def send_offsets(  # long: two requests (v1 and v2 variants), per-partition errors
         self,
         offsets: dict[TopicPartition, int | OffsetAndMetadata],
         group_id: str,
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
-    ) -> None:  # long: two requests (v1 and v2 variants) and the answer's per-partition errors
+    ) -> None:
         """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's.
 
         Under transactions v2, TxnOffsetCommit v5 adds the group itself (no AddOffsetsToTxn).

@@ -437,7 +437,7 @@ async def _assign(consumer: Any, tp: TopicPartition, offset: int) -> None:
     consumer.seek(tp, offset)
 
 
-def _read_assigned(
+def _read_assigned(  # long: one loop, each way the range can end (lost, truncated, late)
     runner: LoopRunner,
     consumer: Any,
     opts: KafkaOptions,

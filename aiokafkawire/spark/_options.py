@@ -340,7 +340,9 @@ def _bound(options: Mapping[str, str], which: str, default: str, *, streaming: b
     return OffsetBound("offsets", offsets=offsets)
 
 
-def parse_options(options: Mapping[str, str], *, mode: str) -> KafkaOptions:
+def parse_options(  # long: one check per pyspark option, read top to bottom
+    options: Mapping[str, str], *, mode: str
+) -> KafkaOptions:
     """Validate ``options`` (keys lower-cased, as pyspark passes them) for ``mode``.
 
     ``mode`` is ``"batch"``, ``"stream"`` (reading) or ``"write"``.

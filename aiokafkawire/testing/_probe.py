@@ -141,7 +141,7 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def probe_api_versions(
+def probe_api_versions(  # long: the exchange, its checks and the version fallback
     host: str,
     port: int,
     *,

@@ -187,7 +187,7 @@ class _Node:
         return self.directory / "server.properties"
 
 
-class KafkaCluster(ChildProcessServer):
+class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set-up
     """Apache Kafka brokers (KRaft, combined broker+controller nodes) as child processes.
 
     Use it as a context manager, synchronous or asynchronous::
@@ -471,7 +471,7 @@ class KafkaCluster(ChildProcessServer):
         self.client_cert_path = str(tls / "client-cert.pem")
         self.client_key_path = str(tls / "client-key.pem")
 
-    def _server_properties(self, node: _Node) -> str:
+    def _server_properties(self, node: _Node) -> str:  # long: one line per broker property
         n = self.num_brokers
         voters = ",".join(
             f"{other.node_id}@{self.host}:{other.ports[_CONTROLLER]}"

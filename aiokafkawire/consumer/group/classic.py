@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._waits import wait_event
+from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer.group.assignors import (
     COOPERATIVE,
     MemberAssignment,

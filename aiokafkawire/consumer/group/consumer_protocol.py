@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._waits import wait_event
+from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.states import GroupEvent, GroupState
 from aiokafkawire.protocol.messages import ConsumerGroupHeartbeatRequest

@@ -22,8 +22,8 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import timeout_after, wait_event
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity
 from aiokafkawire.consumer.group.states import GroupEvent, GroupState, GroupStateMachine

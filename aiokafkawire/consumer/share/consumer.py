@@ -34,6 +34,7 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import timeout_after
 from aiokafkawire.client_config import (
     check_choice,
     check_int,
@@ -43,7 +44,6 @@ from aiokafkawire.client_config import (
     unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import timeout_after
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import (
@@ -73,7 +73,7 @@ _ACK_BY_NAME = {
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
-class ShareConsumer:
+class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iteration)
     """A member of a share group: records are shared out one by one and acknowledged.
 
     How long a record stays locked (``share.record.lock.duration.ms``), how often it is
@@ -106,7 +106,7 @@ class ShareConsumer:
     - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
     """
 
-    def __init__(
+    def __init__(  # long: one checked line per option of the documented signature
         self,
         *topics: str,
         group_id: str,

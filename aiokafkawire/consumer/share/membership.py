@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._waits import timeout_after, wait_event
 from aiokafkawire.protocol.messages import ShareGroupHeartbeatRequest
 from aiokafkawire.structs import TopicPartition
 

@@ -74,7 +74,7 @@ def _encode_headers(headers: Headers) -> bytes:
     return bytes(out)
 
 
-def _decode_records(
+def _decode_records(  # long: the hot loop, varints and fields decoded inline for speed
     buf: bytes,
     pos: int,
     end: int,
@@ -375,7 +375,7 @@ class RecordBatch(IterableBatch):
             return buf, 0, len(buf)
         return self._buffer, self._start + HEADER_SIZE, self._end
 
-    def consumer_records(
+    def consumer_records(  # long: the hot loop, decoding inlined for speed
         self,
         record_cls: type[Any],
         topic: str,

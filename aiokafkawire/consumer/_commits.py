@@ -1,0 +1,156 @@
+"""The consumer's commits: committed offsets, commit, auto-commit, the group metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aiokafkawire import errors
+from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer.group.offsets import MemberIdentity, RebalanceNeeded
+from aiokafkawire.consumer.group.states import GroupState
+from aiokafkawire.consumer.records import ConsumerGroupMetadata, OffsetAndMetadata
+from aiokafkawire.structs import TopicPartition
+
+log = logging.getLogger("aiokafkawire.consumer")
+
+CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
+
+
+class CommitsMixin(ConsumerCore):
+    """Committed offsets of the consumer's group, and commits (by hand or automatic)."""
+
+    def _identity(self) -> MemberIdentity:
+        if self._membership is not None:
+            return self._membership.identity()
+        return MemberIdentity()
+
+    async def _committed_lookup(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return await self._group_offsets().fetch(partitions)
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The committed offset of ``partition`` in this group (``None`` when none)."""
+        self._require_started()
+        found = (await self._group_offsets().fetch([partition])).get(partition)
+        return found.offset if found is not None else None
+
+    async def committed_offsets(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets with metadata and leader epoch."""
+        self._require_started()
+        return await self._group_offsets().fetch(list(partitions))
+
+    def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Any]:
+        subs = self._subs
+        assert subs is not None
+        out = {}
+        for tp in partitions:
+            state = subs.assignment.get(tp)
+            if state is not None and state.position is not None:
+                out[tp] = OffsetAndMetadata(state.position, "", state.leader_epoch)
+        return out
+
+    async def _commit_positions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Commit the current positions (auto-commit, revocation, close)."""
+        offsets = self._positions(partitions)
+        if offsets:
+            await self._commit(offsets, retry_rebalance=False)
+
+    async def commit(self, offsets: CommitOffsets | None = None) -> None:
+        """Commit the positions of all assigned partitions, or the given offsets.
+
+        ``offsets`` maps partitions to the offset of the next record to read: an int, an
+        ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
+        :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
+        """
+        _, subs, _ = self._require_started()
+        if offsets is None:
+            normalized = self._positions(subs.assignment)
+        else:
+            normalized = {tp: _as_offset(value) for tp, value in offsets.items()}
+        await self._commit(normalized, retry_rebalance=True)
+
+    async def _commit(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata], *, retry_rebalance: bool
+    ) -> None:
+        group = self._group_offsets()
+        membership = self._membership
+        for _ in range(5):
+            try:
+                await group.commit(offsets)
+            except RebalanceNeeded:
+                if membership is None:
+                    raise errors.RebalanceInProgressClientError(
+                        "the coordinator reports a rebalance in progress"
+                    ) from None
+                membership.request_rejoin("a commit found the group rebalancing")
+                if not retry_rebalance or membership.in_callback:
+                    raise errors.RebalanceInProgressClientError(
+                        "the group is rebalancing; commit again after it completes"
+                    ) from None
+                timeout = (
+                    self._group_config.effective_rebalance_timeout_ms
+                    if (self._group_config is not None)
+                    else 30_000
+                )
+                if not await membership.wait_stable(timeout / 1000):
+                    raise errors.RebalanceInProgressClientError(
+                        "the group did not finish rebalancing in time"
+                    ) from None
+                assert self._subs is not None
+                offsets = {tp: o for tp, o in offsets.items() if tp in self._subs.assignment}
+                continue
+            for tp, value in offsets.items():
+                self._last_committed[tp] = value.offset
+            return
+        raise errors.RebalanceInProgressClientError("the group kept rebalancing")
+
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._auto_commit_interval)
+            subs = self._subs
+            if subs is None or not subs.assignment:
+                continue
+            if self._membership is not None and self._membership.state is not GroupState.STABLE:
+                continue
+            changed = {
+                tp: v
+                for tp, v in self._positions(subs.assignment).items()
+                if self._last_committed.get(tp) != v.offset
+            }
+            if not changed:
+                continue
+            try:
+                await self._commit(changed, retry_rebalance=False)
+            except errors.KafkaError as exc:
+                log.warning("auto-commit failed: %s", exc)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group membership, for ``Producer.send_offsets_to_transaction``."""
+        if self._group_id is None:
+            raise errors.IllegalStateError("group_metadata() needs a group_id")
+        identity = self._identity()
+        return ConsumerGroupMetadata(
+            self._group_id,
+            identity.generation,
+            identity.member_id,
+            self._group_config.group_instance_id if self._group_config else None,
+        )
+
+
+def _as_offset(value: Any) -> OffsetAndMetadata:
+    if isinstance(value, OffsetAndMetadata):
+        return value
+    if isinstance(value, int):
+        return OffsetAndMetadata(value)
+    if isinstance(value, tuple):
+        return OffsetAndMetadata(*value)
+    offset = getattr(value, "offset", None)
+    if isinstance(offset, int):
+        return OffsetAndMetadata(offset, getattr(value, "metadata", "") or "")
+    raise errors.ConfigError(f"not an offset: {value!r}")
