@@ -202,7 +202,11 @@ async def test_killing_the_busiest_leader_mid_run_loses_and_duplicates_nothing(
             task.cancel()
         await asyncio.gather(*senders, return_exceptions=True)
     assert len(log.completions) > acked_before_kill, "nothing acknowledged after the kill"
-    assert log.attempts() >= 2, "no batch needed a retry: the kill hit nothing"
+    # The kill must have hit the producer: a batch in flight to the victim is sent again, or,
+    # when none was in flight at that instant (the streams are paced), batches for its
+    # partitions wait for the new leader instead of being written to a broker known down.
+    hit = log.attempts() >= 2 or log.slowest_batch >= 1.0
+    assert hit, f"the kill hit nothing: no retry, slowest batch {log.slowest_batch:.2f}s"
     print(
         f"\n[kill leader] node {victim} (leader of the busiest partition) killed at "
         f"{killed_at - log.started:.1f}s, back at {restarted_at - log.started:.1f}s "
