@@ -10,7 +10,6 @@ the pure path, so results and exceptions are the pure path's.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -133,10 +132,6 @@ class RecordBatchBuilder(_builder.RecordBatchBuilder):
         )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def _python_append(
     self: DefaultRecordBatchBuilder,
     timestamp_ms: int | None,
@@ -148,7 +143,7 @@ def _python_append(
     input to, and all input if it could not register the builder's layout."""
     if self._built is None:
         if timestamp_ms is None:
-            timestamp_ms = _now_ms()
+            timestamp_ms = _builder.now_ms()
         count = self._count
         added = encode_record(
             self._buffer,
@@ -185,7 +180,7 @@ class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchB
 
 
 #: True when ``builder_append`` found this class's slots and appends in C.
-DIRECT_APPEND: bool = _setup_builder(DefaultRecordBatchBuilder, _python_append, _now_ms)
+DIRECT_APPEND: bool = _setup_builder(DefaultRecordBatchBuilder, _python_append, _builder.now_ms)
 
 
 class LegacyRecordBatchBuilder(_pure_legacy.LegacyRecordBatchBuilder, RecordBatchBuilder):
