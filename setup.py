@@ -4,8 +4,11 @@ The extensions ``aiokafkawire.protocol.records._crecords`` (record batches),
 ``aiokafkawire.producer._cmurmur2`` (keyed partitioning), ``aiokafkawire.producer._cproducer``
 (the common case of ``Producer.send``) and ``aiokafkawire.spark._carrow`` (Arrow columns of
 consumer records for the Spark source) are built when a C compiler and the Python headers are
-available.  If building it fails for any reason, installation still succeeds
-and the pure-Python implementation is used.  ``AIOKAFKAWIRE_NO_EXTENSIONS=1`` skips the build.
+available.  If building one fails for any reason, installation still succeeds and the
+pure-Python implementation is used; the failure is written into the package
+(``aiokafkawire/_build_failures.txt``), so that ``import aiokafkawire`` warns about it once, where
+the user sees it (pip shows a build's own output only with ``-v``).
+``AIOKAFKAWIRE_NO_EXTENSIONS=1`` skips the build (no warning: pure Python was chosen).
 """
 
 from __future__ import annotations
@@ -16,15 +19,26 @@ import sys
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+# Read by aiokafkawire/_compiled.py: one line per accelerator that failed to build.
+FAILURES_FILE = os.path.join("aiokafkawire", "_build_failures.txt")
+
 
 class OptionalBuildExt(build_ext):
     """build_ext that warns instead of failing: the extension is an accelerator only."""
 
     def run(self) -> None:
+        self._failures: list[str] = []
         try:
             super().run()
         except Exception as exc:  # no compiler, no headers, unsupported platform ...
             self._skip("the C extensions", exc)
+        target = FAILURES_FILE if self.inplace else os.path.join(self.build_lib, FAILURES_FILE)
+        if self._failures:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write("".join(f"{line}\n" for line in self._failures))
+        elif os.path.exists(target):
+            os.remove(target)
 
     def build_extension(self, ext: Extension) -> None:
         if self.compiler.compiler_type == "unix":
@@ -34,10 +48,11 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:
             self._skip(ext.name, exc)
 
-    @staticmethod
-    def _skip(what: str, exc: BaseException) -> None:
+    def _skip(self, what: str, exc: BaseException) -> None:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        self._failures.append(f"{what}: {reason}")
         print(
-            f"WARNING: could not build {what} ({exc}); the pure-Python implementation is used",
+            f"WARNING: could not build {what} ({reason}); the pure-Python implementation is used",
             file=sys.stderr,
         )
 

@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import accelerated, warn_about_build_failures
 from aiokafkawire.errors import KafkaError
 from aiokafkawire.structs import TopicPartition
 
@@ -32,11 +33,14 @@ if TYPE_CHECKING:
     )
     from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 
+# The one place the version is written: pyproject.toml reads it (``[tool.setuptools.dynamic]``),
+# and ``aiokafkawire --version`` prints it.
 __version__ = "0.1.0.dev0"
 
 # Quiet by default, as a library should be: records go to the application's handlers once it
 # configures logging (every logger is under "aiokafkawire"), and nowhere before that.
 logging.getLogger("aiokafkawire").addHandler(logging.NullHandler())
+warn_about_build_failures()
 
 _LAZY = {
     "Admin": "aiokafkawire.admin",
@@ -89,5 +93,6 @@ __all__ = [
     "ShareRecord",
     "TopicPartition",
     "__version__",
+    "accelerated",
     "errors",
 ]

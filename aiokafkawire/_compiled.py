@@ -10,11 +10,28 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
+from pathlib import Path
 from types import ModuleType
 
-__all__ = ["load_accelerator", "pure_python_forced"]
+__all__ = [
+    "ACCELERATORS",
+    "accelerated",
+    "build_failures",
+    "load_accelerator",
+    "pure_python_forced",
+    "warn_about_build_failures",
+]
 
 PURE_PYTHON_VARIABLE = "AIOKAFKAWIRE_PURE_PYTHON"
+
+#: Every optional C extension ``setup.py`` builds, by full module name, with what it speeds up.
+ACCELERATORS: dict[str, str] = {
+    "aiokafkawire.protocol.records._crecords": "record batch v2 encoding and decoding",
+    "aiokafkawire.producer._cmurmur2": "the murmur2 hash of keyed partitioning",
+    "aiokafkawire.producer._cproducer": "the common case of Producer.send",
+    "aiokafkawire.spark._carrow": "Arrow columns of consumer records for the Spark source",
+}
 
 
 def pure_python_forced() -> bool:
@@ -31,3 +48,44 @@ def load_accelerator(module: str) -> ModuleType | None:
         return importlib.import_module(module)
     except ImportError:
         return None
+
+
+def accelerated() -> dict[str, bool]:
+    """Which C accelerators are in use: ``{module name: True if used}`` for each of
+    :data:`ACCELERATORS`.  All are False when ``AIOKAFKAWIRE_PURE_PYTHON`` forces the pure paths
+    or when the package was installed without a C compiler (or with
+    ``AIOKAFKAWIRE_NO_EXTENSIONS=1``); the results are the same either way, only slower."""
+    return {module: load_accelerator(module) is not None for module in ACCELERATORS}
+
+
+# Written by setup.py's build_ext when an accelerator failed to compile (absent otherwise).
+_BUILD_FAILURES = Path(__file__).with_name("_build_failures.txt")
+
+
+def build_failures() -> list[str]:
+    """The accelerators that failed to compile when this copy was installed, with the reason."""
+    try:
+        text = _BUILD_FAILURES.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def warn_about_build_failures() -> None:
+    """Warn (a ``RuntimeWarning``) when the installation could not compile an accelerator.
+
+    pip shows a build's output only with ``-v``, so this is where a failed compile becomes
+    visible.  Installing with ``AIOKAFKAWIRE_NO_EXTENSIONS=1`` chooses pure Python and does not
+    warn; neither does ``AIOKAFKAWIRE_PURE_PYTHON=1``, which asks for the pure paths anyway.
+    """
+    failures = build_failures()
+    if failures and not pure_python_forced():
+        warnings.warn(
+            "aiokafkawire was installed without some of its C accelerators, so it runs the "
+            "(same, slower) pure-Python code: "
+            + "; ".join(failures)
+            + ". Reinstall with a C compiler and the Python headers, or with "
+            "AIOKAFKAWIRE_NO_EXTENSIONS=1 to choose pure Python without this warning.",
+            RuntimeWarning,
+            stacklevel=3,
+        )

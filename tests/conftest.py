@@ -1,7 +1,8 @@
 """Shared test configuration.
 
 The embedded-broker fixtures (``tansu_broker``, ``mock_cluster``, ``kafka_bootstrap``) come from the
-``aiokafkawire.testing.pytest_plugin`` plugin (the package's pytest11 entry point).
+``aiokafkawire.testing.pytest_plugin`` plugin, which is opt-in: this file loads it
+(``pytest_plugins``), as a user's conftest does.
 
 ``AIOKAFKAWIRE_TEST_LOOP=uvloop`` runs every asyncio test on uvloop instead of the standard loop.
 """
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["aiokafkawire.testing.pytest_plugin"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_ROOT = REPO_ROOT / "specs" / "kafka-4.4.0"

@@ -26,10 +26,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from aiokafkawire.cli.app import main as run
     except ImportError as exc:
-        if exc.name != "rich":
+        if (exc.name or "").split(".")[0] != "rich":
             raise
         import sys
 
+        if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # needs no rich
+            from aiokafkawire import __version__
+
+            print(f"aiokafkawire {__version__}")
+            return 0
         print(
             "error: the command line needs rich: pip install 'aiokafkawire[cli]'", file=sys.stderr
         )

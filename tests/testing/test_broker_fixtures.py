@@ -1,6 +1,6 @@
 """The pytest plugin's fixtures, used directly and inside a separate pytest run.
 
-The plugin is loaded through the package's pytest11 entry point (``pip install -e .``).
+The plugin is opt-in: the repository's ``tests/conftest.py`` loads it with ``pytest_plugins``.
 """
 
 from __future__ import annotations
