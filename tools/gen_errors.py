@@ -2,14 +2,18 @@
 
 Usage: ``python tools/gen_errors.py [ERRORS_TSV]``; by default the table vendored from Apache
 Kafka 4.4.0 (``specs/kafka-4.4.0/errors.tsv``, read from its ``Errors`` enum by
-``tools/refresh_kafka_specs.py``).
+``tools/refresh_kafka_specs.py``).  Each class gets Kafka's own description of its error (the
+table's ``description`` column: the ``Errors`` enum's default message) as its docstring and as
+the message of an exception raised without one.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,6 +38,31 @@ def class_name(error_name: str) -> str:
     return "".join(part.capitalize() for part in parts) + "Error"
 
 
+def _docstring(code: int, name: str, description: str) -> str:
+    """The class docstring: code and name, then Kafka's description of the error, wrapped."""
+    head = f"Broker error {code}: {name}."
+    if not description:
+        return f'    """{head}"""\n'
+    body = textwrap.fill(
+        description.replace("\\", "\\\\").replace('"', "'"),
+        width=96,
+        initial_indent="    ",
+        subsequent_indent="    ",
+        break_on_hyphens=False,
+    )
+    return f'    """{head}\n\n{body}\n    """\n'
+
+
+def _string(value: str) -> str:
+    """``value`` as a Python literal wrapped to the line length (implicit concatenation)."""
+    if len(json.dumps(value)) <= 100 - len("    description = "):
+        return json.dumps(value)  # a double-quoted literal, as ruff format writes them
+    pieces = [value]  # parenthesized on its own line when that is enough, else wrapped
+    if len(json.dumps(value)) > 100 - 8:
+        pieces = textwrap.wrap(value, width=84, drop_whitespace=False, break_on_hyphens=False)
+    return "(\n" + "".join(f"        {json.dumps(piece)}\n" for piece in pieces) + "    )"
+
+
 def render(rows: list[dict[str, str]]) -> str:
     """Render the module text for the given table rows."""
     out = [
@@ -56,19 +85,20 @@ def render(rows: list[dict[str, str]]) -> str:
         )
         if extra:
             bases.append(extra)
+        description = (row.get("description") or "").strip()
         out.append(
-            f"\nclass {cls}({', '.join(bases)}):\n"
-            f'    """Broker error {code}: {name}."""\n\n'
+            f"\nclass {cls}({', '.join(bases)}):\n" + _docstring(code, name, description) + "\n"
             f"    code = {code}\n"
             f'    name = "{name}"\n'
             f"    retriable = {row['retriable'] == 'true'}\n"
-            f"    invalid_metadata = {row['invalid_metadata'] == 'true'}\n\n"
+            f"    invalid_metadata = {row['invalid_metadata'] == 'true'}\n"
+            f"    description = {_string(description)}\n\n"
         )
         names.append((code, cls))
     out.append("\nERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {\n")
     for code, cls in names:
         out.append(f"    {code}: {cls},\n")
-    out.append("}\n\n__all__ = [\n    \"ERRORS_BY_CODE\",\n")
+    out.append('}\n\n__all__ = [\n    "ERRORS_BY_CODE",\n')
     for _, cls in sorted(names, key=lambda item: item[1]):
         out.append(f'    "{cls}",\n')
     out.append("]\n")

@@ -10,7 +10,8 @@ jar lands in the local repository, ``~/.m2/repository`` unless ``--maven-repo`` 
 then writes:
 
 * ``message/*.json`` — the jar's ``common/message/*.json`` message specs, byte for byte;
-* ``errors.tsv`` — Kafka's ``Errors`` enum (code, name, retriable, invalid_metadata), printed by
+* ``errors.tsv`` — Kafka's ``Errors`` enum (code, name, retriable, invalid_metadata, description),
+  printed by
   ``tools/DumpKafkaErrors.java`` run with ``java`` against the jar (the enum is compiled code, not
   JSON, so it is read through the JVM rather than parsed);
 * ``LICENSE`` and ``NOTICE`` — Apache Kafka's, from the root of the jar.
@@ -81,7 +82,8 @@ def dump_errors(jar: Path, slf4j: Path) -> str:
         text=True,
     )
     lines = result.stdout.splitlines()
-    if not lines or lines[0] != "code\tname\tretriable\tinvalid_metadata" or len(lines) < 100:
+    header = "code\tname\tretriable\tinvalid_metadata\tdescription"
+    if not lines or lines[0] != header or len(lines) < 100:
         raise SystemExit(f"unexpected output from DumpKafkaErrors: {result.stdout[:200]!r}")
     return "\n".join(lines) + "\n"
 

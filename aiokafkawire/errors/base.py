@@ -85,11 +85,16 @@ class AuthorizationError(KafkaError):
 
 
 class BrokerResponseError(KafkaError):
-    """An error code returned by a broker; one subclass exists per code of the error table."""
+    """An error code returned by a broker; one subclass exists per code of the error table.
+
+    ``description`` is Apache Kafka's own description of the error (its ``Errors`` enum): the
+    message of an exception raised without one.
+    """
 
     code: ClassVar[int] = -1
     name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
     invalid_metadata: ClassVar[bool] = False
+    description: ClassVar[str] = ""
 
     def __str__(self) -> str:
         text = self.message
@@ -97,7 +102,7 @@ class BrokerResponseError(KafkaError):
         return f"{prefix}: {text}" if text else prefix
 
     def _default_message(self) -> str:
-        return ""
+        return self.description
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,8 +140,11 @@ class NoBrokersAvailableError(KafkaConnectionError):
     """None of the bootstrap or known brokers could be reached."""
 
 
-class KafkaTimeoutError(KafkaError):
-    """An operation did not complete within its timeout on the client side."""
+class KafkaTimeoutError(KafkaError, TimeoutError):
+    """An operation did not complete within its timeout on the client side.
+
+    Also a builtin ``TimeoutError``, so ``except TimeoutError`` catches it as well.
+    """
 
     retriable = True
 

@@ -11,1236 +11,1925 @@ from aiokafkawire.errors.base import (
 
 
 class UnknownServerErrorError(BrokerResponseError):
-    """Broker error -1: UNKNOWN_SERVER_ERROR."""
+    """Broker error -1: UNKNOWN_SERVER_ERROR.
+
+    The server experienced an unexpected error when processing the request.
+    """
 
     code = -1
     name = "UNKNOWN_SERVER_ERROR"
     retriable = False
     invalid_metadata = False
+    description = "The server experienced an unexpected error when processing the request."
 
 
 class OffsetOutOfRangeError(BrokerResponseError):
-    """Broker error 1: OFFSET_OUT_OF_RANGE."""
+    """Broker error 1: OFFSET_OUT_OF_RANGE.
+
+    The requested offset is not within the range of offsets maintained by the server.
+    """
 
     code = 1
     name = "OFFSET_OUT_OF_RANGE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The requested offset is not within the range of offsets maintained by the server."
+    )
 
 
 class CorruptMessageError(BrokerResponseError):
-    """Broker error 2: CORRUPT_MESSAGE."""
+    """Broker error 2: CORRUPT_MESSAGE.
+
+    This message has failed its CRC checksum, exceeds the valid size, has a null key for a
+    compacted topic, or is otherwise corrupt.
+    """
 
     code = 2
     name = "CORRUPT_MESSAGE"
     retriable = True
     invalid_metadata = False
+    description = (
+        "This message has failed its CRC checksum, exceeds the valid size, has a null key for"
+        " a compacted topic, or is otherwise corrupt."
+    )
 
 
 class UnknownTopicOrPartitionError(BrokerResponseError):
-    """Broker error 3: UNKNOWN_TOPIC_OR_PARTITION."""
+    """Broker error 3: UNKNOWN_TOPIC_OR_PARTITION.
+
+    This server does not host this topic-partition.
+    """
 
     code = 3
     name = "UNKNOWN_TOPIC_OR_PARTITION"
     retriable = True
     invalid_metadata = True
+    description = "This server does not host this topic-partition."
 
 
 class InvalidFetchSizeError(BrokerResponseError):
-    """Broker error 4: INVALID_FETCH_SIZE."""
+    """Broker error 4: INVALID_FETCH_SIZE.
+
+    The requested fetch size is invalid.
+    """
 
     code = 4
     name = "INVALID_FETCH_SIZE"
     retriable = False
     invalid_metadata = False
+    description = "The requested fetch size is invalid."
 
 
 class LeaderNotAvailableError(BrokerResponseError):
-    """Broker error 5: LEADER_NOT_AVAILABLE."""
+    """Broker error 5: LEADER_NOT_AVAILABLE.
+
+    There is no leader for this topic-partition as we are in the middle of a leadership
+    election.
+    """
 
     code = 5
     name = "LEADER_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = True
+    description = (
+        "There is no leader for this topic-partition as we are in the middle of a leadership "
+        "election."
+    )
 
 
 class NotLeaderOrFollowerError(BrokerResponseError):
-    """Broker error 6: NOT_LEADER_OR_FOLLOWER."""
+    """Broker error 6: NOT_LEADER_OR_FOLLOWER.
+
+    For requests intended only for the leader, this error indicates that the broker is not the
+    current leader. For requests intended for any replica, this error indicates that the broker
+    is not a replica of the topic partition.
+    """
 
     code = 6
     name = "NOT_LEADER_OR_FOLLOWER"
     retriable = True
     invalid_metadata = True
+    description = (
+        "For requests intended only for the leader, this error indicates that the broker is "
+        "not the current leader. For requests intended for any replica, this error indicates "
+        "that the broker is not a replica of the topic partition."
+    )
 
 
 class RequestTimedOutError(BrokerResponseError):
-    """Broker error 7: REQUEST_TIMED_OUT."""
+    """Broker error 7: REQUEST_TIMED_OUT.
+
+    The request timed out.
+    """
 
     code = 7
     name = "REQUEST_TIMED_OUT"
     retriable = True
     invalid_metadata = False
+    description = "The request timed out."
 
 
 class BrokerNotAvailableError(BrokerResponseError):
-    """Broker error 8: BROKER_NOT_AVAILABLE."""
+    """Broker error 8: BROKER_NOT_AVAILABLE.
+
+    The broker is not available.
+    """
 
     code = 8
     name = "BROKER_NOT_AVAILABLE"
     retriable = False
     invalid_metadata = False
+    description = "The broker is not available."
 
 
 class ReplicaNotAvailableError(BrokerResponseError):
-    """Broker error 9: REPLICA_NOT_AVAILABLE."""
+    """Broker error 9: REPLICA_NOT_AVAILABLE.
+
+    The replica is not available for the requested topic-partition. Produce/Fetch requests and
+    other requests intended only for the leader or follower return NOT_LEADER_OR_FOLLOWER if the
+    broker is not a replica of the topic-partition.
+    """
 
     code = 9
     name = "REPLICA_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = True
+    description = (
+        "The replica is not available for the requested topic-partition. Produce/Fetch "
+        "requests and other requests intended only for the leader or follower return "
+        "NOT_LEADER_OR_FOLLOWER if the broker is not a replica of the topic-partition."
+    )
 
 
 class MessageTooLargeError(BrokerResponseError):
-    """Broker error 10: MESSAGE_TOO_LARGE."""
+    """Broker error 10: MESSAGE_TOO_LARGE.
+
+    The request included a message larger than the max message size the server will accept.
+    """
 
     code = 10
     name = "MESSAGE_TOO_LARGE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The request included a message larger than the max message size the server will accept."
+    )
 
 
 class StaleControllerEpochError(BrokerResponseError):
-    """Broker error 11: STALE_CONTROLLER_EPOCH."""
+    """Broker error 11: STALE_CONTROLLER_EPOCH.
+
+    The controller moved to another broker.
+    """
 
     code = 11
     name = "STALE_CONTROLLER_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = "The controller moved to another broker."
 
 
 class OffsetMetadataTooLargeError(BrokerResponseError):
-    """Broker error 12: OFFSET_METADATA_TOO_LARGE."""
+    """Broker error 12: OFFSET_METADATA_TOO_LARGE.
+
+    The metadata field of the offset request was too large.
+    """
 
     code = 12
     name = "OFFSET_METADATA_TOO_LARGE"
     retriable = False
     invalid_metadata = False
+    description = "The metadata field of the offset request was too large."
 
 
 class NetworkError(BrokerResponseError):
-    """Broker error 13: NETWORK_EXCEPTION."""
+    """Broker error 13: NETWORK_EXCEPTION.
+
+    The server disconnected before a response was received.
+    """
 
     code = 13
     name = "NETWORK_EXCEPTION"
     retriable = True
     invalid_metadata = True
+    description = "The server disconnected before a response was received."
 
 
 class CoordinatorLoadInProgressError(BrokerResponseError):
-    """Broker error 14: COORDINATOR_LOAD_IN_PROGRESS."""
+    """Broker error 14: COORDINATOR_LOAD_IN_PROGRESS.
+
+    The coordinator is loading and hence can't process requests.
+    """
 
     code = 14
     name = "COORDINATOR_LOAD_IN_PROGRESS"
     retriable = True
     invalid_metadata = False
+    description = "The coordinator is loading and hence can't process requests."
 
 
 class CoordinatorNotAvailableError(BrokerResponseError):
-    """Broker error 15: COORDINATOR_NOT_AVAILABLE."""
+    """Broker error 15: COORDINATOR_NOT_AVAILABLE.
+
+    The coordinator is not available.
+    """
 
     code = 15
     name = "COORDINATOR_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = False
+    description = "The coordinator is not available."
 
 
 class NotCoordinatorError(BrokerResponseError):
-    """Broker error 16: NOT_COORDINATOR."""
+    """Broker error 16: NOT_COORDINATOR.
+
+    This is not the correct coordinator.
+    """
 
     code = 16
     name = "NOT_COORDINATOR"
     retriable = True
     invalid_metadata = False
+    description = "This is not the correct coordinator."
 
 
 class InvalidTopicError(BrokerResponseError):
-    """Broker error 17: INVALID_TOPIC_EXCEPTION."""
+    """Broker error 17: INVALID_TOPIC_EXCEPTION.
+
+    The request attempted to perform an operation on an invalid topic.
+    """
 
     code = 17
     name = "INVALID_TOPIC_EXCEPTION"
     retriable = False
     invalid_metadata = False
+    description = "The request attempted to perform an operation on an invalid topic."
 
 
 class RecordListTooLargeError(BrokerResponseError):
-    """Broker error 18: RECORD_LIST_TOO_LARGE."""
+    """Broker error 18: RECORD_LIST_TOO_LARGE.
+
+    The request included message batch larger than the configured segment size on the server.
+    """
 
     code = 18
     name = "RECORD_LIST_TOO_LARGE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The request included message batch larger than the configured segment size on the server."
+    )
 
 
 class NotEnoughReplicasError(BrokerResponseError):
-    """Broker error 19: NOT_ENOUGH_REPLICAS."""
+    """Broker error 19: NOT_ENOUGH_REPLICAS.
+
+    Messages are rejected since there are fewer in-sync replicas than required.
+    """
 
     code = 19
     name = "NOT_ENOUGH_REPLICAS"
     retriable = True
     invalid_metadata = False
+    description = "Messages are rejected since there are fewer in-sync replicas than required."
 
 
 class NotEnoughReplicasAfterAppendError(BrokerResponseError):
-    """Broker error 20: NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+    """Broker error 20: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+
+    Messages are written to the log, but to fewer in-sync replicas than required.
+    """
 
     code = 20
     name = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
     retriable = True
     invalid_metadata = False
+    description = "Messages are written to the log, but to fewer in-sync replicas than required."
 
 
 class InvalidRequiredAcksError(BrokerResponseError):
-    """Broker error 21: INVALID_REQUIRED_ACKS."""
+    """Broker error 21: INVALID_REQUIRED_ACKS.
+
+    Produce request specified an invalid value for required acks.
+    """
 
     code = 21
     name = "INVALID_REQUIRED_ACKS"
     retriable = False
     invalid_metadata = False
+    description = "Produce request specified an invalid value for required acks."
 
 
 class IllegalGenerationError(BrokerResponseError):
-    """Broker error 22: ILLEGAL_GENERATION."""
+    """Broker error 22: ILLEGAL_GENERATION.
+
+    Specified group generation id is not valid.
+    """
 
     code = 22
     name = "ILLEGAL_GENERATION"
     retriable = False
     invalid_metadata = False
+    description = "Specified group generation id is not valid."
 
 
 class InconsistentGroupProtocolError(BrokerResponseError):
-    """Broker error 23: INCONSISTENT_GROUP_PROTOCOL."""
+    """Broker error 23: INCONSISTENT_GROUP_PROTOCOL.
+
+    The group member's supported protocols are incompatible with those of existing members or
+    first group member tried to join with empty protocol type or empty protocol list.
+    """
 
     code = 23
     name = "INCONSISTENT_GROUP_PROTOCOL"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The group member's supported protocols are incompatible with those of existing "
+        "members or first group member tried to join with empty protocol type or empty "
+        "protocol list."
+    )
 
 
 class InvalidGroupIdError(BrokerResponseError):
-    """Broker error 24: INVALID_GROUP_ID."""
+    """Broker error 24: INVALID_GROUP_ID.
+
+    The group id is invalid.
+    """
 
     code = 24
     name = "INVALID_GROUP_ID"
     retriable = False
     invalid_metadata = False
+    description = "The group id is invalid."
 
 
 class UnknownMemberIdError(BrokerResponseError):
-    """Broker error 25: UNKNOWN_MEMBER_ID."""
+    """Broker error 25: UNKNOWN_MEMBER_ID.
+
+    The coordinator is not aware of this member.
+    """
 
     code = 25
     name = "UNKNOWN_MEMBER_ID"
     retriable = False
     invalid_metadata = False
+    description = "The coordinator is not aware of this member."
 
 
 class InvalidSessionTimeoutError(BrokerResponseError):
-    """Broker error 26: INVALID_SESSION_TIMEOUT."""
+    """Broker error 26: INVALID_SESSION_TIMEOUT.
+
+    The session timeout is not within the range allowed by the broker (as configured by
+    group.min.session.timeout.ms and group.max.session.timeout.ms).
+    """
 
     code = 26
     name = "INVALID_SESSION_TIMEOUT"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The session timeout is not within the range allowed by the broker (as configured by "
+        "group.min.session.timeout.ms and group.max.session.timeout.ms)."
+    )
 
 
 class RebalanceInProgressError(BrokerResponseError):
-    """Broker error 27: REBALANCE_IN_PROGRESS."""
+    """Broker error 27: REBALANCE_IN_PROGRESS.
+
+    The group is rebalancing, so a rejoin is needed.
+    """
 
     code = 27
     name = "REBALANCE_IN_PROGRESS"
     retriable = False
     invalid_metadata = False
+    description = "The group is rebalancing, so a rejoin is needed."
 
 
 class InvalidCommitOffsetSizeError(BrokerResponseError):
-    """Broker error 28: INVALID_COMMIT_OFFSET_SIZE."""
+    """Broker error 28: INVALID_COMMIT_OFFSET_SIZE.
+
+    The committing offset data size is not valid.
+    """
 
     code = 28
     name = "INVALID_COMMIT_OFFSET_SIZE"
     retriable = False
     invalid_metadata = False
+    description = "The committing offset data size is not valid."
 
 
 class TopicAuthorizationFailedError(BrokerResponseError, AuthorizationError):
-    """Broker error 29: TOPIC_AUTHORIZATION_FAILED."""
+    """Broker error 29: TOPIC_AUTHORIZATION_FAILED.
+
+    Topic authorization failed.
+    """
 
     code = 29
     name = "TOPIC_AUTHORIZATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Topic authorization failed."
 
 
 class GroupAuthorizationFailedError(BrokerResponseError, AuthorizationError):
-    """Broker error 30: GROUP_AUTHORIZATION_FAILED."""
+    """Broker error 30: GROUP_AUTHORIZATION_FAILED.
+
+    Group authorization failed.
+    """
 
     code = 30
     name = "GROUP_AUTHORIZATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Group authorization failed."
 
 
 class ClusterAuthorizationFailedError(BrokerResponseError, AuthorizationError):
-    """Broker error 31: CLUSTER_AUTHORIZATION_FAILED."""
+    """Broker error 31: CLUSTER_AUTHORIZATION_FAILED.
+
+    Cluster authorization failed.
+    """
 
     code = 31
     name = "CLUSTER_AUTHORIZATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Cluster authorization failed."
 
 
 class InvalidTimestampError(BrokerResponseError):
-    """Broker error 32: INVALID_TIMESTAMP."""
+    """Broker error 32: INVALID_TIMESTAMP.
+
+    The timestamp of the message is out of acceptable range.
+    """
 
     code = 32
     name = "INVALID_TIMESTAMP"
     retriable = False
     invalid_metadata = False
+    description = "The timestamp of the message is out of acceptable range."
 
 
 class UnsupportedSaslMechanismError(BrokerResponseError, AuthenticationError):
-    """Broker error 33: UNSUPPORTED_SASL_MECHANISM."""
+    """Broker error 33: UNSUPPORTED_SASL_MECHANISM.
+
+    The broker does not support the requested SASL mechanism.
+    """
 
     code = 33
     name = "UNSUPPORTED_SASL_MECHANISM"
     retriable = False
     invalid_metadata = False
+    description = "The broker does not support the requested SASL mechanism."
 
 
 class IllegalSaslStateError(BrokerResponseError, AuthenticationError):
-    """Broker error 34: ILLEGAL_SASL_STATE."""
+    """Broker error 34: ILLEGAL_SASL_STATE.
+
+    Request is not valid given the current SASL state.
+    """
 
     code = 34
     name = "ILLEGAL_SASL_STATE"
     retriable = False
     invalid_metadata = False
+    description = "Request is not valid given the current SASL state."
 
 
 class UnsupportedVersionError(BrokerResponseError):
-    """Broker error 35: UNSUPPORTED_VERSION."""
+    """Broker error 35: UNSUPPORTED_VERSION.
+
+    The version of API is not supported.
+    """
 
     code = 35
     name = "UNSUPPORTED_VERSION"
     retriable = False
     invalid_metadata = False
+    description = "The version of API is not supported."
 
 
 class TopicAlreadyExistsError(BrokerResponseError):
-    """Broker error 36: TOPIC_ALREADY_EXISTS."""
+    """Broker error 36: TOPIC_ALREADY_EXISTS.
+
+    Topic with this name already exists.
+    """
 
     code = 36
     name = "TOPIC_ALREADY_EXISTS"
     retriable = False
     invalid_metadata = False
+    description = "Topic with this name already exists."
 
 
 class InvalidPartitionsError(BrokerResponseError):
-    """Broker error 37: INVALID_PARTITIONS."""
+    """Broker error 37: INVALID_PARTITIONS.
+
+    Number of partitions is below 1.
+    """
 
     code = 37
     name = "INVALID_PARTITIONS"
     retriable = False
     invalid_metadata = False
+    description = "Number of partitions is below 1."
 
 
 class InvalidReplicationFactorError(BrokerResponseError):
-    """Broker error 38: INVALID_REPLICATION_FACTOR."""
+    """Broker error 38: INVALID_REPLICATION_FACTOR.
+
+    Replication factor is below 1 or larger than the number of available brokers.
+    """
 
     code = 38
     name = "INVALID_REPLICATION_FACTOR"
     retriable = False
     invalid_metadata = False
+    description = "Replication factor is below 1 or larger than the number of available brokers."
 
 
 class InvalidReplicaAssignmentError(BrokerResponseError):
-    """Broker error 39: INVALID_REPLICA_ASSIGNMENT."""
+    """Broker error 39: INVALID_REPLICA_ASSIGNMENT.
+
+    Replica assignment is invalid.
+    """
 
     code = 39
     name = "INVALID_REPLICA_ASSIGNMENT"
     retriable = False
     invalid_metadata = False
+    description = "Replica assignment is invalid."
 
 
 class InvalidConfigError(BrokerResponseError):
-    """Broker error 40: INVALID_CONFIG."""
+    """Broker error 40: INVALID_CONFIG.
+
+    Configuration is invalid.
+    """
 
     code = 40
     name = "INVALID_CONFIG"
     retriable = False
     invalid_metadata = False
+    description = "Configuration is invalid."
 
 
 class NotControllerError(BrokerResponseError):
-    """Broker error 41: NOT_CONTROLLER."""
+    """Broker error 41: NOT_CONTROLLER.
+
+    This is not the correct controller for this cluster.
+    """
 
     code = 41
     name = "NOT_CONTROLLER"
     retriable = True
     invalid_metadata = False
+    description = "This is not the correct controller for this cluster."
 
 
 class InvalidRequestError(BrokerResponseError):
-    """Broker error 42: INVALID_REQUEST."""
+    """Broker error 42: INVALID_REQUEST.
+
+    This most likely occurs because of a request being malformed by the client library or the
+    message was sent to an incompatible broker. See the broker logs for more details.
+    """
 
     code = 42
     name = "INVALID_REQUEST"
     retriable = False
     invalid_metadata = False
+    description = (
+        "This most likely occurs because of a request being malformed by the client library "
+        "or the message was sent to an incompatible broker. See the broker logs for more "
+        "details."
+    )
 
 
 class UnsupportedForMessageFormatError(BrokerResponseError):
-    """Broker error 43: UNSUPPORTED_FOR_MESSAGE_FORMAT."""
+    """Broker error 43: UNSUPPORTED_FOR_MESSAGE_FORMAT.
+
+    The message format version on the broker does not support the request.
+    """
 
     code = 43
     name = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
     retriable = False
     invalid_metadata = False
+    description = "The message format version on the broker does not support the request."
 
 
 class PolicyViolationError(BrokerResponseError):
-    """Broker error 44: POLICY_VIOLATION."""
+    """Broker error 44: POLICY_VIOLATION.
+
+    Request parameters do not satisfy the configured policy.
+    """
 
     code = 44
     name = "POLICY_VIOLATION"
     retriable = False
     invalid_metadata = False
+    description = "Request parameters do not satisfy the configured policy."
 
 
 class OutOfOrderSequenceNumberError(BrokerResponseError):
-    """Broker error 45: OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    """Broker error 45: OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+    The broker received an out of order sequence number.
+    """
 
     code = 45
     name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
     retriable = False
     invalid_metadata = False
+    description = "The broker received an out of order sequence number."
 
 
 class DuplicateSequenceNumberError(BrokerResponseError):
-    """Broker error 46: DUPLICATE_SEQUENCE_NUMBER."""
+    """Broker error 46: DUPLICATE_SEQUENCE_NUMBER.
+
+    The broker received a duplicate sequence number.
+    """
 
     code = 46
     name = "DUPLICATE_SEQUENCE_NUMBER"
     retriable = False
     invalid_metadata = False
+    description = "The broker received a duplicate sequence number."
 
 
 class InvalidProducerEpochError(BrokerResponseError):
-    """Broker error 47: INVALID_PRODUCER_EPOCH."""
+    """Broker error 47: INVALID_PRODUCER_EPOCH.
+
+    Producer attempted to produce with an old epoch.
+    """
 
     code = 47
     name = "INVALID_PRODUCER_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = "Producer attempted to produce with an old epoch."
 
 
 class InvalidTxnStateError(BrokerResponseError):
-    """Broker error 48: INVALID_TXN_STATE."""
+    """Broker error 48: INVALID_TXN_STATE.
+
+    The producer attempted a transactional operation in an invalid state.
+    """
 
     code = 48
     name = "INVALID_TXN_STATE"
     retriable = False
     invalid_metadata = False
+    description = "The producer attempted a transactional operation in an invalid state."
 
 
 class InvalidProducerIdMappingError(BrokerResponseError):
-    """Broker error 49: INVALID_PRODUCER_ID_MAPPING."""
+    """Broker error 49: INVALID_PRODUCER_ID_MAPPING.
+
+    The producer attempted to use a producer id which is not currently assigned to its
+    transactional id.
+    """
 
     code = 49
     name = "INVALID_PRODUCER_ID_MAPPING"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The producer attempted to use a producer id which is not currently assigned to its "
+        "transactional id."
+    )
 
 
 class InvalidTransactionTimeoutError(BrokerResponseError):
-    """Broker error 50: INVALID_TRANSACTION_TIMEOUT."""
+    """Broker error 50: INVALID_TRANSACTION_TIMEOUT.
+
+    The transaction timeout is larger than the maximum value allowed by the broker (as
+    configured by transaction.max.timeout.ms).
+    """
 
     code = 50
     name = "INVALID_TRANSACTION_TIMEOUT"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The transaction timeout is larger than the maximum value allowed by the broker (as "
+        "configured by transaction.max.timeout.ms)."
+    )
 
 
 class ConcurrentTransactionsError(BrokerResponseError):
-    """Broker error 51: CONCURRENT_TRANSACTIONS."""
+    """Broker error 51: CONCURRENT_TRANSACTIONS.
+
+    The producer attempted to update a transaction while another concurrent operation on the
+    same transaction was ongoing.
+    """
 
     code = 51
     name = "CONCURRENT_TRANSACTIONS"
     retriable = True
     invalid_metadata = False
+    description = (
+        "The producer attempted to update a transaction while another concurrent operation on"
+        " the same transaction was ongoing."
+    )
 
 
 class TransactionCoordinatorFencedError(BrokerResponseError):
-    """Broker error 52: TRANSACTION_COORDINATOR_FENCED."""
+    """Broker error 52: TRANSACTION_COORDINATOR_FENCED.
+
+    Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current
+    coordinator for a given producer.
+    """
 
     code = 52
     name = "TRANSACTION_COORDINATOR_FENCED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the"
+        " current coordinator for a given producer."
+    )
 
 
 class TransactionalIdAuthorizationFailedError(BrokerResponseError, AuthorizationError):
-    """Broker error 53: TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    """Broker error 53: TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+    Transactional Id authorization failed.
+    """
 
     code = 53
     name = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Transactional Id authorization failed."
 
 
 class SecurityDisabledError(BrokerResponseError):
-    """Broker error 54: SECURITY_DISABLED."""
+    """Broker error 54: SECURITY_DISABLED.
+
+    Security features are disabled.
+    """
 
     code = 54
     name = "SECURITY_DISABLED"
     retriable = False
     invalid_metadata = False
+    description = "Security features are disabled."
 
 
 class OperationNotAttemptedError(BrokerResponseError):
-    """Broker error 55: OPERATION_NOT_ATTEMPTED."""
+    """Broker error 55: OPERATION_NOT_ATTEMPTED.
+
+    The broker did not attempt to execute this operation. This may happen for batched RPCs where
+    some operations in the batch failed, causing the broker to respond without trying the rest.
+    """
 
     code = 55
     name = "OPERATION_NOT_ATTEMPTED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The broker did not attempt to execute this operation. This may happen for batched "
+        "RPCs where some operations in the batch failed, causing the broker to respond "
+        "without trying the rest."
+    )
 
 
 class KafkaStorageErrorError(BrokerResponseError):
-    """Broker error 56: KAFKA_STORAGE_ERROR."""
+    """Broker error 56: KAFKA_STORAGE_ERROR.
+
+    Disk error when trying to access log file on the disk.
+    """
 
     code = 56
     name = "KAFKA_STORAGE_ERROR"
     retriable = True
     invalid_metadata = True
+    description = "Disk error when trying to access log file on the disk."
 
 
 class LogDirNotFoundError(BrokerResponseError):
-    """Broker error 57: LOG_DIR_NOT_FOUND."""
+    """Broker error 57: LOG_DIR_NOT_FOUND.
+
+    The user-specified log directory is not found in the broker config.
+    """
 
     code = 57
     name = "LOG_DIR_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "The user-specified log directory is not found in the broker config."
 
 
 class SaslAuthenticationFailedError(BrokerResponseError, AuthenticationError):
-    """Broker error 58: SASL_AUTHENTICATION_FAILED."""
+    """Broker error 58: SASL_AUTHENTICATION_FAILED.
+
+    SASL Authentication failed.
+    """
 
     code = 58
     name = "SASL_AUTHENTICATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "SASL Authentication failed."
 
 
 class UnknownProducerIdError(BrokerResponseError):
-    """Broker error 59: UNKNOWN_PRODUCER_ID."""
+    """Broker error 59: UNKNOWN_PRODUCER_ID.
+
+    This exception is raised by the broker if it could not locate the producer metadata
+    associated with the producerId in question. This could happen if, for instance, the
+    producer's records were deleted because their retention time had elapsed. Once the last
+    records of the producerId are removed, the producer's metadata is removed from the broker,
+    and future appends by the producer will return this exception.
+    """
 
     code = 59
     name = "UNKNOWN_PRODUCER_ID"
     retriable = False
     invalid_metadata = False
+    description = (
+        "This exception is raised by the broker if it could not locate the producer metadata "
+        "associated with the producerId in question. This could happen if, for instance, the "
+        "producer's records were deleted because their retention time had elapsed. Once the "
+        "last records of the producerId are removed, the producer's metadata is removed from "
+        "the broker, and future appends by the producer will return this exception."
+    )
 
 
 class ReassignmentInProgressError(BrokerResponseError):
-    """Broker error 60: REASSIGNMENT_IN_PROGRESS."""
+    """Broker error 60: REASSIGNMENT_IN_PROGRESS.
+
+    A partition reassignment is in progress.
+    """
 
     code = 60
     name = "REASSIGNMENT_IN_PROGRESS"
     retriable = False
     invalid_metadata = False
+    description = "A partition reassignment is in progress."
 
 
 class DelegationTokenAuthDisabledError(BrokerResponseError):
-    """Broker error 61: DELEGATION_TOKEN_AUTH_DISABLED."""
+    """Broker error 61: DELEGATION_TOKEN_AUTH_DISABLED.
+
+    Delegation Token feature is not enabled.
+    """
 
     code = 61
     name = "DELEGATION_TOKEN_AUTH_DISABLED"
     retriable = False
     invalid_metadata = False
+    description = "Delegation Token feature is not enabled."
 
 
 class DelegationTokenNotFoundError(BrokerResponseError):
-    """Broker error 62: DELEGATION_TOKEN_NOT_FOUND."""
+    """Broker error 62: DELEGATION_TOKEN_NOT_FOUND.
+
+    Delegation Token is not found on server.
+    """
 
     code = 62
     name = "DELEGATION_TOKEN_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "Delegation Token is not found on server."
 
 
 class DelegationTokenOwnerMismatchError(BrokerResponseError):
-    """Broker error 63: DELEGATION_TOKEN_OWNER_MISMATCH."""
+    """Broker error 63: DELEGATION_TOKEN_OWNER_MISMATCH.
+
+    Specified Principal is not valid Owner/Renewer.
+    """
 
     code = 63
     name = "DELEGATION_TOKEN_OWNER_MISMATCH"
     retriable = False
     invalid_metadata = False
+    description = "Specified Principal is not valid Owner/Renewer."
 
 
 class DelegationTokenRequestNotAllowedError(BrokerResponseError):
-    """Broker error 64: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED."""
+    """Broker error 64: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED.
+
+    Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on delegation
+    token authenticated channels.
+    """
 
     code = 64
     name = "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on "
+        "delegation token authenticated channels."
+    )
 
 
 class DelegationTokenAuthorizationFailedError(BrokerResponseError, AuthorizationError):
-    """Broker error 65: DELEGATION_TOKEN_AUTHORIZATION_FAILED."""
+    """Broker error 65: DELEGATION_TOKEN_AUTHORIZATION_FAILED.
+
+    Delegation Token authorization failed.
+    """
 
     code = 65
     name = "DELEGATION_TOKEN_AUTHORIZATION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Delegation Token authorization failed."
 
 
 class DelegationTokenExpiredError(BrokerResponseError):
-    """Broker error 66: DELEGATION_TOKEN_EXPIRED."""
+    """Broker error 66: DELEGATION_TOKEN_EXPIRED.
+
+    Delegation Token is expired.
+    """
 
     code = 66
     name = "DELEGATION_TOKEN_EXPIRED"
     retriable = False
     invalid_metadata = False
+    description = "Delegation Token is expired."
 
 
 class InvalidPrincipalTypeError(BrokerResponseError):
-    """Broker error 67: INVALID_PRINCIPAL_TYPE."""
+    """Broker error 67: INVALID_PRINCIPAL_TYPE.
+
+    Supplied principalType is not supported.
+    """
 
     code = 67
     name = "INVALID_PRINCIPAL_TYPE"
     retriable = False
     invalid_metadata = False
+    description = "Supplied principalType is not supported."
 
 
 class NonEmptyGroupError(BrokerResponseError):
-    """Broker error 68: NON_EMPTY_GROUP."""
+    """Broker error 68: NON_EMPTY_GROUP.
+
+    The group is not empty.
+    """
 
     code = 68
     name = "NON_EMPTY_GROUP"
     retriable = False
     invalid_metadata = False
+    description = "The group is not empty."
 
 
 class GroupIdNotFoundError(BrokerResponseError):
-    """Broker error 69: GROUP_ID_NOT_FOUND."""
+    """Broker error 69: GROUP_ID_NOT_FOUND.
+
+    The group id does not exist.
+    """
 
     code = 69
     name = "GROUP_ID_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "The group id does not exist."
 
 
 class FetchSessionIdNotFoundError(BrokerResponseError):
-    """Broker error 70: FETCH_SESSION_ID_NOT_FOUND."""
+    """Broker error 70: FETCH_SESSION_ID_NOT_FOUND.
+
+    The fetch session ID was not found.
+    """
 
     code = 70
     name = "FETCH_SESSION_ID_NOT_FOUND"
     retriable = True
     invalid_metadata = False
+    description = "The fetch session ID was not found."
 
 
 class InvalidFetchSessionEpochError(BrokerResponseError):
-    """Broker error 71: INVALID_FETCH_SESSION_EPOCH."""
+    """Broker error 71: INVALID_FETCH_SESSION_EPOCH.
+
+    The fetch session epoch is invalid.
+    """
 
     code = 71
     name = "INVALID_FETCH_SESSION_EPOCH"
     retriable = True
     invalid_metadata = False
+    description = "The fetch session epoch is invalid."
 
 
 class ListenerNotFoundError(BrokerResponseError):
-    """Broker error 72: LISTENER_NOT_FOUND."""
+    """Broker error 72: LISTENER_NOT_FOUND.
+
+    There is no listener on the leader broker that matches the listener on which metadata
+    request was processed.
+    """
 
     code = 72
     name = "LISTENER_NOT_FOUND"
     retriable = True
     invalid_metadata = True
+    description = (
+        "There is no listener on the leader broker that matches the listener on which "
+        "metadata request was processed."
+    )
 
 
 class TopicDeletionDisabledError(BrokerResponseError):
-    """Broker error 73: TOPIC_DELETION_DISABLED."""
+    """Broker error 73: TOPIC_DELETION_DISABLED.
+
+    Topic deletion is disabled.
+    """
 
     code = 73
     name = "TOPIC_DELETION_DISABLED"
     retriable = False
     invalid_metadata = False
+    description = "Topic deletion is disabled."
 
 
 class FencedLeaderEpochError(BrokerResponseError):
-    """Broker error 74: FENCED_LEADER_EPOCH."""
+    """Broker error 74: FENCED_LEADER_EPOCH.
+
+    The leader epoch in the request is older than the epoch on the broker.
+    """
 
     code = 74
     name = "FENCED_LEADER_EPOCH"
     retriable = True
     invalid_metadata = True
+    description = "The leader epoch in the request is older than the epoch on the broker."
 
 
 class UnknownLeaderEpochError(BrokerResponseError):
-    """Broker error 75: UNKNOWN_LEADER_EPOCH."""
+    """Broker error 75: UNKNOWN_LEADER_EPOCH.
+
+    The leader epoch in the request is newer than the epoch on the broker.
+    """
 
     code = 75
     name = "UNKNOWN_LEADER_EPOCH"
     retriable = True
     invalid_metadata = False
+    description = "The leader epoch in the request is newer than the epoch on the broker."
 
 
 class UnsupportedCompressionTypeError(BrokerResponseError):
-    """Broker error 76: UNSUPPORTED_COMPRESSION_TYPE."""
+    """Broker error 76: UNSUPPORTED_COMPRESSION_TYPE.
+
+    The requesting client does not support the compression type of given partition.
+    """
 
     code = 76
     name = "UNSUPPORTED_COMPRESSION_TYPE"
     retriable = False
     invalid_metadata = False
+    description = "The requesting client does not support the compression type of given partition."
 
 
 class StaleBrokerEpochError(BrokerResponseError):
-    """Broker error 77: STALE_BROKER_EPOCH."""
+    """Broker error 77: STALE_BROKER_EPOCH.
+
+    Broker epoch has changed.
+    """
 
     code = 77
     name = "STALE_BROKER_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = "Broker epoch has changed."
 
 
 class OffsetNotAvailableError(BrokerResponseError):
-    """Broker error 78: OFFSET_NOT_AVAILABLE."""
+    """Broker error 78: OFFSET_NOT_AVAILABLE.
+
+    The leader high watermark has not caught up from a recent leader election so the offsets
+    cannot be guaranteed to be monotonically increasing.
+    """
 
     code = 78
     name = "OFFSET_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = False
+    description = (
+        "The leader high watermark has not caught up from a recent leader election so the "
+        "offsets cannot be guaranteed to be monotonically increasing."
+    )
 
 
 class MemberIdRequiredError(BrokerResponseError):
-    """Broker error 79: MEMBER_ID_REQUIRED."""
+    """Broker error 79: MEMBER_ID_REQUIRED.
+
+    The group member needs to have a valid member id before actually entering a consumer group.
+    """
 
     code = 79
     name = "MEMBER_ID_REQUIRED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The group member needs to have a valid member id before actually entering a consumer"
+        " group."
+    )
 
 
 class PreferredLeaderNotAvailableError(BrokerResponseError):
-    """Broker error 80: PREFERRED_LEADER_NOT_AVAILABLE."""
+    """Broker error 80: PREFERRED_LEADER_NOT_AVAILABLE.
+
+    The preferred leader was not available.
+    """
 
     code = 80
     name = "PREFERRED_LEADER_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = True
+    description = "The preferred leader was not available."
 
 
 class GroupMaxSizeReachedError(BrokerResponseError):
-    """Broker error 81: GROUP_MAX_SIZE_REACHED."""
+    """Broker error 81: GROUP_MAX_SIZE_REACHED.
+
+    The group has reached its maximum size.
+    """
 
     code = 81
     name = "GROUP_MAX_SIZE_REACHED"
     retriable = False
     invalid_metadata = False
+    description = "The group has reached its maximum size."
 
 
 class FencedInstanceIdError(BrokerResponseError):
-    """Broker error 82: FENCED_INSTANCE_ID."""
+    """Broker error 82: FENCED_INSTANCE_ID.
+
+    The broker rejected this static consumer since another consumer with the same
+    group.instance.id has registered with a different member.id.
+    """
 
     code = 82
     name = "FENCED_INSTANCE_ID"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The broker rejected this static consumer since another consumer with the same "
+        "group.instance.id has registered with a different member.id."
+    )
 
 
 class EligibleLeadersNotAvailableError(BrokerResponseError):
-    """Broker error 83: ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    """Broker error 83: ELIGIBLE_LEADERS_NOT_AVAILABLE.
+
+    Eligible topic partition leaders are not available.
+    """
 
     code = 83
     name = "ELIGIBLE_LEADERS_NOT_AVAILABLE"
     retriable = True
     invalid_metadata = True
+    description = "Eligible topic partition leaders are not available."
 
 
 class ElectionNotNeededError(BrokerResponseError):
-    """Broker error 84: ELECTION_NOT_NEEDED."""
+    """Broker error 84: ELECTION_NOT_NEEDED.
+
+    Leader election not needed for topic partition.
+    """
 
     code = 84
     name = "ELECTION_NOT_NEEDED"
     retriable = True
     invalid_metadata = True
+    description = "Leader election not needed for topic partition."
 
 
 class NoReassignmentInProgressError(BrokerResponseError):
-    """Broker error 85: NO_REASSIGNMENT_IN_PROGRESS."""
+    """Broker error 85: NO_REASSIGNMENT_IN_PROGRESS.
+
+    No partition reassignment is in progress.
+    """
 
     code = 85
     name = "NO_REASSIGNMENT_IN_PROGRESS"
     retriable = False
     invalid_metadata = False
+    description = "No partition reassignment is in progress."
 
 
 class GroupSubscribedToTopicError(BrokerResponseError):
-    """Broker error 86: GROUP_SUBSCRIBED_TO_TOPIC."""
+    """Broker error 86: GROUP_SUBSCRIBED_TO_TOPIC.
+
+    Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to
+    it.
+    """
 
     code = 86
     name = "GROUP_SUBSCRIBED_TO_TOPIC"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Deleting offsets of a topic is forbidden while the consumer group is actively "
+        "subscribed to it."
+    )
 
 
 class InvalidRecordError(BrokerResponseError):
-    """Broker error 87: INVALID_RECORD."""
+    """Broker error 87: INVALID_RECORD.
+
+    This record has failed the validation on broker and hence will be rejected.
+    """
 
     code = 87
     name = "INVALID_RECORD"
     retriable = False
     invalid_metadata = False
+    description = "This record has failed the validation on broker and hence will be rejected."
 
 
 class UnstableOffsetCommitError(BrokerResponseError):
-    """Broker error 88: UNSTABLE_OFFSET_COMMIT."""
+    """Broker error 88: UNSTABLE_OFFSET_COMMIT.
+
+    There are unstable offsets that need to be cleared.
+    """
 
     code = 88
     name = "UNSTABLE_OFFSET_COMMIT"
     retriable = True
     invalid_metadata = False
+    description = "There are unstable offsets that need to be cleared."
 
 
 class ThrottlingQuotaExceededError(BrokerResponseError):
-    """Broker error 89: THROTTLING_QUOTA_EXCEEDED."""
+    """Broker error 89: THROTTLING_QUOTA_EXCEEDED.
+
+    The throttling quota has been exceeded.
+    """
 
     code = 89
     name = "THROTTLING_QUOTA_EXCEEDED"
     retriable = True
     invalid_metadata = False
+    description = "The throttling quota has been exceeded."
 
 
 class ProducerFencedError(BrokerResponseError):
-    """Broker error 90: PRODUCER_FENCED."""
+    """Broker error 90: PRODUCER_FENCED.
+
+    There is a newer producer with the same transactionalId which fences the current one.
+    """
 
     code = 90
     name = "PRODUCER_FENCED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "There is a newer producer with the same transactionalId which fences the current one."
+    )
 
 
 class ResourceNotFoundError(BrokerResponseError):
-    """Broker error 91: RESOURCE_NOT_FOUND."""
+    """Broker error 91: RESOURCE_NOT_FOUND.
+
+    A request illegally referred to a resource that does not exist.
+    """
 
     code = 91
     name = "RESOURCE_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "A request illegally referred to a resource that does not exist."
 
 
 class DuplicateResourceError(BrokerResponseError):
-    """Broker error 92: DUPLICATE_RESOURCE."""
+    """Broker error 92: DUPLICATE_RESOURCE.
+
+    A request illegally referred to the same resource twice.
+    """
 
     code = 92
     name = "DUPLICATE_RESOURCE"
     retriable = False
     invalid_metadata = False
+    description = "A request illegally referred to the same resource twice."
 
 
 class UnacceptableCredentialError(BrokerResponseError):
-    """Broker error 93: UNACCEPTABLE_CREDENTIAL."""
+    """Broker error 93: UNACCEPTABLE_CREDENTIAL.
+
+    Requested credential would not meet criteria for acceptability.
+    """
 
     code = 93
     name = "UNACCEPTABLE_CREDENTIAL"
     retriable = False
     invalid_metadata = False
+    description = "Requested credential would not meet criteria for acceptability."
 
 
 class InconsistentVoterSetError(BrokerResponseError):
-    """Broker error 94: INCONSISTENT_VOTER_SET."""
+    """Broker error 94: INCONSISTENT_VOTER_SET.
+
+    Indicates that the either the sender or recipient of a voter-only request is not one of the
+    expected voters.
+    """
 
     code = 94
     name = "INCONSISTENT_VOTER_SET"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Indicates that the either the sender or recipient of a voter-only request is not one"
+        " of the expected voters."
+    )
 
 
 class InvalidUpdateVersionError(BrokerResponseError):
-    """Broker error 95: INVALID_UPDATE_VERSION."""
+    """Broker error 95: INVALID_UPDATE_VERSION.
+
+    The given update version was invalid.
+    """
 
     code = 95
     name = "INVALID_UPDATE_VERSION"
     retriable = False
     invalid_metadata = False
+    description = "The given update version was invalid."
 
 
 class FeatureUpdateFailedError(BrokerResponseError):
-    """Broker error 96: FEATURE_UPDATE_FAILED."""
+    """Broker error 96: FEATURE_UPDATE_FAILED.
+
+    Unable to update finalized features due to an unexpected server error.
+    """
 
     code = 96
     name = "FEATURE_UPDATE_FAILED"
     retriable = False
     invalid_metadata = False
+    description = "Unable to update finalized features due to an unexpected server error."
 
 
 class PrincipalDeserializationFailureError(BrokerResponseError):
-    """Broker error 97: PRINCIPAL_DESERIALIZATION_FAILURE."""
+    """Broker error 97: PRINCIPAL_DESERIALIZATION_FAILURE.
+
+    Request principal deserialization failed during forwarding. This indicates an internal error
+    on the broker cluster security setup.
+    """
 
     code = 97
     name = "PRINCIPAL_DESERIALIZATION_FAILURE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Request principal deserialization failed during forwarding. This indicates an "
+        "internal error on the broker cluster security setup."
+    )
 
 
 class SnapshotNotFoundError(BrokerResponseError):
-    """Broker error 98: SNAPSHOT_NOT_FOUND."""
+    """Broker error 98: SNAPSHOT_NOT_FOUND.
+
+    Requested snapshot was not found.
+    """
 
     code = 98
     name = "SNAPSHOT_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "Requested snapshot was not found."
 
 
 class PositionOutOfRangeError(BrokerResponseError):
-    """Broker error 99: POSITION_OUT_OF_RANGE."""
+    """Broker error 99: POSITION_OUT_OF_RANGE.
+
+    Requested position is not greater than or equal to zero, and less than the size of the
+    snapshot.
+    """
 
     code = 99
     name = "POSITION_OUT_OF_RANGE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Requested position is not greater than or equal to zero, and less than the size of "
+        "the snapshot."
+    )
 
 
 class UnknownTopicIdError(BrokerResponseError):
-    """Broker error 100: UNKNOWN_TOPIC_ID."""
+    """Broker error 100: UNKNOWN_TOPIC_ID.
+
+    This server does not host this topic ID.
+    """
 
     code = 100
     name = "UNKNOWN_TOPIC_ID"
     retriable = True
     invalid_metadata = True
+    description = "This server does not host this topic ID."
 
 
 class DuplicateBrokerRegistrationError(BrokerResponseError):
-    """Broker error 101: DUPLICATE_BROKER_REGISTRATION."""
+    """Broker error 101: DUPLICATE_BROKER_REGISTRATION.
+
+    This broker ID is already in use.
+    """
 
     code = 101
     name = "DUPLICATE_BROKER_REGISTRATION"
     retriable = False
     invalid_metadata = False
+    description = "This broker ID is already in use."
 
 
 class BrokerIdNotRegisteredError(BrokerResponseError):
-    """Broker error 102: BROKER_ID_NOT_REGISTERED."""
+    """Broker error 102: BROKER_ID_NOT_REGISTERED.
+
+    The given broker ID was not registered.
+    """
 
     code = 102
     name = "BROKER_ID_NOT_REGISTERED"
     retriable = False
     invalid_metadata = False
+    description = "The given broker ID was not registered."
 
 
 class InconsistentTopicIdError(BrokerResponseError):
-    """Broker error 103: INCONSISTENT_TOPIC_ID."""
+    """Broker error 103: INCONSISTENT_TOPIC_ID.
+
+    The log's topic ID did not match the topic ID in the request.
+    """
 
     code = 103
     name = "INCONSISTENT_TOPIC_ID"
     retriable = True
     invalid_metadata = True
+    description = "The log's topic ID did not match the topic ID in the request."
 
 
 class InconsistentClusterIdError(BrokerResponseError):
-    """Broker error 104: INCONSISTENT_CLUSTER_ID."""
+    """Broker error 104: INCONSISTENT_CLUSTER_ID.
+
+    The clusterId in the request does not match that found on the server.
+    """
 
     code = 104
     name = "INCONSISTENT_CLUSTER_ID"
     retriable = False
     invalid_metadata = False
+    description = "The clusterId in the request does not match that found on the server."
 
 
 class TransactionalIdNotFoundError(BrokerResponseError):
-    """Broker error 105: TRANSACTIONAL_ID_NOT_FOUND."""
+    """Broker error 105: TRANSACTIONAL_ID_NOT_FOUND.
+
+    The transactionalId could not be found.
+    """
 
     code = 105
     name = "TRANSACTIONAL_ID_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "The transactionalId could not be found."
 
 
 class FetchSessionTopicIdErrorError(BrokerResponseError):
-    """Broker error 106: FETCH_SESSION_TOPIC_ID_ERROR."""
+    """Broker error 106: FETCH_SESSION_TOPIC_ID_ERROR.
+
+    The fetch session encountered inconsistent topic ID usage.
+    """
 
     code = 106
     name = "FETCH_SESSION_TOPIC_ID_ERROR"
     retriable = True
     invalid_metadata = False
+    description = "The fetch session encountered inconsistent topic ID usage."
 
 
 class IneligibleReplicaError(BrokerResponseError):
-    """Broker error 107: INELIGIBLE_REPLICA."""
+    """Broker error 107: INELIGIBLE_REPLICA.
+
+    The new ISR contains at least one ineligible replica.
+    """
 
     code = 107
     name = "INELIGIBLE_REPLICA"
     retriable = False
     invalid_metadata = False
+    description = "The new ISR contains at least one ineligible replica."
 
 
 class NewLeaderElectedError(BrokerResponseError):
-    """Broker error 108: NEW_LEADER_ELECTED."""
+    """Broker error 108: NEW_LEADER_ELECTED.
+
+    The AlterPartition request successfully updated the partition state but the leader has
+    changed.
+    """
 
     code = 108
     name = "NEW_LEADER_ELECTED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The AlterPartition request successfully updated the partition state but the leader "
+        "has changed."
+    )
 
 
 class OffsetMovedToTieredStorageError(BrokerResponseError):
-    """Broker error 109: OFFSET_MOVED_TO_TIERED_STORAGE."""
+    """Broker error 109: OFFSET_MOVED_TO_TIERED_STORAGE.
+
+    The requested offset is moved to tiered storage.
+    """
 
     code = 109
     name = "OFFSET_MOVED_TO_TIERED_STORAGE"
     retriable = False
     invalid_metadata = False
+    description = "The requested offset is moved to tiered storage."
 
 
 class FencedMemberEpochError(BrokerResponseError):
-    """Broker error 110: FENCED_MEMBER_EPOCH."""
+    """Broker error 110: FENCED_MEMBER_EPOCH.
+
+    The member epoch is fenced by the group coordinator. The member must abandon all its
+    partitions and rejoin.
+    """
 
     code = 110
     name = "FENCED_MEMBER_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The member epoch is fenced by the group coordinator. The member must abandon all its"
+        " partitions and rejoin."
+    )
 
 
 class UnreleasedInstanceIdError(BrokerResponseError):
-    """Broker error 111: UNRELEASED_INSTANCE_ID."""
+    """Broker error 111: UNRELEASED_INSTANCE_ID.
+
+    The instance ID is still used by another member in the consumer group. That member must
+    leave first.
+    """
 
     code = 111
     name = "UNRELEASED_INSTANCE_ID"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The instance ID is still used by another member in the consumer group. That member "
+        "must leave first."
+    )
 
 
 class UnsupportedAssignorError(BrokerResponseError):
-    """Broker error 112: UNSUPPORTED_ASSIGNOR."""
+    """Broker error 112: UNSUPPORTED_ASSIGNOR.
+
+    The assignor or its version range is not supported by the consumer group.
+    """
 
     code = 112
     name = "UNSUPPORTED_ASSIGNOR"
     retriable = False
     invalid_metadata = False
+    description = "The assignor or its version range is not supported by the consumer group."
 
 
 class StaleMemberEpochError(BrokerResponseError):
-    """Broker error 113: STALE_MEMBER_EPOCH."""
+    """Broker error 113: STALE_MEMBER_EPOCH.
+
+    The member epoch is stale. The member must retry after receiving its updated member epoch
+    via the ConsumerGroupHeartbeat API.
+    """
 
     code = 113
     name = "STALE_MEMBER_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The member epoch is stale. The member must retry after receiving its updated member "
+        "epoch via the ConsumerGroupHeartbeat API."
+    )
 
 
 class MismatchedEndpointTypeError(BrokerResponseError):
-    """Broker error 114: MISMATCHED_ENDPOINT_TYPE."""
+    """Broker error 114: MISMATCHED_ENDPOINT_TYPE.
+
+    The request was sent to an endpoint of the wrong type.
+    """
 
     code = 114
     name = "MISMATCHED_ENDPOINT_TYPE"
     retriable = False
     invalid_metadata = False
+    description = "The request was sent to an endpoint of the wrong type."
 
 
 class UnsupportedEndpointTypeError(BrokerResponseError):
-    """Broker error 115: UNSUPPORTED_ENDPOINT_TYPE."""
+    """Broker error 115: UNSUPPORTED_ENDPOINT_TYPE.
+
+    This endpoint type is not supported yet.
+    """
 
     code = 115
     name = "UNSUPPORTED_ENDPOINT_TYPE"
     retriable = False
     invalid_metadata = False
+    description = "This endpoint type is not supported yet."
 
 
 class UnknownControllerIdError(BrokerResponseError):
-    """Broker error 116: UNKNOWN_CONTROLLER_ID."""
+    """Broker error 116: UNKNOWN_CONTROLLER_ID.
+
+    This controller ID is not known.
+    """
 
     code = 116
     name = "UNKNOWN_CONTROLLER_ID"
     retriable = False
     invalid_metadata = False
+    description = "This controller ID is not known."
 
 
 class UnknownSubscriptionIdError(BrokerResponseError):
-    """Broker error 117: UNKNOWN_SUBSCRIPTION_ID."""
+    """Broker error 117: UNKNOWN_SUBSCRIPTION_ID.
+
+    Client sent a push telemetry request with an invalid or outdated subscription ID.
+    """
 
     code = 117
     name = "UNKNOWN_SUBSCRIPTION_ID"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Client sent a push telemetry request with an invalid or outdated subscription ID."
+    )
 
 
 class TelemetryTooLargeError(BrokerResponseError):
-    """Broker error 118: TELEMETRY_TOO_LARGE."""
+    """Broker error 118: TELEMETRY_TOO_LARGE.
+
+    Client sent a push telemetry request larger than the maximum size the broker will accept.
+    """
 
     code = 118
     name = "TELEMETRY_TOO_LARGE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "Client sent a push telemetry request larger than the maximum size the broker will accept."
+    )
 
 
 class InvalidRegistrationError(BrokerResponseError):
-    """Broker error 119: INVALID_REGISTRATION."""
+    """Broker error 119: INVALID_REGISTRATION.
+
+    The controller has considered the broker registration to be invalid.
+    """
 
     code = 119
     name = "INVALID_REGISTRATION"
     retriable = False
     invalid_metadata = False
+    description = "The controller has considered the broker registration to be invalid."
 
 
 class TransactionAbortableError(BrokerResponseError):
-    """Broker error 120: TRANSACTION_ABORTABLE."""
+    """Broker error 120: TRANSACTION_ABORTABLE.
+
+    The server encountered an error with the transaction. The client can abort the transaction
+    to continue using this transactional ID.
+    """
 
     code = 120
     name = "TRANSACTION_ABORTABLE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The server encountered an error with the transaction. The client can abort the "
+        "transaction to continue using this transactional ID."
+    )
 
 
 class InvalidRecordStateError(BrokerResponseError):
-    """Broker error 121: INVALID_RECORD_STATE."""
+    """Broker error 121: INVALID_RECORD_STATE.
+
+    The record state is invalid. The acknowledgement of delivery could not be completed.
+    """
 
     code = 121
     name = "INVALID_RECORD_STATE"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The record state is invalid. The acknowledgement of delivery could not be completed."
+    )
 
 
 class ShareSessionNotFoundError(BrokerResponseError):
-    """Broker error 122: SHARE_SESSION_NOT_FOUND."""
+    """Broker error 122: SHARE_SESSION_NOT_FOUND.
+
+    The share session was not found.
+    """
 
     code = 122
     name = "SHARE_SESSION_NOT_FOUND"
     retriable = True
     invalid_metadata = False
+    description = "The share session was not found."
 
 
 class InvalidShareSessionEpochError(BrokerResponseError):
-    """Broker error 123: INVALID_SHARE_SESSION_EPOCH."""
+    """Broker error 123: INVALID_SHARE_SESSION_EPOCH.
+
+    The share session epoch is invalid.
+    """
 
     code = 123
     name = "INVALID_SHARE_SESSION_EPOCH"
     retriable = True
     invalid_metadata = False
+    description = "The share session epoch is invalid."
 
 
 class FencedStateEpochError(BrokerResponseError):
-    """Broker error 124: FENCED_STATE_EPOCH."""
+    """Broker error 124: FENCED_STATE_EPOCH.
+
+    The coordinator rejected the request because the state epoch did not match.
+    """
 
     code = 124
     name = "FENCED_STATE_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = "The coordinator rejected the request because the state epoch did not match."
 
 
 class InvalidVoterKeyError(BrokerResponseError):
-    """Broker error 125: INVALID_VOTER_KEY."""
+    """Broker error 125: INVALID_VOTER_KEY.
+
+    The voter key doesn't match the receiving replica's key.
+    """
 
     code = 125
     name = "INVALID_VOTER_KEY"
     retriable = False
     invalid_metadata = False
+    description = "The voter key doesn't match the receiving replica's key."
 
 
 class DuplicateVoterError(BrokerResponseError):
-    """Broker error 126: DUPLICATE_VOTER."""
+    """Broker error 126: DUPLICATE_VOTER.
+
+    The voter is already part of the set of voters.
+    """
 
     code = 126
     name = "DUPLICATE_VOTER"
     retriable = False
     invalid_metadata = False
+    description = "The voter is already part of the set of voters."
 
 
 class VoterNotFoundError(BrokerResponseError):
-    """Broker error 127: VOTER_NOT_FOUND."""
+    """Broker error 127: VOTER_NOT_FOUND.
+
+    The voter is not part of the set of voters.
+    """
 
     code = 127
     name = "VOTER_NOT_FOUND"
     retriable = False
     invalid_metadata = False
+    description = "The voter is not part of the set of voters."
 
 
 class InvalidRegularExpressionError(BrokerResponseError):
-    """Broker error 128: INVALID_REGULAR_EXPRESSION."""
+    """Broker error 128: INVALID_REGULAR_EXPRESSION.
+
+    The regular expression is not valid.
+    """
 
     code = 128
     name = "INVALID_REGULAR_EXPRESSION"
     retriable = False
     invalid_metadata = False
+    description = "The regular expression is not valid."
 
 
 class RebootstrapRequiredError(BrokerResponseError):
-    """Broker error 129: REBOOTSTRAP_REQUIRED."""
+    """Broker error 129: REBOOTSTRAP_REQUIRED.
+
+    Client metadata is stale. The client should rebootstrap to obtain new metadata.
+    """
 
     code = 129
     name = "REBOOTSTRAP_REQUIRED"
     retriable = False
     invalid_metadata = False
+    description = "Client metadata is stale. The client should rebootstrap to obtain new metadata."
 
 
 class StreamsInvalidTopologyError(BrokerResponseError):
-    """Broker error 130: STREAMS_INVALID_TOPOLOGY."""
+    """Broker error 130: STREAMS_INVALID_TOPOLOGY.
+
+    The supplied topology is invalid.
+    """
 
     code = 130
     name = "STREAMS_INVALID_TOPOLOGY"
     retriable = False
     invalid_metadata = False
+    description = "The supplied topology is invalid."
 
 
 class StreamsInvalidTopologyEpochError(BrokerResponseError):
-    """Broker error 131: STREAMS_INVALID_TOPOLOGY_EPOCH."""
+    """Broker error 131: STREAMS_INVALID_TOPOLOGY_EPOCH.
+
+    The supplied topology epoch is invalid.
+    """
 
     code = 131
     name = "STREAMS_INVALID_TOPOLOGY_EPOCH"
     retriable = False
     invalid_metadata = False
+    description = "The supplied topology epoch is invalid."
 
 
 class StreamsTopologyFencedError(BrokerResponseError):
-    """Broker error 132: STREAMS_TOPOLOGY_FENCED."""
+    """Broker error 132: STREAMS_TOPOLOGY_FENCED.
+
+    The supplied topology epoch is outdated.
+    """
 
     code = 132
     name = "STREAMS_TOPOLOGY_FENCED"
     retriable = False
     invalid_metadata = False
+    description = "The supplied topology epoch is outdated."
 
 
 class ShareSessionLimitReachedError(BrokerResponseError):
-    """Broker error 133: SHARE_SESSION_LIMIT_REACHED."""
+    """Broker error 133: SHARE_SESSION_LIMIT_REACHED.
+
+    The limit of share sessions has been reached.
+    """
 
     code = 133
     name = "SHARE_SESSION_LIMIT_REACHED"
     retriable = True
     invalid_metadata = False
+    description = "The limit of share sessions has been reached."
 
 
 class GroupDeletionFailedError(BrokerResponseError):
-    """Broker error 134: GROUP_DELETION_FAILED."""
+    """Broker error 134: GROUP_DELETION_FAILED.
+
+    DeleteGroups could not complete; see the error message on the per-group result for details.
+    """
 
     code = 134
     name = "GROUP_DELETION_FAILED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "DeleteGroups could not complete; see the error message on the per-group result for "
+        "details."
+    )
 
 
 class StreamsTopologyDescriptionUpdateFailedError(BrokerResponseError):
-    """Broker error 135: STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED."""
+    """Broker error 135: STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED.
+
+    The broker could not process the topology description update; see the error message for
+    details.
+    """
 
     code = 135
     name = "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
     retriable = False
     invalid_metadata = False
+    description = (
+        "The broker could not process the topology description update; see the error message "
+        "for details."
+    )
 
 
 class ControllerIdNotRegisteredError(BrokerResponseError):
-    """Broker error 136: CONTROLLER_ID_NOT_REGISTERED."""
+    """Broker error 136: CONTROLLER_ID_NOT_REGISTERED.
+
+    The given controller ID was not registered.
+    """
 
     code = 136
     name = "CONTROLLER_ID_NOT_REGISTERED"
     retriable = False
     invalid_metadata = False
+    description = "The given controller ID was not registered."
 
 
 ERRORS_BY_CODE: dict[int, type[BrokerResponseError]] = {

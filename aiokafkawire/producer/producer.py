@@ -620,7 +620,8 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     async def flush(self, timeout: float | None = None) -> None:
         """Send every buffered record now and wait until each is delivered or failed.
 
-        Raises ``TimeoutError`` if ``timeout`` (seconds) passes first.
+        Raises :class:`~aiokafkawire.errors.KafkaTimeoutError` (a ``TimeoutError``) if
+        ``timeout`` (seconds) passes first.
         """
         if not self._started:
             return
@@ -638,7 +639,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             futures = [batch.future for batch in pending]
             _, not_done = await asyncio.wait(futures, timeout=timeout)
             if not_done:
-                raise TimeoutError(f"flush: {len(not_done)} batches undelivered after {timeout}s")
+                raise errors.KafkaTimeoutError(
+                    f"flush: {len(not_done)} batches undelivered after {timeout}s"
+                )
         finally:
             sender.flushing -= 1
 

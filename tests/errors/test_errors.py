@@ -76,3 +76,20 @@ def test_families() -> None:
     assert issubclass(errors.FrameTooLargeError, errors.ProtocolError)
     assert issubclass(errors.BufferFullError, errors.KafkaError)
     assert str(errors.KafkaConnectionError()) != ""
+
+
+def test_broker_errors_carry_kafkas_own_description() -> None:
+    rows = _rows()
+    assert all(row["description"].strip() for row in rows)
+    for row in rows:
+        cls = errors.error_for_code(int(row["code"]))
+        assert cls.description == row["description"]
+        assert row["description"] in " ".join((cls.__doc__ or "").split())
+    too_large = errors.MessageTooLargeError()
+    assert str(too_large) == (
+        "[Error 10] MESSAGE_TOO_LARGE: The request included a message larger than the max "
+        "message size the server will accept."
+    )
+    # A message given by the caller (or the broker) is kept; the description stays available.
+    assert str(errors.MessageTooLargeError("topic t")) == "[Error 10] MESSAGE_TOO_LARGE: topic t"
+    assert str(errors.error_for_code(9999)()) == "[Error 9999] UNKNOWN"
