@@ -67,3 +67,42 @@ def test_every_docs_page_is_in_the_site_navigation() -> None:
     config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     pages = sorted(p.name for p in (REPO / "docs").glob("*.md"))
     assert pages and all(page in config for page in pages), pages
+
+
+def _table_rows(page: str) -> list[list[str]]:
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    return [
+        [cell.strip() for cell in line.strip("|").split(" | ")]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith(("| option ", "| code ", "| error "))
+    ]
+
+
+def test_configuration_gives_each_option_its_own_description() -> None:
+    rows = _table_rows("configuration.md")
+    assert len(rows) > 60
+    by_text: dict[str, set[str]] = {}
+    for name, _, _, text in rows:
+        assert text, f"{name} has no description"
+        by_text.setdefault(text, set()).add(name)
+    shared = {text: names for text, names in by_text.items() if len(names) > 1}
+    assert not shared, f"options sharing one description: {shared}"
+    (buffer_memory,) = [text for name, _, _, text in rows if name == "`buffer_memory`"]
+    assert "before `send` blocks" in buffer_memory
+
+
+def test_error_reference_lists_every_broker_error_with_advice() -> None:
+    from aiokafkawire import errors
+
+    rows = _table_rows("errors.md")
+    broker = {int(row[0]): row for row in rows if row[0].lstrip("-").isdigit()}
+    assert set(broker) == set(errors.ERRORS_BY_CODE)
+    for code, (_, name, retriable, description, client, advice) in broker.items():
+        cls = errors.ERRORS_BY_CODE[code]
+        assert f"`{cls.__name__}`" in name and f"`{cls.name}`" in name
+        assert retriable == ("yes" if cls.retriable else "no")
+        assert description and client and advice, code
+    client_side = {row[0].strip("`") for row in rows if not row[0].lstrip("-").isdigit()}
+    assert {"KafkaTimeoutError", "ConfigError", "BufferFullError"} <= client_side
+    (timeout_row,) = [row for row in rows if row[0] == "`KafkaTimeoutError`"]
+    assert "`TimeoutError`" in timeout_row[2]
