@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_requests.py [--requests N] [--rounds R] [--bootst
 Sends ``N`` ApiVersions requests, five in flight at a time (the default pipelining depth), to one
 Tansu broker and prints the best of ``rounds``: the client process's CPU time per request (the
 broker runs in its own process, so this is the client's cost alone) and the wall time.  Compare
-revisions in one sitting on the same machine (the A/B of per-request metrics in the CHANGELOG).
+revisions in one sitting on the same machine (the A/B of per-request metrics: benchmarks/README.md).
 """
 
 from __future__ import annotations

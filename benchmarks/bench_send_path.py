@@ -8,7 +8,7 @@ which checks types), ``pure`` (no headers, ``AIOKAFKAWIRE_PURE_PYTHON=1`` in a c
 Python path without the C fast path). Prints the best of ``rounds`` loops in ns of the client
 process's CPU time per ``send`` (the loop only, final flush excluded; the broker is another
 process, so a loaded machine disturbs this less than wall time). Used for the A/B figures of
-argument checking (see CHANGELOG): run it on two revisions in one sitting and compare.
+argument checking (benchmarks/README.md): run it on two revisions in one sitting and compare.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ is filled by a producer process that is not counted either.
 ``--pythonpath DIR`` puts another checkout of aiokafkawire first on the child's path, for an
 A/B in one sitting (build its extensions in place first: ``python setup.py build_ext
 --inplace``).  Needs ``valgrind`` (Debian package ``valgrind``) and the ``testing`` extra.
-Figures: issue 15's guard rail (``CHANGELOG.md``).
+Figures: issue 15's guard rail (``docs/DESIGN.md``, development notes up to 0.1.0).
 """
 
 from __future__ import annotations

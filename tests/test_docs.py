@@ -106,3 +106,19 @@ def test_error_reference_lists_every_broker_error_with_advice() -> None:
     assert {"KafkaTimeoutError", "ConfigError", "BufferFullError"} <= client_side
     (timeout_row,) = [row for row in rows if row[0] == "`KafkaTimeoutError`"]
     assert "`TimeoutError`" in timeout_row[2]
+
+
+def test_changelog_is_a_keep_a_changelog() -> None:
+    import re
+
+    text = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    versions = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert versions[0] == ("Unreleased", "") and ("0.1.0", "2026-11-26") in versions
+    assert all(date for name, date in versions[1:]), versions
+    for name, _ in versions:
+        assert re.search(rf"^\[{re.escape(name)}\]: https://\S+$", text, re.M), name
+    allowed = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    assert set(re.findall(r"^### (.+)$", text, re.M)) <= allowed
+    unreleased = text.split("## [Unreleased]")[1].split("\n## [")[0]
+    assert re.findall(r"^### (.+)$", unreleased, re.M) == ["Added", "Changed", "Fixed"]
+    assert len(text.splitlines()) < 250  # user-facing lines, not a diary
