@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,37 @@ def test_docs_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     api_page = (tmp_path / "api" / "index.html").read_text(encoding="utf-8")
     assert "send_batch" in api_page and "AdminOperationError" in api_page
+    missing = [name for name in _public_names() if not re.search(rf'id="[\w.]*\.{name}"', api_page)]
+    assert not missing, f"public names missing from docs/api.md: {missing}"
+    # The clients' private building blocks (mixins, per-family call classes) are not shown.
+    private = ["PositionsMixin", "CommitsMixin", "ConsumerCore", "AdminCore", "TopicCalls"]
+    assert [name for name in private if name in api_page] == []
+
+
+# Modules whose public classes and functions (``__all__``) the API reference documents.
+PUBLIC_MODULES = (
+    "aiokafkawire",
+    "aiokafkawire.admin",
+    "aiokafkawire.consumer",
+    "aiokafkawire.consumer.share",
+    "aiokafkawire.producer",
+    "aiokafkawire.metrics",
+    "aiokafkawire.testing",
+    "aiokafkawire.spark",
+)
+
+
+def _public_names() -> list[str]:
+    import importlib
+
+    names = []
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                names.append(name)
+    return sorted(set(names))
 
 
 def test_generated_reference_pages_are_up_to_date() -> None:
@@ -109,8 +141,6 @@ def test_error_reference_lists_every_broker_error_with_advice() -> None:
 
 
 def test_changelog_is_a_keep_a_changelog() -> None:
-    import re
-
     text = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     versions = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
     assert versions[0] == ("Unreleased", "") and ("0.1.0", "2026-11-26") in versions
