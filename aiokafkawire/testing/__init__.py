@@ -6,7 +6,8 @@
 - :func:`probe_api_versions`: a self-contained ApiVersions request, to check a broker answers.
 - ``aiokafkawire.testing.pytest_plugin``: the ``tansu_broker``, ``mock_cluster``,
   ``mock_cluster_factory``, ``kafka_cluster``, ``kafka_cluster_39``, ``kafka_cluster_factory``
-  and ``kafka_bootstrap`` fixtures.
+  and ``kafka_bootstrap`` fixtures; opt in with
+  ``pytest_plugins = ["aiokafkawire.testing.pytest_plugin"]`` in a ``conftest.py``.
 
 What each broker supports is summarised in ``BROKERS.md`` beside this file.
 """

@@ -1,5 +1,9 @@
 """pytest fixtures that provide Kafka brokers: Tansu, the librdkafka mock cluster, or your own.
 
+Opt in from a ``conftest.py`` (``pytest_plugins = ["aiokafkawire.testing.pytest_plugin"]``) or
+with ``-p aiokafkawire.testing.pytest_plugin``: installing the package registers nothing with
+pytest.
+
 Fixtures:
 
 - ``tansu_broker`` (session): a :class:`TansuBroker`, started the first time a test asks for it.
