@@ -56,9 +56,7 @@ def resolve(repo: Path, version: str) -> tuple[Path, Path]:
         )
     pom = artifact_path(repo, GROUP, ARTIFACT, version, "pom").read_text(encoding="utf-8")
     # Errors' static initialiser creates a slf4j logger, so slf4j-api must be on the classpath.
-    match = re.search(
-        r"<artifactId>slf4j-api</artifactId>\s*<version>([^<]+)</version>", pom
-    )
+    match = re.search(r"<artifactId>slf4j-api</artifactId>\s*<version>([^<]+)</version>", pom)
     if match is None:
         raise SystemExit(f"no slf4j-api dependency in the {ARTIFACT} {version} pom")
     slf4j_version = match.group(1)
