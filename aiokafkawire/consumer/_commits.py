@@ -47,7 +47,6 @@ class CommitsMixin(ConsumerCore):
 
     def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Any]:
         subs = self._subs
-        assert subs is not None
         out = {}
         for tp in partitions:
             state = subs.assignment.get(tp)
@@ -67,12 +66,22 @@ class CommitsMixin(ConsumerCore):
         ``offsets`` maps partitions to the offset of the next record to read: an int, an
         ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
         :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
+        A subscribed member commits only partitions assigned to it: a partition revoked
+        (once ``on_partitions_revoked`` returned) raises
+        :class:`~aiokafkawire.errors.IllegalStateError`.
         """
         _, subs, _ = self._require_started()
         if offsets is None:
             normalized = self._positions(subs.assignment)
         else:
             normalized = {tp: _as_offset(value) for tp, value in offsets.items()}
+            if self._membership is not None:
+                foreign = sorted(tp for tp in normalized if tp not in subs.assignment)
+                if foreign:
+                    raise errors.IllegalStateError(
+                        f"cannot commit {foreign}: not assigned to this member (revoked, or "
+                        "never assigned); the partition's new owner commits it"
+                    )
         await self._commit(normalized, retry_rebalance=True)
 
     async def _commit(
@@ -102,7 +111,6 @@ class CommitsMixin(ConsumerCore):
                     raise errors.RebalanceInProgressClientError(
                         "the group did not finish rebalancing in time"
                     ) from None
-                assert self._subs is not None
                 offsets = {tp: o for tp, o in offsets.items() if tp in self._subs.assignment}
                 continue
             for tp, value in offsets.items():
@@ -114,7 +122,7 @@ class CommitsMixin(ConsumerCore):
         while True:
             await asyncio.sleep(self._auto_commit_interval)
             subs = self._subs
-            if subs is None or not subs.assignment:
+            if not subs.assignment:
                 continue
             if self._membership is not None and self._membership.state is not GroupState.STABLE:
                 continue

@@ -17,6 +17,7 @@ from aiokafkawire.consumer.fetch import FetchConfig, Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.membership import GroupConfig, Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
+from aiokafkawire.consumer.no_group import NoGroupAssignment
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
@@ -37,9 +38,9 @@ class ConsumerCore:
     _auto_commit_interval: float
     _max_poll_records: int
     _pattern_refresh_ms: int
-    _initial_topics: list[str]
     _cluster: Cluster | None
-    _subs: SubscriptionState | None
+    _subs: SubscriptionState
+    _no_group: NoGroupAssignment | None
     _fetcher: Fetcher | None
     _membership: Membership | None
     _offsets: GroupOffsets | None
@@ -59,7 +60,7 @@ class ConsumerCore:
             return "closed"
         if self._membership is not None:
             return self._membership.state.value
-        if self._subs is not None and self._subs.manual:
+        if self._subs.manual or self._no_group is not None:
             return "manual"
         return "unjoined"
 
@@ -68,7 +69,7 @@ class ConsumerCore:
             raise errors.ClientClosedError("the consumer is closed")
         if not self._started:
             raise errors.IllegalStateError("the consumer is not started; use `async with`")
-        assert self._cluster is not None and self._subs is not None and self._fetcher is not None
+        assert self._cluster is not None and self._fetcher is not None
         return self._cluster, self._subs, self._fetcher
 
     def _group_offsets(self) -> GroupOffsets:
@@ -88,7 +89,6 @@ class ConsumerCore:
     def _advance_iterated(self, record: ConsumerRecord) -> None:
         """Move the partition's position past a record handed out by the iterator."""
         subs = self._subs
-        assert subs is not None
         tp = TopicPartition(record.topic, record.partition)
         state = subs.assignment.get(tp)
         end = self._iter_ends.get(tp)
@@ -114,7 +114,7 @@ class ConsumerCore:
         """Records taken by the iterator but not handed out are dropped: rewind to them."""
         if not self._iter_records:
             return
-        assert self._subs is not None and self._fetcher is not None
+        assert self._fetcher is not None
         first: dict[TopicPartition, ConsumerRecord] = {}
         for record in self._iter_records:
             first.setdefault(TopicPartition(record.topic, record.partition), record)

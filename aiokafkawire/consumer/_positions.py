@@ -99,8 +99,6 @@ class PositionsMixin(ConsumerCore):
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""
-        if self._subs is None:
-            return set()
         return {tp for tp, st in self._subs.assignment.items() if st.paused}
 
     async def beginning_offsets(

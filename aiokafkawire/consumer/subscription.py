@@ -25,6 +25,8 @@ class PartitionState:
     is the epoch of the record before ``position`` and ``fetch_epoch`` that of the batch before
     ``fetch_position`` (what Fetch sends as ``last_fetched_epoch``, KIP-320).  ``version``
     changes on every seek so fetched data for an old position is recognised and dropped.
+    ``held`` is set while a rebalance listener runs for the partition (newly assigned, or being
+    revoked): it is not fetched and none of its records are handed out meanwhile.
     """
 
     __slots__ = (
@@ -32,6 +34,7 @@ class PartitionState:
         "fetch_epoch",
         "fetch_position",
         "fetch_size",
+        "held",
         "highwater",
         "last_poll_ms",
         "last_stable_offset",
@@ -50,6 +53,7 @@ class PartitionState:
         self.leader_epoch: int | None = None
         self.fetch_epoch: int | None = None
         self.paused = False
+        self.held = False
         self.highwater: int | None = None
         self.last_poll_ms: int | None = None
         self.last_stable_offset: int | None = None
@@ -164,9 +168,28 @@ class SubscriptionState:
             self.assignment_event.clear()
         self.notify()
 
-    def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """Add partitions to the assignment (cooperative rebalancing)."""
-        self.set_assignment(set(self.assignment) | set(partitions))
+    def add_partitions(self, partitions: Iterable[TopicPartition], *, held: bool = False) -> None:
+        """Add partitions to the assignment; ``held``: new ones wait for :meth:`release`."""
+        added = set(partitions) - set(self.assignment)
+        self.set_assignment(set(self.assignment) | added)
+        if held:
+            for tp in added:
+                self.assignment[tp].held = True
+
+    def hold(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching and handing out these partitions (a rebalance listener runs)."""
+        for tp in partitions:
+            state = self.assignment.get(tp)
+            if state is not None:
+                state.held = True
+
+    def release(self, partitions: Iterable[TopicPartition]) -> None:
+        """Undo :meth:`hold` for the partitions still assigned, and wake the fetcher."""
+        for tp in partitions:
+            state = self.assignment.get(tp)
+            if state is not None:
+                state.held = False
+        self.notify()
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """Remove partitions from the assignment (cooperative rebalancing)."""

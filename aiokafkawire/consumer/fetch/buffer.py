@@ -121,7 +121,7 @@ class FetchBuffer:
             if wanted is not None and tp not in wanted:
                 continue
             state = assignment.get(tp)
-            if state is not None and not state.paused and chunks:
+            if state is not None and not (state.paused or state.held) and chunks:
                 return True
         return False
 
@@ -171,7 +171,7 @@ class FetchBuffer:
                 del self._chunks[tp]
                 freed = True
                 continue
-            if state.paused:
+            if state.paused or state.held:
                 continue
             taken, position, epoch, remaining = self._take(tp, state, chunks, remaining)
             if position is not None and position != state.position:

@@ -105,6 +105,8 @@ class Fetcher:
         now = time.monotonic()
         needs_retry = False
         for tp, state in self._subs.assignment.items():
+            if state.held:
+                continue  # released with a notify, which wakes the dispatch loop
             if state.position is None or state.awaiting_validation:
                 needs_retry = True
                 continue

@@ -98,7 +98,12 @@ class BrokerSource:
         backoffs = ctx.backoff_until
         chosen = []
         for tp, state in ctx.subs.assignment.items():
-            if state.paused or state.fetch_position is None or state.awaiting_validation:
+            if (
+                state.paused
+                or state.held
+                or state.fetch_position is None
+                or state.awaiting_validation
+            ):
                 continue
             if tp in in_flight or buffer.waiting(tp) >= MAX_CHUNKS_PER_PARTITION:
                 continue
