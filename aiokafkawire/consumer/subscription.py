@@ -25,6 +25,8 @@ class PartitionState:
     is the epoch of the record before ``position`` and ``fetch_epoch`` that of the batch before
     ``fetch_position`` (what Fetch sends as ``last_fetched_epoch``, KIP-320).  ``version``
     changes on every seek so fetched data for an old position is recognised and dropped.
+    ``reset_to`` is ``(offset, leader_epoch)`` where ``auto_offset_reset`` last put the partition
+    (where reading began with nothing committed; ``seek_to_committed`` goes back there).
     ``held`` is set while a rebalance listener runs for the partition (newly assigned, or being
     revoked): it is not fetched and none of its records are handed out meanwhile.
     """
@@ -44,6 +46,7 @@ class PartitionState:
         "pending_error",
         "position",
         "reset_strategy",
+        "reset_to",
         "version",
     )
 
@@ -59,6 +62,7 @@ class PartitionState:
         self.last_stable_offset: int | None = None
         self.log_start_offset: int | None = None
         self.reset_strategy: str | None = None
+        self.reset_to: tuple[int, int | None] | None = None
         self.awaiting_validation = False
         self.pending_error: Exception | None = None
         self.fetch_size: int | None = None

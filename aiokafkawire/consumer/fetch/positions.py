@@ -133,6 +133,7 @@ class Positions:
                 continue
             log.debug("reset %s to offset %d (%s)", tp, offset, to_reset[tp])
             state.seek(offset, epoch)
+            state.reset_to = (offset, epoch)
         subs.notify()
 
     # ----------------------------------------------------------------- validation (KIP-320)
