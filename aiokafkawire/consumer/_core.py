@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.client_config import CommonConfig
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._options import ConsumerOptions
-from aiokafkawire.consumer.fetch import FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import FetchConfig, Fetcher, PositionUpdate
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.membership import GroupConfig, Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
@@ -46,7 +45,7 @@ class ConsumerCore:
     _offsets: GroupOffsets | None
     _tasks: TaskSupervisor
     _iter_records: deque[ConsumerRecord]
-    _iter_ends: dict[TopicPartition, Any]
+    _iter_ends: dict[TopicPartition, PositionUpdate]
     _last_committed: dict[TopicPartition, int]
     _started: bool
     _closed: bool
@@ -88,18 +87,16 @@ class ConsumerCore:
 
     def _advance_iterated(self, record: ConsumerRecord) -> None:
         """Move the partition's position past a record handed out by the iterator."""
-        subs = self._subs
         tp = TopicPartition(record.topic, record.partition)
-        state = subs.assignment.get(tp)
         end = self._iter_ends.get(tp)
-        if state is None or end is None or state.version != end.version:
+        if end is None:
             return
+        assert self._fetcher is not None
         if record.offset + 1 >= end.offset or not self._more_pending(tp):
-            state.position = end.offset
-            state.leader_epoch = end.leader_epoch
+            self._fetcher.apply_position(tp, end)
         else:
-            state.position = record.offset + 1
-            state.leader_epoch = record.leader_epoch
+            update = PositionUpdate(record.offset + 1, record.leader_epoch, end.version)
+            self._fetcher.apply_position(tp, update)
 
     def _more_pending(self, tp: TopicPartition) -> bool:
         # Cheap check: the next pending record usually belongs to the same partition.

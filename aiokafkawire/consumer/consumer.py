@@ -142,7 +142,32 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         Wrong option types raise :class:`~aiokafkawire.errors.ConfigTypeError`, bad values
         :class:`~aiokafkawire.errors.ConfigError`, naming the option.
         """
-        named = {k: v for k, v in locals().items() if k not in ("self", "topics", "options")}
+        named: dict[str, Any] = {
+            "group_id": group_id,
+            "group_instance_id": group_instance_id,
+            "group_protocol": group_protocol,
+            "group_remote_assignor": group_remote_assignor,
+            "partition_assignment_strategy": partition_assignment_strategy,
+            "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms,
+            "max_poll_interval_ms": max_poll_interval_ms,
+            "rebalance_timeout_ms": rebalance_timeout_ms,
+            "auto_offset_reset": auto_offset_reset,
+            "enable_auto_commit": enable_auto_commit,
+            "auto_commit_interval_ms": auto_commit_interval_ms,
+            "isolation_level": isolation_level,
+            "fetch_min_bytes": fetch_min_bytes,
+            "fetch_max_wait_ms": fetch_max_wait_ms,
+            "fetch_max_bytes": fetch_max_bytes,
+            "max_partition_fetch_bytes": max_partition_fetch_bytes,
+            "max_poll_records": max_poll_records,
+            "check_crcs": check_crcs,
+            "client_rack": client_rack,
+            "fetch_sessions": fetch_sessions,
+            "pattern_refresh_interval_ms": pattern_refresh_interval_ms,
+            "key_deserializer": key_deserializer,
+            "value_deserializer": value_deserializer,
+        }
         self._options = opts = consumer_options(topics, named, options)
         self._pattern_refresh_ms = opts.pattern_refresh_interval_ms
         self._common = opts.common

@@ -68,6 +68,15 @@ class FetchedChunk:
         self.last_epoch: int | None = None
 
 
+def _advance(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
+    """The one place a position moves forward: past records handed to the user.
+
+    (A seek or a reset moves it anywhere through :meth:`PartitionState.seek`.)
+    """
+    state.position = offset
+    state.leader_epoch = leader_epoch
+
+
 class FetchBuffer:
     """Fetched chunks per partition (round-robin between partitions) and errors for the user."""
 
@@ -134,8 +143,7 @@ class FetchBuffer:
         """Apply a position returned by :meth:`drain` (ignored if the partition was seeked)."""
         state = self._subs.assignment.get(tp)
         if state is not None and state.version == update.version:
-            state.position = update.offset
-            state.leader_epoch = update.leader_epoch
+            _advance(state, update.offset, update.leader_epoch)
 
     def drain(
         self,
@@ -176,8 +184,7 @@ class FetchBuffer:
             taken, position, epoch, remaining = self._take(tp, state, chunks, remaining)
             if position is not None and position != state.position:
                 if advance:
-                    state.position = position
-                    state.leader_epoch = epoch
+                    _advance(state, position, epoch)
                 ends[tp] = PositionUpdate(position, epoch, state.version)
             if taken:
                 result[tp] = taken
