@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -55,6 +56,7 @@ class GroupConfig:
     max_poll_interval_ms: int = 300_000
     rebalance_timeout_ms: int | None = None
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
     request_timeout_ms: int = 30_000
     client_rack: str | None = None
     assignors: list[PartitionAssignor] = field(default_factory=list)
@@ -174,11 +176,15 @@ class Membership:
 
     def _reset_generation(self, code: int | None = None) -> None:
         self.generation = -1
-        if code in (errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code):
+        if code in errors.MEMBER_FENCED_CODES:
             self.member_id = ""
         self._partitions_lost_pending = True
 
     _partitions_lost_pending = False
+
+    def _backoff(self) -> Backoff:
+        """The client's retry policy: ``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``."""
+        return Backoff(self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
 
     async def wait_stable(self, timeout: float | None = None) -> bool:
         """Wait until the member is in a stable group; False on timeout."""
