@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.consumer.group.offsets import MemberIdentity, RebalanceNeeded
 from aiokafkawire.consumer.group.states import GroupState
 from aiokafkawire.consumer.records import ConsumerGroupMetadata, OffsetAndMetadata
@@ -19,7 +19,7 @@ log = logging.getLogger("aiokafkawire.consumer")
 CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
 
 
-class CommitsMixin(ConsumerCore):
+class CommitsMixin(ConsumerState):
     """Committed offsets of the consumer's group, and commits (by hand or automatic)."""
 
     def _identity(self) -> MemberIdentity:

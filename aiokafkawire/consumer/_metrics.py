@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.protocol.messages import FetchRequest
 
 
-class MetricsMixin(ConsumerCore):
+class MetricsMixin(ConsumerState):
     """:meth:`metrics`: counters of the consumer and of its connections."""
 
     def metrics(self) -> dict[str, Any]:

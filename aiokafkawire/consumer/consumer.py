@@ -26,7 +26,7 @@ from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
 from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
-from aiokafkawire.consumer._positions import PositionsMixin
+from aiokafkawire.consumer._position_controls import PositionControlsMixin
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
@@ -63,7 +63,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
+class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,

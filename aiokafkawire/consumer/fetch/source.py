@@ -21,7 +21,7 @@ from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, Fetched
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import scan
-from aiokafkawire.consumer.fetch.positions import supports_validation
+from aiokafkawire.consumer.fetch.position_lookup import supports_validation
 from aiokafkawire.consumer.fetch.request import (
     SESSION_VERSION,
     TOPIC_ID_VERSION,

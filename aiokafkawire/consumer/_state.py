@@ -23,7 +23,7 @@ from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
 
 
-class ConsumerCore:
+class ConsumerState:
     """The consumer's state (set by ``Consumer.__init__`` and ``start``) and shared helpers."""
 
     _options: ConsumerOptions

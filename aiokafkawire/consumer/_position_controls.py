@@ -7,14 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from aiokafkawire import errors
 from aiokafkawire._waits import wait_event
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.records import OffsetAndTimestamp
 from aiokafkawire.structs import TopicPartition
 
 
-class PositionsMixin(ConsumerCore):
+class PositionControlsMixin(ConsumerState):
     """Where the consumer reads next, and the offsets the brokers know of."""
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
