@@ -67,8 +67,7 @@ class CommitsMixin(ConsumerState):
         ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
         :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
         A subscribed member commits only partitions assigned to it: a partition revoked
-        (once ``on_partitions_revoked`` returned) raises
-        :class:`~aiokafkawire.errors.IllegalStateError`.
+        (once ``on_partitions_revoked`` returned) raises ``CommitFailedError`` too.
         """
         _, subs, _ = self._require_started()
         if offsets is None:
@@ -78,7 +77,7 @@ class CommitsMixin(ConsumerState):
             if self._membership is not None:
                 foreign = sorted(tp for tp in normalized if tp not in subs.assignment)
                 if foreign:
-                    raise errors.IllegalStateError(
+                    raise errors.CommitFailedError(
                         f"cannot commit {foreign}: not assigned to this member (revoked, or "
                         "never assigned); the partition's new owner commits it"
                     )

@@ -126,7 +126,7 @@ async def test_listener_seeks_before_fetching_and_revocation_holds_partitions(
                     )
                     # What was revoked is the new owner's to commit.
                     (gone,) = tps - first.assignment()
-                    with pytest.raises(errors.IllegalStateError, match="not assigned"):
+                    with pytest.raises(errors.CommitFailedError, match="not assigned"):
                         await first.commit({gone: 1})
                     await wait_until(
                         lambda: len(one.read) + len(two.read) >= 2 * (PER_PARTITION - START_AT),
