@@ -63,7 +63,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):
+class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: public API + option map
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
