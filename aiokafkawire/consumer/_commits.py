@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.consumer.group.offsets import MemberIdentity, RebalanceNeeded
 from aiokafkawire.consumer.group.states import GroupState
 from aiokafkawire.consumer.records import ConsumerGroupMetadata, OffsetAndMetadata
@@ -19,7 +19,7 @@ log = logging.getLogger("aiokafkawire.consumer")
 CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
 
 
-class CommitsMixin(ConsumerCore):
+class CommitsMixin(ConsumerState):
     """Committed offsets of the consumer's group, and commits (by hand or automatic)."""
 
     def _identity(self) -> MemberIdentity:
@@ -47,7 +47,6 @@ class CommitsMixin(ConsumerCore):
 
     def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Any]:
         subs = self._subs
-        assert subs is not None
         out = {}
         for tp in partitions:
             state = subs.assignment.get(tp)
@@ -67,12 +66,21 @@ class CommitsMixin(ConsumerCore):
         ``offsets`` maps partitions to the offset of the next record to read: an int, an
         ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
         :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
+        A subscribed member commits only partitions assigned to it: a partition revoked
+        (once ``on_partitions_revoked`` returned) raises ``CommitFailedError`` too.
         """
         _, subs, _ = self._require_started()
         if offsets is None:
             normalized = self._positions(subs.assignment)
         else:
             normalized = {tp: _as_offset(value) for tp, value in offsets.items()}
+            if self._membership is not None:
+                foreign = sorted(tp for tp in normalized if tp not in subs.assignment)
+                if foreign:
+                    raise errors.CommitFailedError(
+                        f"cannot commit {foreign}: not assigned to this member (revoked, or "
+                        "never assigned); the partition's new owner commits it"
+                    )
         await self._commit(normalized, retry_rebalance=True)
 
     async def _commit(
@@ -102,7 +110,6 @@ class CommitsMixin(ConsumerCore):
                     raise errors.RebalanceInProgressClientError(
                         "the group did not finish rebalancing in time"
                     ) from None
-                assert self._subs is not None
                 offsets = {tp: o for tp, o in offsets.items() if tp in self._subs.assignment}
                 continue
             for tp, value in offsets.items():
@@ -114,7 +121,7 @@ class CommitsMixin(ConsumerCore):
         while True:
             await asyncio.sleep(self._auto_commit_interval)
             subs = self._subs
-            if subs is None or not subs.assignment:
+            if not subs.assignment:
                 continue
             if self._membership is not None and self._membership.state is not GroupState.STABLE:
                 continue

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.protocol.messages import FetchRequest
 
 
-class MetricsMixin(ConsumerCore):
+class MetricsMixin(ConsumerState):
     """:meth:`metrics`: counters of the consumer and of its connections."""
 
     def metrics(self) -> dict[str, Any]:
@@ -21,12 +21,11 @@ class MetricsMixin(ConsumerCore):
         position, None until both are known), rebalances and their duration.
         """
         lag: dict[str, int | None] = {}
-        if self._subs is not None:
-            for tp, state in self._subs.assignment.items():
-                known = state.highwater is not None and state.position is not None
-                lag[f"{tp.topic}-{tp.partition}"] = (
-                    max(state.highwater - state.position, 0) if known else None  # type: ignore[operator]
-                )
+        for tp, state in self._subs.assignment.items():
+            known = state.highwater is not None and state.position is not None
+            lag[f"{tp.topic}-{tp.partition}"] = (
+                max(state.highwater - state.position, 0) if known else None  # type: ignore[operator]
+            )
         membership = self._membership
         return {
             "brokers": self._common.metrics.snapshot(),

@@ -71,6 +71,7 @@ class ConsumerOptions:
             max_poll_interval_ms=self.max_poll_interval_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             retry_backoff_ms=self.common.retry_backoff_ms,
+            retry_backoff_max_ms=self.common.retry_backoff_max_ms,
             request_timeout_ms=self.common.request_timeout_ms,
             client_rack=self.client_rack,
             assignors=self.assignors,

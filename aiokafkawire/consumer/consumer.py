@@ -26,12 +26,13 @@ from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
 from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
-from aiokafkawire.consumer._positions import PositionsMixin
+from aiokafkawire.consumer._position_controls import PositionControlsMixin
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
+from aiokafkawire.consumer.no_group import NoGroupAssignment
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
@@ -62,7 +63,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
+class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: public API + option map
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
@@ -141,7 +142,32 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         Wrong option types raise :class:`~aiokafkawire.errors.ConfigTypeError`, bad values
         :class:`~aiokafkawire.errors.ConfigError`, naming the option.
         """
-        named = {k: v for k, v in locals().items() if k not in ("self", "topics", "options")}
+        named: dict[str, Any] = {
+            "group_id": group_id,
+            "group_instance_id": group_instance_id,
+            "group_protocol": group_protocol,
+            "group_remote_assignor": group_remote_assignor,
+            "partition_assignment_strategy": partition_assignment_strategy,
+            "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms,
+            "max_poll_interval_ms": max_poll_interval_ms,
+            "rebalance_timeout_ms": rebalance_timeout_ms,
+            "auto_offset_reset": auto_offset_reset,
+            "enable_auto_commit": enable_auto_commit,
+            "auto_commit_interval_ms": auto_commit_interval_ms,
+            "isolation_level": isolation_level,
+            "fetch_min_bytes": fetch_min_bytes,
+            "fetch_max_wait_ms": fetch_max_wait_ms,
+            "fetch_max_bytes": fetch_max_bytes,
+            "max_partition_fetch_bytes": max_partition_fetch_bytes,
+            "max_poll_records": max_poll_records,
+            "check_crcs": check_crcs,
+            "client_rack": client_rack,
+            "fetch_sessions": fetch_sessions,
+            "pattern_refresh_interval_ms": pattern_refresh_interval_ms,
+            "key_deserializer": key_deserializer,
+            "value_deserializer": value_deserializer,
+        }
         self._options = opts = consumer_options(topics, named, options)
         self._pattern_refresh_ms = opts.pattern_refresh_interval_ms
         self._common = opts.common
@@ -153,9 +179,12 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         self._assignors = opts.assignors
         self._group_config = opts.group_config()
         self._fetch_config = opts.fetch_config()
-        self._initial_topics = list(topics)
         self._cluster = None
-        self._subs = None
+        # Exists from the start: subscribe() and assign() before start() take effect at start.
+        self._subs = SubscriptionState(self._fetch_config.auto_offset_reset)
+        if topics:
+            self._subs.subscribe(topics)
+        self._no_group = None
         self._fetcher = None
         self._membership = None
         self._offsets = None
@@ -174,13 +203,30 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
     # ----------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Connect (bootstrap metadata), start fetching and, with topics given, join the group."""
+        """Connect (bootstrap metadata), start fetching and, when subscribed, join the group
+        (or, without a ``group_id``, read every partition of the subscribed topics).
+
+        When it fails, everything it started is stopped again before the error is raised.
+        """
         if self._started:
             return
         if self._closed:
             raise errors.ClientClosedError("the consumer is closed")
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self._stop_parts()
+            raise
+        self._started = True
+        if self._enable_auto_commit:
+            self._tasks.start("auto-commit", self._auto_commit_loop())
+        if self._subs.manual:
+            self._follow_assignment()
+        elif self._subs.subscribed:
+            self._follow_subscription()
+
+    async def _start_parts(self) -> None:
         self._cluster = self._common.build_cluster()
-        self._subs = SubscriptionState(self._fetch_config.auto_offset_reset)
         await self._cluster.start()
         if self._group_id is not None:
             self._offsets = GroupOffsets(
@@ -201,11 +247,20 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
             committed_lookup=self._committed_lookup if self._offsets is not None else None,
         )
         self._fetcher.start()
-        self._started = True
-        if self._enable_auto_commit:
-            self._tasks.start("auto-commit", self._auto_commit_loop())
-        if self._initial_topics:
-            self.subscribe(topics=self._initial_topics)
+
+    async def _stop_parts(self) -> None:
+        """Stop what :meth:`start` started (after a failed start, or at the end of close)."""
+        try:
+            await self._tasks.stop()
+            if self._no_group is not None:
+                await self._no_group.close()
+        finally:
+            fetcher, cluster = self._fetcher, self._cluster
+            self._fetcher = self._cluster = self._offsets = self._no_group = None
+            if fetcher is not None:
+                await fetcher.close()
+            if cluster is not None:
+                await cluster.close()
 
     async def close(self) -> None:
         """Commit (with auto-commit), leave the group, stop every task and close connections."""
@@ -218,16 +273,13 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
             await self._tasks.stop()
             if self._membership is not None:
                 await self._membership.close()
-            elif self._enable_auto_commit and self._subs is not None and self._subs.assignment:
+            elif self._enable_auto_commit and self._subs.assignment:
                 try:
                     await self._commit_positions(list(self._subs.assignment))
                 except errors.KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
         finally:
-            if self._fetcher is not None:
-                await self._fetcher.close()
-            if self._cluster is not None:
-                await self._cluster.close()
+            await self._stop_parts()
 
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name)."""
@@ -255,12 +307,15 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
     ) -> None:
         """Subscribe to topics (or a regex ``pattern``) as a member of ``group_id``.
 
+        Without a ``group_id`` every partition of the topics is read, with no group and no
+        commits (new partitions and new matching topics are followed on metadata refresh).
+        Before :meth:`start` the subscription takes effect at start.
         ``listener`` gets ``on_partitions_revoked/assigned/lost`` calls (see
         :class:`ConsumerRebalanceListener`).
         """
-        cluster, subs, _ = self._require_started()
-        if self._group_config is None:
-            raise errors.IllegalStateError("subscribe() needs a group_id; use assign() without one")
+        if self._closed:
+            raise errors.ClientClosedError("the consumer is closed")
+        subs = self._subs
         topics = [topics] if isinstance(topics, str) else list(topics)
         if pattern is not None:
             if topics:
@@ -270,9 +325,6 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
                     f"pattern must be a str or re.Pattern, got {type(pattern).__name__}"
                 )
             subs.subscribe_pattern(pattern, listener)
-            cluster.set_awaited_topics(())
-            # New matching topics are seen within pattern_refresh_interval_ms.
-            cluster.want_all_topics(True, refresh_ms=self._pattern_refresh_ms)
         else:
             if not topics:
                 raise errors.ConfigError("subscribe() needs topics or a pattern")
@@ -283,18 +335,37 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
                         "pass a list of names (or pattern=...)"
                     )
             subs.subscribe(topics, listener)
+        if self._started:
+            self._follow_subscription()
+
+    def _follow_subscription(self) -> None:
+        """Ask the metadata the subscription needs; join (or update) the group."""
+        cluster = self._cluster
+        assert cluster is not None and self._fetcher is not None
+        subs = self._subs
+        if subs.pattern is not None:
+            cluster.set_awaited_topics(())
+            # New matching topics are seen within pattern_refresh_interval_ms.
+            cluster.want_all_topics(True, refresh_ms=self._pattern_refresh_ms)
+        else:
             cluster.want_all_topics(False)
             # A subscribed topic that does not exist yet is looked for with backoff.
-            cluster.set_awaited_topics(topics)
+            cluster.set_awaited_topics(subs.topics)
         cluster.request_update()
-        if self._membership is None:
+        if self._group_config is None:
+            if self._no_group is None:
+                self._no_group = NoGroupAssignment(cluster, subs, self._discard)
+                self._no_group.start()
+            else:
+                self._no_group.subscription_changed()
+        elif self._membership is None:
             self._membership = self._new_membership()
             self._membership.start()
         else:
             self._membership.request_rejoin("the subscription changed")
 
     def _new_membership(self) -> Membership:
-        assert self._cluster is not None and self._subs is not None and self._fetcher is not None
+        assert self._cluster is not None and self._fetcher is not None
         assert self._group_config is not None
         kwargs: dict[str, Any] = {
             "offsets": self._offsets,
@@ -316,6 +387,10 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         self._membership = None
         if membership is not None:
             self._tasks.start("leave", membership.close())
+        no_group = self._no_group
+        self._no_group = None
+        if no_group is not None:
+            self._tasks.start("no-group-stop", no_group.close())
         fetcher.discard(list(subs.assignment))
         self._iter_records.clear()
         subs.unsubscribe()
@@ -325,22 +400,29 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         cluster.want_all_topics(False)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly these partitions, without group management."""
-        cluster, subs, _ = self._require_started()
-        partitions = [TopicPartition(*tp) for tp in partitions]
-        subs.assign_manually(partitions)
-        if cluster.add_topics({tp.topic for tp in partitions}):
+        """Read exactly these partitions, without group management.
+
+        Before :meth:`start` the assignment takes effect at start.
+        """
+        if self._closed:
+            raise errors.ClientClosedError("the consumer is closed")
+        self._subs.assign_manually([TopicPartition(*tp) for tp in partitions])
+        if self._started:
+            self._follow_assignment()
+
+    def _follow_assignment(self) -> None:
+        cluster = self._cluster
+        assert cluster is not None
+        if cluster.add_topics({tp.topic for tp in self._subs.assignment}):
             cluster.request_update()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions currently assigned."""
-        if self._subs is None:
-            return set()
         return set(self._subs.assignment)
 
     def subscription(self) -> set[str]:
         """The subscribed topics."""
-        return set(self._subs.topics) if self._subs is not None else set()
+        return set(self._subs.topics)
 
     async def topics(self) -> set[str]:
         """Every topic of the cluster (internal topics excluded); fetches fresh metadata."""

@@ -25,6 +25,10 @@ class PartitionState:
     is the epoch of the record before ``position`` and ``fetch_epoch`` that of the batch before
     ``fetch_position`` (what Fetch sends as ``last_fetched_epoch``, KIP-320).  ``version``
     changes on every seek so fetched data for an old position is recognised and dropped.
+    ``reset_to`` is ``(offset, leader_epoch)`` where ``auto_offset_reset`` last put the partition
+    (where reading began with nothing committed; ``seek_to_committed`` goes back there).
+    ``held`` is set while a rebalance listener runs for the partition (newly assigned, or being
+    revoked): it is not fetched and none of its records are handed out meanwhile.
     """
 
     __slots__ = (
@@ -32,6 +36,7 @@ class PartitionState:
         "fetch_epoch",
         "fetch_position",
         "fetch_size",
+        "held",
         "highwater",
         "last_poll_ms",
         "last_stable_offset",
@@ -41,6 +46,7 @@ class PartitionState:
         "pending_error",
         "position",
         "reset_strategy",
+        "reset_to",
         "version",
     )
 
@@ -50,11 +56,13 @@ class PartitionState:
         self.leader_epoch: int | None = None
         self.fetch_epoch: int | None = None
         self.paused = False
+        self.held = False
         self.highwater: int | None = None
         self.last_poll_ms: int | None = None
         self.last_stable_offset: int | None = None
         self.log_start_offset: int | None = None
         self.reset_strategy: str | None = None
+        self.reset_to: tuple[int, int | None] | None = None
         self.awaiting_validation = False
         self.pending_error: Exception | None = None
         self.fetch_size: int | None = None
@@ -164,9 +172,28 @@ class SubscriptionState:
             self.assignment_event.clear()
         self.notify()
 
-    def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """Add partitions to the assignment (cooperative rebalancing)."""
-        self.set_assignment(set(self.assignment) | set(partitions))
+    def add_partitions(self, partitions: Iterable[TopicPartition], *, held: bool = False) -> None:
+        """Add partitions to the assignment; ``held``: new ones wait for :meth:`release`."""
+        added = set(partitions) - set(self.assignment)
+        self.set_assignment(set(self.assignment) | added)
+        if held:
+            for tp in added:
+                self.assignment[tp].held = True
+
+    def hold(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching and handing out these partitions (a rebalance listener runs)."""
+        for tp in partitions:
+            state = self.assignment.get(tp)
+            if state is not None:
+                state.held = True
+
+    def release(self, partitions: Iterable[TopicPartition]) -> None:
+        """Undo :meth:`hold` for the partitions still assigned, and wake the fetcher."""
+        for tp in partitions:
+            state = self.assignment.get(tp)
+            if state is not None:
+                state.held = False
+        self.notify()
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """Remove partitions from the assignment (cooperative rebalancing)."""

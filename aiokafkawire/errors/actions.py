@@ -33,13 +33,31 @@ from aiokafkawire.errors.codes import (
     ERRORS_BY_CODE,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    FencedLeaderEpochError,
+    FencedMemberEpochError,
+    FetchSessionIdNotFoundError,
+    FetchSessionTopicIdErrorError,
+    IllegalGenerationError,
+    InvalidFetchSessionEpochError,
     NotCoordinatorError,
+    NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
+    StaleMemberEpochError,
+    UnknownLeaderEpochError,
+    UnknownMemberIdError,
 )
 
 __all__ = [
     "COORDINATOR_CODES",
     "COORDINATOR_ERRORS",
     "ERROR_ACTIONS",
+    "FETCH_SESSION_CODES",
+    "GROUP_MEMBERSHIP_CODES",
+    "LEADER_CHANGED_CODES",
+    "LEADER_EPOCH_CODES",
+    "MEMBER_FENCED_CODES",
+    "STALE_LEADER_CODES",
     "ErrorAction",
     "action_for",
     "action_of",
@@ -104,3 +122,35 @@ def action_of(exc: BaseException) -> ErrorAction:
     if isinstance(exc, KafkaError) and exc.retriable:
         return ErrorAction.RETRY
     return ErrorAction.FATAL
+
+
+# Errors that say more than their action: the groups a protocol step decides on, each defined
+# once here (from the generated classes) rather than as a set of codes at the call site.
+
+
+def _codes(*classes: type[BrokerResponseError]) -> frozenset[int]:
+    return frozenset(cls.code for cls in classes)
+
+
+#: The member's generation (classic) or epoch (KIP-848) is not the group's any more: a commit
+#: with it is refused, the partitions may be another member's, the member rejoins.
+GROUP_MEMBERSHIP_CODES = _codes(
+    IllegalGenerationError,
+    UnknownMemberIdError,
+    FencedInstanceIdError,
+    StaleMemberEpochError,
+    FencedMemberEpochError,
+)
+#: KIP-848: the coordinator does not know the member or its epoch; it rejoins with epoch 0.
+MEMBER_FENCED_CODES = _codes(FencedMemberEpochError, UnknownMemberIdError)
+#: The leader epoch a request carried is not the current leader's (KIP-320).
+LEADER_EPOCH_CODES = _codes(FencedLeaderEpochError, UnknownLeaderEpochError)
+#: The partition's leader changed: a position read under the old one is validated (KIP-320).
+LEADER_CHANGED_CODES = _codes(FencedLeaderEpochError, NotLeaderOrFollowerError)
+#: Retried by the table, but the fetch path looks the leader up again all the same: the leader
+#: may have moved, or the topic id changed.
+STALE_LEADER_CODES = _codes(
+    UnknownLeaderEpochError, OffsetNotAvailableError, FetchSessionTopicIdErrorError
+)
+#: KIP-227: the fetch session is gone or out of step: start over with a full fetch.
+FETCH_SESSION_CODES = _codes(FetchSessionIdNotFoundError, InvalidFetchSessionEpochError)

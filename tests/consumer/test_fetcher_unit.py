@@ -337,12 +337,12 @@ class _ScriptedOffsets:
 
 
 def _positions(cluster: _ScriptedOffsets, timeout_ms: int) -> Any:
-    from aiokafkawire.consumer.fetch.positions import Positions
+    from aiokafkawire.consumer.fetch.position_lookup import PositionLookup
 
     subs = SubscriptionState("earliest")
     config = FetchConfig(request_timeout_ms=timeout_ms, retry_backoff_ms=10)
     buffer = FetchBuffer(subs, RecordDecoder(config))
-    return Positions(FetchContext(cluster, subs, config, buffer), None)  # type: ignore[arg-type]
+    return PositionLookup(FetchContext(cluster, subs, config, buffer), None)  # type: ignore[arg-type]
 
 
 async def test_list_offsets_retries_retriable_errors_until_the_deadline() -> None:

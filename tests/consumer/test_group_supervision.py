@@ -144,3 +144,40 @@ async def test_share_heartbeat_loop_death_by_a_fatal_error_reaches_the_consumer(
         assert fatal.errors == [FATAL] and script.calls == 1
     finally:
         await member.close(leave=False)
+
+
+async def test_classic_join_retries_back_off_as_the_client_policy_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # retry_backoff_ms doubling up to retry_backoff_max_ms (jitter 20%), back to the start
+    # after a join that succeeds: _retry.Backoff, not a fixed sleep of the group loop's own.
+    from aiokafkawire.consumer.group import classic
+    from aiokafkawire.consumer.group.assignors import RangeAssignor
+
+    subs = SubscriptionState("latest")
+    subs.subscribe(["t"])
+    config = GroupConfig(
+        "g", retry_backoff_ms=100, retry_backoff_max_ms=800, assignors=[RangeAssignor()]
+    )
+    member = classic.ClassicMembership(_cluster(), subs, config)
+    down = errors.KafkaConnectionError("coordinator down")
+    joins = Script(down, down, down, down, down)
+    monkeypatch.setattr(member, "_rebalance", joins)
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(classic, "asyncio", SimpleNamespace(sleep=sleep))
+    loop = asyncio.create_task(member._group_loop())
+    try:
+        await joins.called(6)
+    finally:
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
+    assert len(delays) == 5
+    for delay, base in zip(delays, (0.1, 0.2, 0.4, 0.8, 0.8), strict=True):
+        assert base * 0.8 <= delay <= base * 1.2, delays

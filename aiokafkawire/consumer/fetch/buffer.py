@@ -68,6 +68,15 @@ class FetchedChunk:
         self.last_epoch: int | None = None
 
 
+def _advance(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
+    """The one place a position moves forward: past records handed to the user.
+
+    (A seek or a reset moves it anywhere through :meth:`PartitionState.seek`.)
+    """
+    state.position = offset
+    state.leader_epoch = leader_epoch
+
+
 class FetchBuffer:
     """Fetched chunks per partition (round-robin between partitions) and errors for the user."""
 
@@ -121,7 +130,7 @@ class FetchBuffer:
             if wanted is not None and tp not in wanted:
                 continue
             state = assignment.get(tp)
-            if state is not None and not state.paused and chunks:
+            if state is not None and not (state.paused or state.held) and chunks:
                 return True
         return False
 
@@ -134,8 +143,7 @@ class FetchBuffer:
         """Apply a position returned by :meth:`drain` (ignored if the partition was seeked)."""
         state = self._subs.assignment.get(tp)
         if state is not None and state.version == update.version:
-            state.position = update.offset
-            state.leader_epoch = update.leader_epoch
+            _advance(state, update.offset, update.leader_epoch)
 
     def drain(
         self,
@@ -171,13 +179,12 @@ class FetchBuffer:
                 del self._chunks[tp]
                 freed = True
                 continue
-            if state.paused:
+            if state.paused or state.held:
                 continue
             taken, position, epoch, remaining = self._take(tp, state, chunks, remaining)
             if position is not None and position != state.position:
                 if advance:
-                    state.position = position
-                    state.leader_epoch = epoch
+                    _advance(state, position, epoch)
                 ends[tp] = PositionUpdate(position, epoch, state.version)
             if taken:
                 result[tp] = taken

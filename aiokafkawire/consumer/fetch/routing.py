@@ -14,22 +14,12 @@ from aiokafkawire.structs import TopicPartition
 
 __all__ = ["ReadReplicas", "current_leader_epoch", "refreshes_leader"]
 
-# Errors the action table only retries, after which the fetch path looks the leader up again
-# all the same (as it always has): the leader may have moved, or a topic id changed.
-_ALSO_REFRESH_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.UnknownLeaderEpochError,
-        errors.OffsetNotAvailableError,
-        errors.FetchSessionTopicIdErrorError,
-    )
-)
-
 
 def refreshes_leader(code: int) -> bool:
     """Whether a partition error means: refresh metadata, then fetch from the leader again."""
-    return errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA or (
-        code in _ALSO_REFRESH_CODES
+    return (
+        errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA
+        or code in errors.STALE_LEADER_CODES
     )
 
 

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from aiokafkawire.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 from aiokafkawire.structs import TopicPartition
 
-__all__ = ["SESSION_ERROR_CODES", "FetchSession", "PartitionPlan"]
+__all__ = ["FetchSession", "PartitionPlan"]
 
 #: Per partition: (fetch offset, current leader epoch, last fetched epoch, max bytes).
 PartitionPlan = tuple[int, int, int, int]
-
-#: Top-level Fetch errors after which the session starts over with a full request.
-SESSION_ERROR_CODES = frozenset(
-    (FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code)
-)
 
 
 class FetchSession:

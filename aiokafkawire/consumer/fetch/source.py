@@ -21,7 +21,7 @@ from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, Fetched
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import scan
-from aiokafkawire.consumer.fetch.positions import supports_validation
+from aiokafkawire.consumer.fetch.position_lookup import supports_validation
 from aiokafkawire.consumer.fetch.request import (
     SESSION_VERSION,
     TOPIC_ID_VERSION,
@@ -31,7 +31,7 @@ from aiokafkawire.consumer.fetch.routing import (
     current_leader_epoch,
     refreshes_leader,
 )
-from aiokafkawire.consumer.fetch.session import SESSION_ERROR_CODES, FetchSession, PartitionPlan
+from aiokafkawire.consumer.fetch.session import FetchSession, PartitionPlan
 from aiokafkawire.consumer.subscription import PartitionState
 from aiokafkawire.protocol.messages import FetchRequest
 from aiokafkawire.structs import TopicPartition
@@ -43,9 +43,6 @@ __all__ = ["IDLE_RECHECK_S", "BrokerSource"]
 #: How long an idle loop sleeps before looking at the assignment again without being woken.
 IDLE_RECHECK_S = 1.0
 _OUT_OF_RANGE = errors.OffsetOutOfRangeError.code
-_LEADER_MOVED = frozenset(
-    (errors.FencedLeaderEpochError.code, errors.NotLeaderOrFollowerError.code)
-)
 _FATAL_BACKOFF_FACTOR = 10  # a partition that failed for good is fetched again this much later
 
 
@@ -98,7 +95,12 @@ class BrokerSource:
         backoffs = ctx.backoff_until
         chosen = []
         for tp, state in ctx.subs.assignment.items():
-            if state.paused or state.fetch_position is None or state.awaiting_validation:
+            if (
+                state.paused
+                or state.held
+                or state.fetch_position is None
+                or state.awaiting_validation
+            ):
                 continue
             if tp in in_flight or buffer.waiting(tp) >= MAX_CHUNKS_PER_PARTITION:
                 continue
@@ -138,7 +140,7 @@ class BrokerSource:
             request, version, timeout_ms=config.request_timeout_ms + config.fetch_max_wait_ms
         )
         if version >= SESSION_VERSION and response.error_code:
-            if response.error_code in SESSION_ERROR_CODES:
+            if response.error_code in errors.FETCH_SESSION_CODES:
                 log.debug("fetch session with broker %d reset: %s", self.node, response.error_code)
                 session.reset()
                 return
@@ -336,7 +338,7 @@ class BrokerSource:
         if refreshes_leader(code):
             log.debug("fetch of %s: %s; refreshing metadata", tp, errors.error_for_code(code).name)
             ctx.cluster.request_update()
-            if code in _LEADER_MOVED:
+            if code in errors.LEADER_CHANGED_CODES:
                 if state.leader_epoch is not None and supports_validation(ctx.cluster, tp):
                     state.awaiting_validation = True
             ctx.back_off(tp, state, backoff)

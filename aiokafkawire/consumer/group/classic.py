@@ -102,7 +102,7 @@ class ClassicMembership(Membership):
         return snapshot
 
     async def _group_loop(self) -> None:
-        backoff = self.config.retry_backoff_ms / 1000
+        backoff = self._backoff()
         while True:
             # A fatal member does not rejoin: the error waits for the user's next call.
             fatal = self.state is GroupState.FATAL
@@ -113,7 +113,7 @@ class ClassicMembership(Membership):
                         await self._rebalance()
                     except _Rejoin as exc:
                         log.info("group %r: %s; joining again", self.group_id, exc)
-                        await asyncio.sleep(backoff)
+                        await asyncio.sleep(backoff.next_delay())
                         continue
                     except (
                         errors.KafkaConnectionError,
@@ -123,14 +123,15 @@ class ClassicMembership(Membership):
                     ) as exc:
                         log.info("group %r: join failed: %s; retrying", self.group_id, exc)
                         self._cluster.invalidate_coordinator(self.group_id)
-                        await asyncio.sleep(backoff)
+                        await asyncio.sleep(backoff.next_delay())
                         continue
                     except errors.BrokerResponseError as exc:
-                        if exc.code in errors.COORDINATOR_CODES or exc.retriable:
+                        if errors.action_of(exc).retriable:
                             self._cluster.invalidate_coordinator(self.group_id)
-                            await asyncio.sleep(backoff)
+                            await asyncio.sleep(backoff.next_delay())
                             continue
                         raise
+                    backoff.reset()
                     continue
             self._wakeup.clear()
             await wait_event(self._wakeup, _WATCH_INTERVAL_S)
@@ -335,7 +336,7 @@ class ClassicMembership(Membership):
     async def _heartbeat_loop(self) -> None:
         config = self.config
         interval = config.heartbeat_interval_ms / 1000
-        backoff = config.retry_backoff_ms / 1000
+        backoff = self._backoff()
         last_ok = time.monotonic()
         while True:
             stable = self.state is GroupState.STABLE
@@ -354,18 +355,12 @@ class ClassicMembership(Membership):
                 code = -1
             if code == 0:
                 last_ok = time.monotonic()
+                backoff.reset()
                 continue
             if code == errors.RebalanceInProgressError.code:
                 if self.state is GroupState.STABLE:
                     self.request_rejoin("the coordinator is rebalancing the group")
                 last_ok = time.monotonic()
-                continue
-            if code in (
-                errors.IllegalGenerationError.code,
-                errors.UnknownMemberIdError.code,
-            ):
-                self._reset_generation(code)
-                self.request_rejoin(f"heartbeat answered {errors.error_for_code(code).name}")
                 continue
             if code == errors.FencedInstanceIdError.code:
                 self._fail(
@@ -374,6 +369,10 @@ class ClassicMembership(Membership):
                     )
                 )
                 return
+            if code in errors.GROUP_MEMBERSHIP_CODES:
+                self._reset_generation(code)
+                self.request_rejoin(f"heartbeat answered {errors.error_for_code(code).name}")
+                continue
             if code in errors.COORDINATOR_CODES:
                 self._cluster.invalidate_coordinator(self.group_id)
             if time.monotonic() - last_ok > config.session_timeout_ms / 1000:
@@ -382,7 +381,7 @@ class ClassicMembership(Membership):
                 )
                 self._cluster.invalidate_coordinator(self.group_id)
                 last_ok = time.monotonic()
-            await asyncio.sleep(backoff)
+            await asyncio.sleep(backoff.next_delay())
 
     async def _heartbeat(self) -> int:
         connection = await self._cluster.coordinator_connection(self.group_id, purpose="heartbeat")

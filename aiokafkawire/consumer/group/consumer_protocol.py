@@ -26,7 +26,6 @@ log = logging.getLogger("aiokafkawire.consumer.group")
 
 __all__ = ["ConsumerProtocolMembership"]
 
-_FENCED_CODES = frozenset((errors.FencedMemberEpochError.code, errors.UnknownMemberIdError.code))
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 _HEARTBEAT = "heartbeat"
@@ -100,7 +99,7 @@ class ConsumerProtocolMembership(Membership):
                 self._cluster.invalidate_coordinator(self.group_id)
                 self._interval = backoff
                 continue
-            if code in _FENCED_CODES:
+            if code in errors.MEMBER_FENCED_CODES:
                 log.info(
                     "group %r: fenced (%s); rejoining",
                     self.group_id,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -21,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.offsets import GroupOffsets, MemberIdentity
 from aiokafkawire.consumer.group.states import GroupEvent, GroupState, GroupStateMachine
+from aiokafkawire.consumer.listener_calls import call_listener
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import RebalanceEvent
 from aiokafkawire.structs import TopicPartition
@@ -55,6 +56,7 @@ class GroupConfig:
     max_poll_interval_ms: int = 300_000
     rebalance_timeout_ms: int | None = None
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
     request_timeout_ms: int = 30_000
     client_rack: str | None = None
     assignors: list[PartitionAssignor] = field(default_factory=list)
@@ -174,11 +176,15 @@ class Membership:
 
     def _reset_generation(self, code: int | None = None) -> None:
         self.generation = -1
-        if code in (errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code):
+        if code in errors.MEMBER_FENCED_CODES:
             self.member_id = ""
         self._partitions_lost_pending = True
 
     _partitions_lost_pending = False
+
+    def _backoff(self) -> Backoff:
+        """The client's retry policy: ``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``."""
+        return Backoff(self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
 
     async def wait_stable(self, timeout: float | None = None) -> bool:
         """Wait until the member is in a stable group; False on timeout."""
@@ -237,32 +243,27 @@ class Membership:
     # ----------------------------------------------------------------- listener
 
     async def _call_listener(self, method: str, partitions: set[TopicPartition]) -> None:
-        listener = self._subs.listener
-        if listener is None:
-            return
-        callback = getattr(listener, method, None)
-        if callback is None and method == "on_partitions_lost":
-            callback = getattr(listener, "on_partitions_revoked", None)
-        if callback is None:
-            return
         self._in_callback = True
         token = _IN_CALLBACK.set(True)
         try:
-            result = callback(set(partitions))
-            if inspect.isawaitable(result):
-                await result
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("group %r: rebalance listener %s failed", self.group_id, method)
+            await call_listener(self._subs.listener, method, partitions, f"group {self.group_id!r}")
         finally:
             _IN_CALLBACK.reset(token)
             self._in_callback = False
 
     async def _revoke(self, partitions: set[TopicPartition]) -> None:
-        """Give partitions up cleanly: commit their positions, tell the listener, drop them."""
+        """Give partitions up cleanly: commit their positions, tell the listener, drop them.
+
+        From the start the partitions are held (not fetched, nothing of them handed out, so
+        their positions stay what the commit and the listener see) and their buffered records
+        dropped; they leave the assignment when the listener returns, so nothing commits them
+        after that (the Java client's "pending revocation").
+        """
         if not partitions:
             return
+        self._subs.hold(partitions)
+        if self._discard_buffered is not None:
+            self._discard_buffered(partitions)
         if self._commit_positions is not None:
             self._in_callback = True
             token = _IN_CALLBACK.set(True)
@@ -276,8 +277,6 @@ class Membership:
         await self._call_listener("on_partitions_revoked", partitions)
         self._subs.remove_partitions(partitions)
         self._emit_rebalance("revoked", partitions)
-        if self._discard_buffered is not None:
-            self._discard_buffered(partitions)
 
     async def _lose_partitions(self) -> None:
         """The membership ended without a clean revocation: no commit, on_partitions_lost."""
@@ -286,14 +285,21 @@ class Membership:
         if not lost:
             return
         log.info("group %r: partitions lost: %s", self.group_id, sorted(lost))
+        self._subs.hold(lost)
+        if self._discard_buffered is not None:
+            self._discard_buffered(lost)
         await self._call_listener("on_partitions_lost", lost)
         self._subs.remove_partitions(lost)
         self._emit_rebalance("lost", lost)
-        if self._discard_buffered is not None:
-            self._discard_buffered(lost)
 
     async def _assign(self, added: set[TopicPartition]) -> None:
-        self._subs.add_partitions(added)
+        """Add partitions, held (not fetched) until ``on_partitions_assigned`` returns.
+
+        The listener may seek them (or look their positions up); records are fetched and
+        handed out only from where it leaves them (the Java client's "pending on assigned
+        callback").
+        """
+        self._subs.add_partitions(added, held=True)
         duration = 0.0
         if self._rebalance_started is not None:
             duration = time.monotonic() - self._rebalance_started
@@ -302,7 +308,10 @@ class Membership:
         self.rebalance_time_total_s += duration
         self.last_rebalance_s = duration
         self._emit_rebalance("assigned", added, duration)
-        await self._call_listener("on_partitions_assigned", added)
+        try:
+            await self._call_listener("on_partitions_assigned", added)
+        finally:
+            self._subs.release(added)
 
     # ----------------------------------------------------------------- lifecycle
 

@@ -37,18 +37,6 @@ __all__ = ["GroupOffsets", "MemberIdentity"]
 
 T = TypeVar("T")
 
-_EPOCH_CODES = frozenset((errors.FencedLeaderEpochError.code, errors.UnknownLeaderEpochError.code))
-_MEMBERSHIP_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.IllegalGenerationError,
-        errors.UnknownMemberIdError,
-        errors.FencedInstanceIdError,
-        errors.StaleMemberEpochError,
-        errors.FencedMemberEpochError,
-    )
-)
-
 
 def _topic_key(topic: str, ids: dict[str, uuid.UUID] | None) -> dict[str, Any]:
     """How a request names ``topic``: by id from v10 (when ``ids`` are known), else by name."""
@@ -261,11 +249,11 @@ class GroupOffsets:
             return committed
         if code == errors.RebalanceInProgressError.code:
             raise RebalanceNeeded()
-        if code in _EPOCH_CODES and committed.leader_epoch is not None:
+        if code in errors.LEADER_EPOCH_CODES and committed.leader_epoch is not None:
             # The epoch is advisory; some coordinators check it against the current
             # leader's: commit the offset without it.
             return committed._replace(leader_epoch=None)
-        if code in _MEMBERSHIP_CODES:
+        if code in errors.GROUP_MEMBERSHIP_CODES:
             if self.on_membership_error is not None:
                 self.on_membership_error(code)
             if code == errors.StaleMemberEpochError.code and self._identity().generation > 0:

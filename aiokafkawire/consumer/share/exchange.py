@@ -30,7 +30,7 @@ from aiokafkawire.consumer.share.wire import (
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from aiokafkawire.consumer.share.fetcher import ShareFetchConfig
+    from aiokafkawire.consumer.share.config import ShareFetchConfig
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 

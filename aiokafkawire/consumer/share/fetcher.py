@@ -32,6 +32,7 @@ from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.buffer import ShareRecordBuffer
+from aiokafkawire.consumer.share.config import ShareFetchConfig
 from aiokafkawire.consumer.share.exchange import (
     CommitRequest,
     FatalHandler,
@@ -49,52 +50,6 @@ __all__ = ["ShareFetchConfig", "ShareFetcher"]
 
 _IDLE_RECHECK_S = 1.0
 _LOOP = "fetch"  # task keys of the per-leader loops: (_LOOP, node id)
-
-
-class ShareFetchConfig:
-    """The fetch-related share consumer options."""
-
-    __slots__ = (
-        "acquire_mode",
-        "check_crcs",
-        "fetch_max_bytes",
-        "fetch_max_wait_ms",
-        "fetch_min_bytes",
-        "group_id",
-        "key_deserializer",
-        "max_poll_records",
-        "request_timeout_ms",
-        "retry_backoff_ms",
-        "value_deserializer",
-    )
-
-    def __init__(
-        self,
-        *,
-        group_id: str,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_poll_records: int = 500,
-        acquire_mode: int = 0,
-        check_crcs: bool = True,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-    ) -> None:
-        self.group_id = group_id
-        #: ShareFetch v2 ``ShareAcquireMode``: 0 batch-optimized, 1 record-limit (KIP-1206).
-        self.acquire_mode = acquire_mode
-        self.fetch_max_wait_ms = fetch_max_wait_ms
-        self.fetch_min_bytes = fetch_min_bytes
-        self.fetch_max_bytes = fetch_max_bytes
-        self.max_poll_records = max_poll_records
-        self.check_crcs = check_crcs
-        self.key_deserializer = key_deserializer
-        self.value_deserializer = value_deserializer
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
 
 
 class _Step(enum.Enum):

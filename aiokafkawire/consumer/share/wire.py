@@ -23,7 +23,7 @@ from aiokafkawire.protocol.records import iter_batches
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from aiokafkawire.consumer.share.fetcher import ShareFetchConfig
+    from aiokafkawire.consumer.share.config import ShareFetchConfig
 
 AckMap = dict[TopicPartition, dict[int, AcknowledgeType]]
 TopicIdOf = Callable[[str], Any]

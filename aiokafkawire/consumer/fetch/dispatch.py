@@ -1,6 +1,6 @@
 """The fetcher: owns the fetch path's parts, wires them and supervises their loops.
 
-``Consumer`` -> :class:`~.positions.Positions` (resets, KIP-320 validation) -> one
+``Consumer`` -> :class:`~.position_lookup.PositionLookup` (resets, KIP-320 validation) -> one
 :class:`~.source.BrokerSource` per broker (fetch session, requests, long poll, read replicas)
 -> :mod:`.decode` (bytes to records) -> :class:`~.buffer.FetchBuffer` (what ``getmany`` drains).
 
@@ -23,7 +23,7 @@ from aiokafkawire.consumer.fetch.buffer import FetchBuffer
 from aiokafkawire.consumer.fetch.config import FetchConfig
 from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.decode import RecordDecoder
-from aiokafkawire.consumer.fetch.positions import CommittedLookup, Positions
+from aiokafkawire.consumer.fetch.position_lookup import CommittedLookup, PositionLookup
 from aiokafkawire.consumer.fetch.source import IDLE_RECHECK_S, BrokerSource
 from aiokafkawire.consumer.subscription import SubscriptionState
 
@@ -50,14 +50,14 @@ class Fetcher:
         self._config = config
         self.buffer = FetchBuffer(subscription, RecordDecoder(config))
         self._context = FetchContext(cluster, subscription, config, self.buffer)
-        self.positions = Positions(self._context, committed_lookup)
+        self.position_lookup = PositionLookup(self._context, committed_lookup)
         # The user's side is the buffer's and the positions' own methods.
         self.data_event = self.buffer.data_event
         self.has_data = self.buffer.has_data
         self.drain = self.buffer.drain
         self.apply_position = self.buffer.apply_position
         self.discard = self.buffer.discard
-        self.list_offsets = self.positions.list_offsets
+        self.list_offsets = self.position_lookup.list_offsets
         self._sources: dict[int, BrokerSource] = {}
         self._tasks = TaskSupervisor("fetcher", self._task_failed)
         self._closed = False
@@ -90,8 +90,8 @@ class Fetcher:
         while True:
             changed = self._subs.change_event()
             try:
-                await self.positions.resolve()
-                await self.positions.validate()
+                await self.position_lookup.resolve()
+                await self.position_lookup.validate()
             except errors.KafkaError as exc:
                 log.info("resolving consumer positions failed: %s; retrying", exc)
                 await asyncio.sleep(backoff)
@@ -105,6 +105,8 @@ class Fetcher:
         now = time.monotonic()
         needs_retry = False
         for tp, state in self._subs.assignment.items():
+            if state.held:
+                continue  # released with a notify, which wakes the dispatch loop
             if state.position is None or state.awaiting_validation:
                 needs_retry = True
                 continue

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.client_config import CommonConfig
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._options import ConsumerOptions
-from aiokafkawire.consumer.fetch import FetchConfig, Fetcher
+from aiokafkawire.consumer.fetch import FetchConfig, Fetcher, PositionUpdate
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.membership import GroupConfig, Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
+from aiokafkawire.consumer.no_group import NoGroupAssignment
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
 
 
-class ConsumerCore:
+class ConsumerState:
     """The consumer's state (set by ``Consumer.__init__`` and ``start``) and shared helpers."""
 
     _options: ConsumerOptions
@@ -37,15 +37,15 @@ class ConsumerCore:
     _auto_commit_interval: float
     _max_poll_records: int
     _pattern_refresh_ms: int
-    _initial_topics: list[str]
     _cluster: Cluster | None
-    _subs: SubscriptionState | None
+    _subs: SubscriptionState
+    _no_group: NoGroupAssignment | None
     _fetcher: Fetcher | None
     _membership: Membership | None
     _offsets: GroupOffsets | None
     _tasks: TaskSupervisor
     _iter_records: deque[ConsumerRecord]
-    _iter_ends: dict[TopicPartition, Any]
+    _iter_ends: dict[TopicPartition, PositionUpdate]
     _last_committed: dict[TopicPartition, int]
     _started: bool
     _closed: bool
@@ -59,7 +59,7 @@ class ConsumerCore:
             return "closed"
         if self._membership is not None:
             return self._membership.state.value
-        if self._subs is not None and self._subs.manual:
+        if self._subs.manual or self._no_group is not None:
             return "manual"
         return "unjoined"
 
@@ -68,7 +68,7 @@ class ConsumerCore:
             raise errors.ClientClosedError("the consumer is closed")
         if not self._started:
             raise errors.IllegalStateError("the consumer is not started; use `async with`")
-        assert self._cluster is not None and self._subs is not None and self._fetcher is not None
+        assert self._cluster is not None and self._fetcher is not None
         return self._cluster, self._subs, self._fetcher
 
     def _group_offsets(self) -> GroupOffsets:
@@ -87,19 +87,16 @@ class ConsumerCore:
 
     def _advance_iterated(self, record: ConsumerRecord) -> None:
         """Move the partition's position past a record handed out by the iterator."""
-        subs = self._subs
-        assert subs is not None
         tp = TopicPartition(record.topic, record.partition)
-        state = subs.assignment.get(tp)
         end = self._iter_ends.get(tp)
-        if state is None or end is None or state.version != end.version:
+        if end is None:
             return
+        assert self._fetcher is not None
         if record.offset + 1 >= end.offset or not self._more_pending(tp):
-            state.position = end.offset
-            state.leader_epoch = end.leader_epoch
+            self._fetcher.apply_position(tp, end)
         else:
-            state.position = record.offset + 1
-            state.leader_epoch = record.leader_epoch
+            update = PositionUpdate(record.offset + 1, record.leader_epoch, end.version)
+            self._fetcher.apply_position(tp, update)
 
     def _more_pending(self, tp: TopicPartition) -> bool:
         # Cheap check: the next pending record usually belongs to the same partition.
@@ -114,7 +111,7 @@ class ConsumerCore:
         """Records taken by the iterator but not handed out are dropped: rewind to them."""
         if not self._iter_records:
             return
-        assert self._subs is not None and self._fetcher is not None
+        assert self._fetcher is not None
         first: dict[TopicPartition, ConsumerRecord] = {}
         for record in self._iter_records:
             first.setdefault(TopicPartition(record.topic, record.partition), record)

@@ -29,7 +29,7 @@ from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
 
-__all__ = ["CommittedLookup", "OffsetAnswer", "Positions", "supports_validation"]
+__all__ = ["CommittedLookup", "OffsetAnswer", "PositionLookup", "supports_validation"]
 
 CommittedLookup = Callable[
     [list[TopicPartition]], Awaitable[dict[TopicPartition, OffsetAndMetadata | None]]
@@ -61,7 +61,7 @@ class _OffsetsMissing(errors.KafkaError):
         super().__init__(f"offsets of {sorted(missing)} not found in time: {last_error}")
 
 
-class Positions:
+class PositionLookup:
     """Resolves unknown positions and validates positions after leader changes."""
 
     def __init__(self, context: FetchContext, committed_lookup: CommittedLookup | None) -> None:
@@ -133,6 +133,7 @@ class Positions:
                 continue
             log.debug("reset %s to offset %d (%s)", tp, offset, to_reset[tp])
             state.seek(offset, epoch)
+            state.reset_to = (offset, epoch)
         subs.notify()
 
     # ----------------------------------------------------------------- validation (KIP-320)

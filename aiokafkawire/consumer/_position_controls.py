@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from aiokafkawire import errors
 from aiokafkawire._waits import wait_event
-from aiokafkawire.consumer._core import ConsumerCore
+from aiokafkawire.consumer._state import ConsumerState
 from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.records import OffsetAndTimestamp
 from aiokafkawire.structs import TopicPartition
 
 
-class PositionsMixin(ConsumerCore):
+class PositionControlsMixin(ConsumerState):
     """Where the consumer reads next, and the offsets the brokers know of."""
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
@@ -47,16 +48,50 @@ class PositionsMixin(ConsumerCore):
     async def seek_to_committed(
         self, *partitions: TopicPartition
     ) -> dict[TopicPartition, int | None]:
-        """Read from the committed offsets; returns them (``None``: nothing committed)."""
-        _, subs, _ = self._require_started()
+        """Read from the committed offsets; returns them (``None``: nothing committed).
+
+        A partition with nothing committed goes back to where ``auto_offset_reset`` put it when
+        this consumer began reading it (so after an aborted transaction its input is read
+        again), or, when it never did (the partition was seeked by hand), to the
+        ``auto_offset_reset`` position now, as a new member of the group would start.  With
+        ``auto_offset_reset="none"`` such a partition raises
+        :class:`~aiokafkawire.errors.NoOffsetForPartitionError` (and nothing is moved).
+        """
+        _, subs, fetcher = self._require_started()
         tps = list(partitions) or list(subs.assignment)
+        for tp in tps:
+            subs.state(tp)
         committed = await self._group_offsets().fetch(tps)
         result: dict[TopicPartition, int | None] = {}
+        lookups: dict[TopicPartition, int] = {}
+        strategy = self._fetch_config.auto_offset_reset
         for tp in tps:
             found = committed.get(tp)
             result[tp] = found.offset if found is not None else None
+            if found is None and subs.state(tp).reset_to is None:
+                timestamp = RESET_TIMESTAMPS.get(strategy)
+                if timestamp is None:
+                    raise errors.NoOffsetForPartitionError(
+                        f"no committed offset for {tp} and auto_offset_reset={strategy!r}"
+                    )
+                lookups[tp] = timestamp
+        looked_up = await fetcher.list_offsets(lookups) if lookups else {}
+        for tp in tps:
+            found = committed.get(tp)
+            state = subs.assignment.get(tp)
+            if state is None:
+                continue  # revoked meanwhile
             if found is not None:
                 self.seek(tp, found.offset)
+            elif state.reset_to is not None:
+                self.seek(tp, state.reset_to[0])
+                state.leader_epoch = state.fetch_epoch = state.reset_to[1]
+            else:
+                offset, _, epoch = looked_up.get(tp, (None, None, None))
+                if offset is not None:
+                    self.seek(tp, offset)
+                    state.reset_to = (offset, epoch)
+                    state.leader_epoch = state.fetch_epoch = epoch
         return result
 
     async def position(self, partition: TopicPartition) -> int:
@@ -99,8 +134,6 @@ class PositionsMixin(ConsumerCore):
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""
-        if self._subs is None:
-            return set()
         return {tp for tp, st in self._subs.assignment.items() if st.paused}
 
     async def beginning_offsets(
