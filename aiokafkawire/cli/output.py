@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -139,6 +140,11 @@ class Reporter:
         for row in rows:
             table.add_row(*("-" if cell is None else str(cell) for cell in row))
         self.out.print(table)
+
+    def json(self, document: Any) -> None:
+        """Print ``document`` as one line of JSON on stdout (``-J``)."""
+        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
 
     def line(self, text: str) -> None:
         """A plain line of results on stdout."""

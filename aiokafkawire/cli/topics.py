@@ -12,7 +12,7 @@ from aiokafkawire.cli.admin_calls import (
     topic_name,
 )
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.options import add_internal_option, positive_int
+from aiokafkawire.cli.options import add_internal_option, add_json_option, positive_int
 
 if TYPE_CHECKING:
     from aiokafkawire.cli.app import Context, Parents
@@ -33,6 +33,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "-l", "--long", action="store_true", help="a table with partitions and replication"
     )
     add_internal_option(listing)
+    add_json_option(listing)
 
     describe = parents.command(
         actions,
@@ -44,6 +45,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     describe.add_argument(
         "--all-configs", action="store_true", help="also show configuration left at defaults"
     )
+    add_json_option(describe)
 
     create = parents.command(actions, "create", run_create, help="create topics")
     create.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to create")
@@ -110,25 +112,58 @@ def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
     return configs
 
 
+def _replication(info: Any) -> int:
+    return max((len(p.replicas) for p in info.partitions.values()), default=0)
+
+
 async def run_list(context: Context) -> int:
     """Print topic names, or a table of them."""
     args = context.args
     async with connect_admin(context) as admin:
         names = await admin.list_topics(include_internal=args.internal)
-        infos = await admin.describe_topics(names) if args.long else {}
+        infos = await admin.describe_topics(names) if args.long or args.json else {}
+    if args.json:
+        context.report.json(
+            [
+                {
+                    "name": name,
+                    "partitions": len(infos[name].partitions),
+                    "replication": _replication(infos[name]),
+                    "internal": infos[name].is_internal,
+                }
+                for name in names
+            ]
+        )
+        return ExitCode.OK
     if not args.long:
         for name in names:
             context.report.line(name)
         return ExitCode.OK
     rows = []
     for name in names:
-        partitions = infos[name].partitions.values()
-        replication = max((len(p.replicas) for p in partitions), default=0)
-        rows.append((name, len(partitions), replication))
+        rows.append((name, len(infos[name].partitions), _replication(infos[name])))
     context.report.table(
         ["topic", "partitions", "replication"], rows, right=["partitions", "replication"]
     )
     return ExitCode.OK
+
+
+def _described(name: str, info: Any, configs: Any, all_configs: bool) -> dict[str, Any]:
+    """``topics describe -J``: partitions and configuration (sensitive values are null)."""
+    from aiokafkawire import ConfigResource
+    from aiokafkawire.admin import ResourceType
+    from aiokafkawire.cli.cluster import topic_document
+
+    document = topic_document(info)
+    result = configs.get(ConfigResource(ResourceType.TOPIC, name))
+    if result is not None:
+        check_item(f"configuration of topic {name!r}", result.error)
+        document["configs"] = {
+            entry.name: None if entry.is_sensitive else entry.value
+            for entry in sorted(result.entries.values(), key=lambda e: e.name)
+            if all_configs or not entry.is_default
+        }
+    return document
 
 
 async def run_describe(context: Context) -> int:
@@ -142,6 +177,11 @@ async def run_describe(context: Context) -> int:
         infos = await existing_topics(admin, args.topics)
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
         configs = await admin.describe_configs(resources)
+    if args.json:
+        report.json(
+            [_described(name, info, configs, args.all_configs) for name, info in infos.items()]
+        )
+        return ExitCode.OK
     for name, info in infos.items():
         rows = [
             (p.partition, p.leader, ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)))
