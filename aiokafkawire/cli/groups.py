@@ -49,6 +49,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     delete.add_argument("groups", nargs="+", metavar="GROUP", help="group ids")
 
+    forget = parents.command(
+        actions,
+        "delete-offsets",
+        run_delete_offsets,
+        help="delete a group's committed offsets for a topic it no longer reads",
+    )
+    forget.add_argument("group", metavar="GROUP", help="the group id")
+    forget.add_argument("--topic", required=True, help="the topic whose offsets go")
+    add_partition_option(forget)
     reset = parents.command(
         actions,
         "reset-offsets",
@@ -300,5 +309,27 @@ async def run_reset_offsets(context: Context) -> int:
         title=f"group {args.group}: "
         + ("new offsets (dry run, nothing committed)" if args.dry_run else "offsets committed"),
         right=["partition", "old", "new"],
+    )
+    return ExitCode.OK
+
+
+async def run_delete_offsets(context: Context) -> int:
+    """Delete a group's committed offsets of a topic's partitions."""
+    args = context.args
+    async with connect_admin(context) as admin:
+        partitions = await topic_partitions(admin, args.topic, args.partition)
+        results = await admin.delete_group_offsets(args.group, partitions)
+    for tp, result in answered_items(results, partitions, partition_name):
+        if isinstance(result.error, errors.GroupSubscribedToTopicError):
+            raise CliError(
+                f"group {args.group!r} still reads topic {args.topic!r}; stop its consumers "
+                "(or unsubscribe them from the topic) first"
+            )
+        if isinstance(result.error, errors.GroupIdNotFoundError):
+            raise CliError(f"group {args.group!r} does not exist", ExitCode.NOT_FOUND)
+        check_item(f"deleting the offset of {partition_name(tp)}", result.error)
+    context.report.info(
+        f"group {args.group}: committed offsets of {len(partitions)} partition(s) of "
+        f"{args.topic} deleted"
     )
     return ExitCode.OK
