@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import __version__, errors
-from aiokafkawire.cli import bench, cluster, consume, groups, offsets, produce, security, topics
+from aiokafkawire.cli import (
+    bench,
+    cluster,
+    consume,
+    groups,
+    offsets,
+    produce,
+    security,
+    share_groups,
+    topics,
+)
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, exit_code_for
 from aiokafkawire.cli.options import (
     apply_profile,
@@ -122,7 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aiokafkawire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parents = Parents(connection_options(), reporting_options())
-    for module in (bench, cluster, topics, groups, offsets, produce, consume, security):
+    for module in (
+        bench,
+        cluster,
+        topics,
+        groups,
+        share_groups,
+        offsets,
+        produce,
+        consume,
+        security,
+    ):
         module.add_commands(sub, parents)
     return parser
 

@@ -97,3 +97,25 @@ def test_acls_create_list_delete(kafka_cluster_factory, name) -> None:
     deleted = run_in_process("acls", "delete", "--principal", alice, *servers)
     assert deleted.returncode == 0, deleted.stderr
     assert "2 ACL binding(s) deleted" in deleted.stderr
+
+
+def test_share_groups_list_describe_reset(kafka_cluster, name) -> None:
+    servers = ("-b", kafka_cluster.bootstrap_servers)
+    topic, group = name("shared"), name("sharers")
+    make_topic(kafka_cluster.bootstrap_servers, topic, 1, 6)
+    first = run_in_process("consume", topic, "-s", group, "--from", "beginning", "-n", "6",
+                           *servers)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [f"value-{i}" for i in range(6)]
+    listed = json.loads(run_in_process("share-groups", "list", "-J", *servers).stdout)
+    assert group in {g["group"] for g in listed}
+    reset = run_aiokafkawire("share-groups", "reset", group, "--topic", topic, "--to-offset", "3",
+                             *servers)  # fmt: skip
+    assert reset.returncode == 0, reset.stderr
+    described = json.loads(run_in_process("share-groups", "describe", group, "-J", *servers).stdout)
+    assert [(o["partition"], o["start_offset"]) for o in described["offsets"]] == [(0, 3)]
+    again = run_in_process("consume", topic, "-s", group, "-n", "3", *servers)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ["value-3", "value-4", "value-5"]
+    missing = run_in_process("share-groups", "describe", name("nobody"), *servers)
+    assert missing.returncode == 3, missing.stderr
