@@ -62,6 +62,16 @@ _OBJECT_OPTIONS = frozenset(
         "on_acknowledgement",
     }
 )
+# Client options the command line sets with its own flags (which config files name by the
+# flag's long name): -X does not take them, so a flag always wins.
+_FLAG_OPTIONS = {
+    "bootstrap_servers": "-b/--bootstrap-servers",
+    "client_id": "--client-id",
+    "request_timeout_ms": "--request-timeout-ms",
+    "security_protocol": "--security-protocol",
+    "sasl_mechanism": "--sasl-mechanism",
+    "sasl_plain_username": "--sasl-username (sasl_username in a config file)",
+}
 # Connection options of the command line a config file may set (argparse dest names).
 CONNECTION_SETTINGS = frozenset(
     {
@@ -141,6 +151,8 @@ def client_option(name: str, text: str, where: str) -> tuple[str, str]:
         )
     if ours in _OBJECT_OPTIONS:
         raise CliError(f"{where}: {name} takes a Python object, not text", ExitCode.USAGE)
+    if ours in _FLAG_OPTIONS:
+        raise CliError(f"{where}: {name} has its own option: {_FLAG_OPTIONS[ours]}", ExitCode.USAGE)
     if ours not in known:
         from aiokafkawire.client_config import unknown_options_error
 

@@ -173,6 +173,8 @@ def test_x_refuses_unknown_secret_and_object_options() -> None:
         parse_x_options(["ssl_context=x"])
     with pytest.raises(CliError, match="NAME=VALUE"):
         parse_x_options(["linger_ms"])
+    with pytest.raises(CliError, match="has its own option: -b/--bootstrap-servers"):
+        parse_x_options(["bootstrap_servers=elsewhere:9092"])
 
 
 def test_foreign_names_plug_into_x(monkeypatch) -> None:
