@@ -370,25 +370,27 @@ async def run_consume(context: Context) -> int:
         await bounds.prepare(consumer, partitions)
         total = 0
         caught_up = False
-        while not context.stop.is_set() and not output.closed:
-            wanted = args.count - total if args.count else None
-            batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
-            for tp, records in batches.items():
-                records = bounds.cut(consumer, tp, records)
-                output.write(records)
-                counts[tp.topic] += len(records)
-                total += len(records)
-            if batches and args.group is not None and not output.closed:
-                await consumer.commit()
-            if args.count and total >= args.count:
-                break
-            if bounds.active and await bounds.finished(consumer):
-                break
-            if not caught_up and not args.exit_at_end and await _at_end(consumer):
-                caught_up = True
-                report.info(
-                    "read every partition to its end; waiting for new records (Ctrl-C stops)"
-                )
+        with report.meter("consuming", total=args.count) as meter:
+            while not context.stop.is_set() and not output.closed:
+                wanted = args.count - total if args.count else None
+                batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
+                for tp, records in batches.items():
+                    records = bounds.cut(consumer, tp, records)
+                    output.write(records)
+                    counts[tp.topic] += len(records)
+                    total += len(records)
+                    meter(len(records), len(records))
+                if batches and args.group is not None and not output.closed:
+                    await consumer.commit()
+                if args.count and total >= args.count:
+                    break
+                if bounds.active and await bounds.finished(consumer):
+                    break
+                if not caught_up and not args.exit_at_end and await _at_end(consumer):
+                    caught_up = True
+                    report.info(
+                        "read every partition to its end; waiting for new records (Ctrl-C stops)"
+                    )
         # Commit only what a reader got: after a closed pipe, the last batch may not have been.
         if args.group is not None and consumer.assignment() and not output.closed:
             await consumer.commit()

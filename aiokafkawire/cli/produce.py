@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -253,6 +255,58 @@ class _Deliveries:
         self.pending = []
 
 
+def _input_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular input file (for a progress bar), else None."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+async def _send_all(
+    context: Context,
+    producer: Any,
+    stream: IO[bytes],
+    how: tuple[LineParser, bytes, bytes | None],
+    deliveries: _Deliveries,
+) -> int:
+    """Send every record of the input; returns the count.  A long run shows its progress and
+    rate at a terminal (not while a person types the input)."""
+    args = context.args
+    parser, delimiter, fixed_key = how
+    meter = (
+        contextlib.nullcontext(_no_meter)
+        if stream.isatty()
+        else context.report.meter("producing", total=_input_size(stream))
+    )
+    count = unmetered = size = 0
+    with meter as advance:
+        async for line in read_lines(stream, delimiter):
+            record = parser.parse(line, count + 1)
+            handle = await producer.send(
+                args.topic,
+                record.value,
+                key=fixed_key if fixed_key is not None else record.key,
+                partition=record.partition if record.partition is not None else args.partition,
+                timestamp=record.timestamp,
+                headers=record.headers or None,
+            )
+            deliveries.add(handle)
+            count += 1
+            unmetered += 1
+            size += len(line) + len(delimiter)
+            if unmetered >= 1024:  # the meter's lock and refresh cost more than a send
+                advance(unmetered, size)
+                unmetered = size = 0
+        advance(unmetered, size)
+    return count
+
+
+def _no_meter(_records: int, _steps: int = 0) -> None:
+    return None
+
+
 def _input_format(args: Any) -> tuple[LineParser, bytes]:
     """How the input is split into records and parsed, from the options (checked together)."""
     if args.key is not None and (args.key_separator or args.json):
@@ -320,18 +374,9 @@ async def run_produce(context: Context) -> int:
         async with Producer(**_producer_options(context)) as producer:
             if stream.isatty():
                 report.info(f"type records for {args.topic}, one a line; Ctrl-D ends")
-            async for line in read_lines(stream, delimiter):
-                record = parser.parse(line, count + 1)
-                handle = await producer.send(
-                    args.topic,
-                    record.value,
-                    key=fixed_key if fixed_key is not None else record.key,
-                    partition=record.partition if record.partition is not None else args.partition,
-                    timestamp=record.timestamp,
-                    headers=record.headers or None,
-                )
-                deliveries.add(handle)
-                count += 1
+            count = await _send_all(
+                context, producer, stream, (parser, delimiter, fixed_key), deliveries
+            )
             await producer.flush()
             await deliveries.wait_all()
     finally:
