@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -337,19 +338,35 @@ class ProducerStats:
         self.records_failed = 0
 
 
+#: Seconds a ``*_per_sec`` figure covers (the Java client's rates cover about as much).
+RATE_WINDOW_S = 30.0
+
+
 class Rate:
-    """Events per second between two snapshots of a growing total."""
+    """Events per second of a growing total over the last :data:`RATE_WINDOW_S` seconds
+    (since creation, until that long has passed).
 
-    __slots__ = ("_last_time", "_last_total")
+    The figure does not depend on who asks or how often: each call keeps a snapshot of the
+    total (at most one per thirtieth of the window), and the rate is measured from the newest
+    snapshot at least a window old.  So a health probe calling ``metrics()`` every second does
+    not turn a Prometheus scraper's rate into "the last second".
+    """
 
-    def __init__(self) -> None:
-        self._last_time = time.monotonic()
-        self._last_total = 0
+    __slots__ = ("_samples", "_spacing", "_window")
+
+    def __init__(self, window: float = RATE_WINDOW_S) -> None:
+        self._window = window
+        self._spacing = window / 30
+        self._samples: deque[tuple[float, int]] = deque([(time.monotonic(), 0)])
 
     def per_second(self, total: int) -> float:
-        """The rate since the previous call (since creation for the first one)."""
+        """The rate over the window ending now (see the class docstring)."""
         now = time.monotonic()
-        elapsed = now - self._last_time
-        rate = (total - self._last_total) / elapsed if elapsed > 0 else 0.0
-        self._last_time, self._last_total = now, total
-        return round(rate, 3)
+        samples = self._samples
+        while len(samples) > 1 and samples[1][0] <= now - self._window:
+            samples.popleft()
+        start_time, start_total = samples[0]
+        if now - samples[-1][0] >= self._spacing:
+            samples.append((now, total))
+        elapsed = now - start_time
+        return round((total - start_total) / elapsed, 3) if elapsed > 0 else 0.0

@@ -2,9 +2,14 @@
 
 - Records are processed in batches (``getmany``) and the offsets are committed after each
   batch is processed: a crash re-delivers at most the batch in hand (at-least-once).
-- ``GET /health`` (aiohttp) answers from the consumer's own state: the group state, the
-  assignment, records processed, the lag per partition and how long ago a batch was processed.
-  It answers 503 while the member is not in a stable group.
+- A commit can fail with ``CommitFailedError`` when a rebalance gave the partitions to another
+  member meanwhile: that member starts from the last committed offset, so the batch is processed
+  again there (at-least-once); the service logs it, counts it, and goes on.
+- Liveness and readiness are separate (aiohttp): ``GET /health/live`` is 200 while the loop
+  polls (so a liveness probe never kills a pod that is just rebalancing), 503 when it is stuck or
+  has failed; ``GET /health/ready`` (and ``GET /health``) is 200 while the member is in a stable
+  group, 503 during a rebalance.  Both report the group state, the assignment, records
+  processed, the lag per partition and how long ago the loop last polled.
 - SIGTERM or SIGINT stops the loop after the current batch, commits, leaves the group (so the
   partitions move to the other members at once) and exits with status 0.
 
@@ -24,7 +29,10 @@ from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
 
-from aiokafkawire import Admin, Consumer, ConsumerRecord, NewTopic, Producer
+from aiokafkawire import Admin, Consumer, ConsumerRecord, NewTopic, Producer, errors
+
+# The loop is "stuck" (liveness fails) when it has not polled for this long.
+STUCK_AFTER_S = 60.0
 
 
 class Service:
@@ -33,7 +41,10 @@ class Service:
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
         self.processed = 0
+        self.commit_failures = 0
         self.last_batch_at: float | None = None
+        self.last_poll_at = time.monotonic()
+        self.failed: str | None = None
         self.stopping = asyncio.Event()
 
     async def process(self, record: ConsumerRecord) -> None:
@@ -41,37 +52,72 @@ class Service:
         self.processed += 1
 
     async def run(self) -> None:
+        try:
+            await self._loop()
+        except Exception as exc:  # a fatal error: liveness fails, the process exits non-zero
+            self.failed = f"{type(exc).__name__}: {exc}"
+            raise
+
+    async def _loop(self) -> None:
         consumer = self.consumer
         while not self.stopping.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=200)
+            self.last_poll_at = time.monotonic()
             for records in batches.values():
                 for record in records:
                     await self.process(record)
             if batches:
-                await consumer.commit()  # the positions after the records just processed
+                await self.commit()
                 self.last_batch_at = time.monotonic()
 
-    async def health(self, request: web.Request) -> web.Response:
+    async def commit(self) -> None:
+        """Commit the positions after the records just processed."""
+        try:
+            await self.consumer.commit()
+        except errors.CommitFailedError as exc:
+            # A rebalance moved (some of) the partitions: their new owner starts from the last
+            # committed offset and processes this batch again.  Not fatal: the loop goes on
+            # with the partitions this member has now.
+            self.commit_failures += 1
+            print(f"commit failed, the batch will be processed again: {exc}", flush=True)
+
+    def _report(self, status: str) -> dict[str, object]:
         consumer = self.consumer
-        metrics = consumer.metrics()["consumer"]
-        stable = consumer.state == "stable"
-        body = {
-            "status": "ok" if stable else "starting" if not self.stopping.is_set() else "stopping",
+        return {
+            "status": status,
             "state": consumer.state,
             "assignment": sorted(f"{tp.topic}-{tp.partition}" for tp in consumer.assignment()),
             "processed": self.processed,
-            "lag": metrics["lag"],
+            "commit_failures": self.commit_failures,
+            "lag": consumer.metrics()["consumer"]["lag"],
+            "seconds_since_last_poll": round(time.monotonic() - self.last_poll_at, 3),
             "seconds_since_last_batch": None
             if self.last_batch_at is None
             else round(time.monotonic() - self.last_batch_at, 3),
+            "error": self.failed,
         }
-        return web.json_response(body, status=200 if stable else 503)
+
+    async def live(self, request: web.Request) -> web.Response:
+        """Liveness: the loop runs and polls; a rebalance does not make it fail."""
+        stuck = time.monotonic() - self.last_poll_at > STUCK_AFTER_S
+        alive = self.failed is None and not stuck
+        status = "ok" if alive else "failed" if self.failed else "stuck"
+        return web.json_response(self._report(status), status=200 if alive else 503)
+
+    async def ready(self, request: web.Request) -> web.Response:
+        """Readiness: a member of a stable group (503 while joining or rebalancing)."""
+        consumer = self.consumer
+        stable = consumer.state == "stable" and self.failed is None
+        status = "ok" if stable else "stopping" if self.stopping.is_set() else "starting"
+        return web.json_response(self._report(status), status=200 if stable else 503)
 
 
 @contextlib.asynccontextmanager
 async def health_server(service: Service, host: str, port: int) -> AsyncIterator[int]:
     app = web.Application()
-    app.router.add_get("/health", service.health)
+    app.router.add_get("/health/live", service.live)
+    app.router.add_get("/health/ready", service.ready)
+    app.router.add_get("/health", service.ready)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

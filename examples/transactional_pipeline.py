@@ -5,9 +5,23 @@ output topic *and* commits the consumer's offsets (``send_offsets_to_transaction
 happen or neither does, so a crash never loses or duplicates output for readers that use
 ``isolation_level="read_committed"``.
 
+What production needs, shown here:
+
+- **A transactional id per instance.**  The consumer group's generation, sent with the offsets
+  (KIP-447), is what fences a zombie instance; a fixed id shared by every instance would make
+  them fence each other instead.
+- **Fatal errors end the loop; only retriable ones retry.**  A fenced producer (another
+  instance took over), an authorization failure or any error that is not retriable stops the
+  pipeline with status 1; a retriable one aborts the transaction, rewinds the consumer to the
+  committed offsets (``seek_to_committed``; partitions with nothing committed yet go back to the
+  batch's first offset) and processes the batch again.
+- **Tombstones stay tombstones**: a record with a null value is forwarded with a null value.
+- **SIGTERM/SIGINT** finish the transaction in hand, then stop (status 0).
+
 Run: ``python examples/transactional_pipeline.py [--bootstrap host:port] [--records N]``.
 Without ``--bootstrap`` an embedded Tansu broker is started; the example writes ``N`` input
-records first, runs the pipeline until all are transformed, and checks the output.
+records first (every tenth a tombstone), runs the pipeline until all are transformed, and
+checks the output.
 """
 
 from __future__ import annotations
@@ -15,28 +29,57 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import uuid
 from collections.abc import Iterator
 
-from aiokafkawire import Admin, Consumer, KafkaError, NewTopic, Producer
+from aiokafkawire import Admin, Consumer, KafkaError, NewTopic, Producer, TopicPartition, errors
+
+# Errors after which this instance must stop: retrying cannot help (or another instance owns
+# the work now).  Anything else that is not retriable stops the pipeline too.
+FATAL = (
+    errors.ProducerFencedError,
+    errors.ProducerFencedClientError,
+    errors.InvalidProducerEpochError,
+    errors.TransactionCoordinatorFencedError,
+    errors.AuthorizationError,
+)
 
 
-def transform(value: bytes) -> bytes:
-    """The business logic: upper-case the text."""
-    return value.upper()
+def transform(value: bytes | None) -> bytes | None:
+    """The business logic: upper-case the text; a tombstone (None) stays a tombstone."""
+    return None if value is None else value.upper()
 
 
 async def seed(bootstrap_servers: str, topic: str, records: int) -> None:
+    """Write ``records`` input records; every tenth is a tombstone (a null value)."""
     async with Producer(bootstrap_servers=bootstrap_servers) as producer:
         for i in range(records):
-            await producer.send(topic, b"record %d" % i, key=b"%d" % (i % 10))
+            value = None if i % 10 == 9 else b"record %d" % i
+            await producer.send(topic, value, key=b"%d" % (i % 10))
         await producer.flush()
 
 
+async def rewind(consumer: Consumer, batches: dict[TopicPartition, list]) -> None:
+    """Back to the committed offsets after an abort; a partition with nothing committed yet
+    goes back to the first offset of the batch the aborted transaction read."""
+    committed = await consumer.seek_to_committed(*batches)
+    for tp, records in batches.items():
+        if committed.get(tp) is None:
+            consumer.seek(tp, records[0].offset)
+
+
 async def pipeline(
-    bootstrap_servers: str, source: str, sink: str, group: str, expected: int, timeout: float
+    bootstrap_servers: str,
+    source: str,
+    sink: str,
+    group: str,
+    expected: int,
+    timeout: float,
+    stop: asyncio.Event | None = None,
 ) -> int:
-    """Transform records from ``source`` to ``sink`` until ``expected`` were done."""
+    """Transform records from ``source`` to ``sink`` until ``expected`` were done (or ``stop``)."""
+    stop = stop or asyncio.Event()
     consumer = Consumer(
         source,
         bootstrap_servers=bootstrap_servers,
@@ -49,15 +92,16 @@ async def pipeline(
     )
     producer = Producer(
         bootstrap_servers=bootstrap_servers,
-        # One transactional id per input partition set; a restarted instance with the same id
-        # fences its predecessor (a "zombie" cannot commit any more).
-        transactional_id=f"{group}-pipeline",
+        # One transactional id per instance: the group generation sent with the offsets
+        # fences zombies (KIP-447); a shared fixed id would fence the other instances.
+        transactional_id=f"{group}-{uuid.uuid4()}",
     )
     done = 0
     async with consumer, producer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while done < expected and loop.time() < deadline:
+        print(f"pipeline running: {source} -> {sink}", flush=True)
+        while done < expected and loop.time() < deadline and not stop.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=100)
             if not batches:
                 continue
@@ -65,15 +109,19 @@ async def pipeline(
                 async with producer.transaction():  # commit on success, abort on exception
                     for records in batches.values():
                         for record in records:
-                            await producer.send(sink, transform(record.value or b""), record.key)
+                            await producer.send(sink, transform(record.value), record.key)
                     await producer.send_offsets_to_transaction(
                         {tp: records[-1].offset + 1 for tp, records in batches.items()},
                         group_metadata=consumer.group_metadata(),
                     )
             except KafkaError as exc:
+                if isinstance(exc, FATAL) or not exc.retriable:
+                    print(f"stopping: {type(exc).__name__}: {exc}", flush=True)
+                    raise
                 # Aborted: rewind to the last committed offsets and process the batch again.
                 print(f"transaction aborted ({exc}); retrying the batch", flush=True)
-                await consumer.seek_to_committed(*batches)
+                await rewind(consumer, batches)
+                await asyncio.sleep(0.1)
                 continue
             done += sum(len(records) for records in batches.values())
     return done
@@ -81,7 +129,7 @@ async def pipeline(
 
 async def count_committed(bootstrap_servers: str, topic: str, expected: int) -> int:
     """Read ``topic`` as a read_committed consumer would; returns how many records it saw."""
-    seen = 0
+    seen = tombstones = 0
     async with Consumer(
         topic,
         bootstrap_servers=bootstrap_servers,
@@ -95,7 +143,10 @@ async def count_committed(bootstrap_servers: str, topic: str, expected: int) -> 
             batches = await reader.getmany(timeout_ms=10_000)
             if not batches:
                 break
-            seen += sum(len(records) for records in batches.values())
+            for records in batches.values():
+                seen += len(records)
+                tombstones += sum(record.value is None for record in records)
+    print(f"read_committed reader sees {seen} records ({tombstones} tombstones)", flush=True)
     return seen
 
 
@@ -105,10 +156,19 @@ async def run(bootstrap_servers: str, records: int, timeout: float) -> None:
     async with Admin(bootstrap_servers=bootstrap_servers) as admin:
         await admin.create_topics([NewTopic(source, 3, 1), NewTopic(sink, 3, 1)])
     await seed(bootstrap_servers, source, records)
-    done = await pipeline(bootstrap_servers, source, sink, group, records, timeout)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        done = await pipeline(bootstrap_servers, source, sink, group, records, timeout, stop)
+    except KafkaError:
+        raise SystemExit(1) from None  # said why already
     print(f"transformed {done} records from {source} to {sink}", flush=True)
+    if stop.is_set():
+        print("stopped by signal", flush=True)
+        return
     seen = await count_committed(bootstrap_servers, sink, records)
-    print(f"read_committed reader sees {seen} records in {sink}", flush=True)
     if done != records or seen != records:
         raise SystemExit(1)
 

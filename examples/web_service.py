@@ -2,7 +2,11 @@
 
 One producer is shared by every request: it starts with the application and is flushed and
 closed when the application stops.  ``POST /orders`` awaits the delivery of the record before
-answering (so the client knows it is stored); ``GET /health`` reports the producer's state.
+answering (so the client knows it is stored), for at most ``--send-timeout`` seconds: a handler
+must not hang on a cluster that does not answer.  Errors become the status a client can act on:
+a record too large is 413 (sending it again will not help), a retriable error or a timeout 503
+with ``Retry-After``, anything else 500.  ``GET /health`` is 200 only while the producer can
+deliver: it is open, its buffer is not (nearly) full, and deliveries are not failing now.
 
 Run: ``python examples/web_service.py [--bootstrap host:port] [--port 8080] [--topic orders]``,
 then ``curl -X POST localhost:8080/orders -d '{"id": 1}'``.  Without ``--bootstrap`` an embedded
@@ -20,10 +24,45 @@ from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
 
-from aiokafkawire import Admin, KafkaError, NewTopic, Producer
+from aiokafkawire import Admin, KafkaError, NewTopic, Producer, errors
 
 PRODUCER = web.AppKey("producer", Producer)
 TOPIC = web.AppKey("topic", str)
+SEND_TIMEOUT = web.AppKey("send_timeout", float)
+DELIVERIES = web.AppKey("deliveries", "Deliveries")
+
+
+class Deliveries:
+    """For ``/health``: whether the producer is running, and whether deliveries fail now."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.last_error: str | None = None
+
+    def succeeded(self) -> None:
+        self.last_error = None
+
+    def failed(self, exc: BaseException) -> None:
+        self.last_error = f"{type(exc).__name__}: {exc}"
+
+
+def error_response(exc: Exception) -> web.Response:
+    """The HTTP answer for a failed send: what the client can do about it."""
+    if isinstance(exc, (errors.RecordTooLargeError, errors.MessageTooLargeError)):
+        # The record will never fit (the client's max_request_size or the topic's
+        # max.message.bytes): 413, not a "try again later".
+        return web.json_response({"error": str(exc)}, status=413)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or (
+        isinstance(exc, KafkaError) and exc.retriable
+    ):
+        return web.json_response(
+            {"error": f"Kafka is not accepting records now: {exc or 'timed out'}"},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    # Not retriable (authorization, an invalid topic, a closed producer): the service is wrong,
+    # not the request; a 500 says so and the message goes to the log.
+    return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=500)
 
 
 async def create_order(request: web.Request) -> web.Response:
@@ -34,13 +73,20 @@ async def create_order(request: web.Request) -> web.Response:
         return web.json_response({"error": "the body must be JSON"}, status=400)
     key = str(order.get("id", "")).encode() if isinstance(order, dict) else None
     producer = request.app[PRODUCER]
+    deliveries = request.app[DELIVERIES]
     try:
-        # send_and_wait: the record is written (acks="all") when this returns.
-        metadata = await producer.send_and_wait(
-            request.app[TOPIC], json.dumps(order).encode(), key=key or None
+        # send_and_wait: the record is written (acks="all") when this returns.  Bounded: past
+        # the timeout the client gets a 503 (the record may still be delivered later, so
+        # clients retrying should send an idempotency key, here the order id).
+        metadata = await asyncio.wait_for(
+            producer.send_and_wait(request.app[TOPIC], json.dumps(order).encode(), key=key or None),
+            request.app[SEND_TIMEOUT],
         )
-    except KafkaError as exc:
-        return web.json_response({"error": str(exc)}, status=503)
+    except (KafkaError, asyncio.TimeoutError) as exc:
+        if not isinstance(exc, (errors.RecordTooLargeError, errors.MessageTooLargeError)):
+            deliveries.failed(exc)  # the record's own size says nothing about the cluster
+        return error_response(exc)
+    deliveries.succeeded()
     return web.json_response(
         {"topic": metadata.topic, "partition": metadata.partition, "offset": metadata.offset},
         status=201,
@@ -48,31 +94,60 @@ async def create_order(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness plus a few producer figures (from ``producer.metrics()``)."""
-    stats = request.app[PRODUCER].metrics()["producer"]
+    """200 while the producer can deliver, else 503 with the reason; a few producer figures
+    (from ``producer.metrics()``, whose rates do not depend on how often this is called)."""
+    producer = request.app[PRODUCER]
+    stats = producer.metrics()["producer"]
+    problems = []
+    if not request.app[DELIVERIES].running:
+        problems.append("the producer is not running (starting or stopping)")
+    if stats["buffer_use"] > 0.9:
+        problems.append(f"the send buffer is {stats['buffer_use']:.0%} full")
+    last_error = request.app[DELIVERIES].last_error
+    if last_error is not None:
+        problems.append(f"the latest delivery failed: {last_error}")
     return web.json_response(
         {
-            "status": "ok",
+            "status": "failing" if problems else "ok",
+            "problems": problems,
             "records_sent": stats["records_sent"],
+            "records_per_sec": stats["records_per_sec"],
             "buffer_use": stats["buffer_use"],
             "batch_errors": stats["batch_errors"],
-        }
+        },
+        status=503 if problems else 200,
     )
 
 
-def make_app(bootstrap_servers: str, topic: str) -> web.Application:
+def make_app(
+    bootstrap_servers: str,
+    topic: str,
+    send_timeout: float = 10.0,
+    max_request_size: int = 1_048_576,
+) -> web.Application:
     """The aiohttp application; the producer lives exactly as long as it does."""
-    app = web.Application()
+    app = web.Application(client_max_size=max_request_size * 2)
     app[TOPIC] = topic
+    app[SEND_TIMEOUT] = send_timeout
+    app[DELIVERIES] = Deliveries()
 
     async def kafka_producer(app: web.Application) -> AsyncIterator[None]:
         async with Admin(bootstrap_servers=bootstrap_servers) as admin:
             # The topic may exist already (a restarted service): that is not a failure here.
             await admin.create_topics([NewTopic(topic, 3, 1)], raise_on_error=False)
-        producer = Producer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=2)
+        producer = Producer(
+            bootstrap_servers=bootstrap_servers,
+            acks="all",
+            linger_ms=2,
+            max_request_size=max_request_size,
+            # send() itself waits no longer than a request may (buffer full, metadata).
+            max_block_ms=int(send_timeout * 1000),
+        )
         await producer.start()
         app[PRODUCER] = producer
+        app[DELIVERIES].running = True
         yield
+        app[DELIVERIES].running = False
         await producer.stop()  # delivers what is still buffered, then disconnects
 
     app.cleanup_ctx.append(kafka_producer)
@@ -93,8 +168,11 @@ def kafka(bootstrap: str | None) -> Iterator[str]:
         yield broker.bootstrap_servers
 
 
-async def serve(bootstrap_servers: str, topic: str, host: str, port: int) -> None:
-    runner = web.AppRunner(make_app(bootstrap_servers, topic))
+async def serve(args: argparse.Namespace, bootstrap_servers: str) -> None:
+    topic, host, port = args.topic, args.host, args.port
+    runner = web.AppRunner(
+        make_app(bootstrap_servers, topic, args.send_timeout, args.max_request_size)
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -115,9 +193,15 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     parser.add_argument("--topic", default="orders")
+    parser.add_argument(
+        "--send-timeout", type=float, default=10.0, help="seconds a request waits for Kafka"
+    )
+    parser.add_argument(
+        "--max-request-size", type=int, default=1_048_576, help="largest record (bytes)"
+    )
     args = parser.parse_args()
     with kafka(args.bootstrap) as bootstrap_servers:
-        asyncio.run(serve(bootstrap_servers, args.topic, args.host, args.port))
+        asyncio.run(serve(args, bootstrap_servers))
 
 
 if __name__ == "__main__":

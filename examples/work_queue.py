@@ -8,6 +8,13 @@ them to the other workers then.
 
     python examples/work_queue.py --bootstrap localhost:9092 --enqueue 100   # add demo jobs
     python examples/work_queue.py --bootstrap localhost:9092 --workers 3     # process them
+    python examples/work_queue.py                                            # all on its own
+
+Share groups need Apache Kafka 4.1 or newer (KIP-932): without ``--bootstrap`` an embedded
+Apache Kafka broker is started (``aiokafkawire.testing.KafkaCluster``: Java 17+ and Maven; the
+first start downloads the broker's jars), 50 demo jobs are enqueued and the workers run.
+SIGTERM or Ctrl-C stops the workers cleanly: the acknowledgements made so far are sent, jobs in
+hand go back to the group.  Runs can follow each other: an existing topic is used as it is.
 
 Jobs are JSON objects ``{"id": ..., "fail": "never" | "once" | "always"}`` (the ``fail`` field
 lets the demo show retries and rejections).  A new share group starts at the latest offset by
@@ -18,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +178,8 @@ async def enqueue(bootstrap: str, topic: str, count: int) -> None:
 async def prepare(bootstrap: str, topic: str, group: str, from_beginning: bool) -> None:
     """Create the topic if needed and, on request, start the group at the earliest offset."""
     async with Admin(bootstrap_servers=bootstrap) as admin:
-        created = await admin.create_topics([NewTopic(topic, 2, 1)])
+        # Per-topic results instead of an exception: a topic that exists (a second run) is fine.
+        created = await admin.create_topics([NewTopic(topic, 2, 1)], raise_on_error=False)
         for result in created.values():
             if result.error is not None and not isinstance(
                 result.error, errors.TopicAlreadyExistsError
@@ -182,9 +193,52 @@ async def prepare(bootstrap: str, topic: str, group: str, from_beginning: bool) 
                 raise error
 
 
-async def main() -> None:
+@contextlib.contextmanager
+def kafka(bootstrap: str | None) -> Iterator[str]:
+    """The given bootstrap servers, or an embedded Apache Kafka broker's (share groups need
+    Kafka 4.1+, which Tansu is not) for the duration."""
+    if bootstrap:
+        yield bootstrap
+        return
+    from aiokafkawire.testing import KafkaCluster
+
+    log.info("starting an embedded Apache Kafka broker (the first start downloads its jars)")
+    with KafkaCluster() as cluster:
+        yield cluster.bootstrap_servers
+
+
+async def main(args: argparse.Namespace, bootstrap: str, demo: bool) -> None:
+    await prepare(bootstrap, args.topic, args.group, args.from_beginning or demo)
+    if args.enqueue or demo:
+        await enqueue(bootstrap, args.topic, args.enqueue or 50)
+        print(f"enqueued {args.enqueue or 50} jobs on {args.topic}", flush=True)
+        if not demo:
+            return
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"{args.workers} workers on {args.topic} (group {args.group}); Ctrl-C stops", flush=True)
+    tally = await run_service(
+        bootstrap,
+        args.topic,
+        args.group,
+        workers=args.workers,
+        max_attempts=args.max_attempts,
+        stop=stop,
+    )
+    print(
+        f"stopped: {len(tally.done)} done, {len(tally.retried)} released for a retry, "
+        f"{len(tally.rejected)} rejected",
+        flush=True,
+    )
+
+
+def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", default="localhost:9092")
+    parser.add_argument(
+        "--bootstrap", help="bootstrap servers (default: an embedded Apache Kafka broker)"
+    )
     parser.add_argument("--topic", default="jobs")
     parser.add_argument("--group", default="job-workers")
     parser.add_argument("--workers", type=int, default=3)
@@ -192,22 +246,11 @@ async def main() -> None:
     parser.add_argument("--enqueue", type=int, metavar="N", help="add N demo jobs and exit")
     parser.add_argument("--from-beginning", action="store_true")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    await prepare(args.bootstrap, args.topic, args.group, args.from_beginning)
-    if args.enqueue:
-        await enqueue(args.bootstrap, args.topic, args.enqueue)
-        return
-    await run_service(
-        args.bootstrap,
-        args.topic,
-        args.group,
-        workers=args.workers,
-        max_attempts=args.max_attempts,
-    )
+    # The log goes to stdout, as a service's log usually does (and the tests read it there).
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
+    with kafka(args.bootstrap) as bootstrap:
+        asyncio.run(main(args, bootstrap, demo=args.bootstrap is None))
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+    cli()

@@ -1,7 +1,10 @@
-"""Every example in ``examples/`` runs, as a subprocess, against the session's Tansu broker.
+"""Every example in ``examples/`` runs, as a subprocess, against the session's Tansu broker
+(``work_queue.py``, on share groups, against Apache Kafka).
 
 Small counts and short timeouts; the web service and the consumer service are driven through
-real HTTP requests and stopped with SIGTERM, as a process manager would.
+real HTTP requests and stopped with SIGTERM, as a process manager would.  The services and the
+pipeline run twice in a row (a restart must work: topics exist, groups have offsets) and are
+stopped with SIGTERM mid-run, which must end them cleanly (status 0).
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from aiokafkawire import Admin, Consumer, NewTopic, Producer, TopicPartition
-from aiokafkawire.testing import TansuBroker
+from aiokafkawire import Admin, Consumer, NewTopic, Producer, TopicPartition, errors
+from aiokafkawire.testing import KafkaCluster, TansuBroker
 
 aiohttp = pytest.importorskip("aiohttp")
 
@@ -35,6 +40,18 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def _load(name: str, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """An example imported as a module, for tests of its pieces."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def _run(*args: str, timeout: float = 60) -> str:
@@ -121,10 +138,11 @@ async def test_web_service_answers_real_http_requests(
 ) -> None:
     bootstrap = tansu_broker.bootstrap_servers
     topic = f"orders-{uuid.uuid4().hex[:8]}"
-    service = Service(
+    command = (
         str(EXAMPLES / "web_service.py"), "--bootstrap", bootstrap, "--port", "0",
-        "--topic", topic,
+        "--topic", topic, "--max-request-size", "4000", "--send-timeout", "10",
     )  # fmt: skip
+    service = Service(*command)
     services.append(service)
     url = service.wait_for_line(r"listening on (http://\S+)").group(1)
     async with aiohttp.ClientSession() as http:
@@ -136,12 +154,41 @@ async def test_web_service_answers_real_http_requests(
         assert all(b["topic"] == topic and b["offset"] >= 0 for b in bodies)
         bad = await http.post(f"{url}/orders", data=b"not json")
         assert bad.status == 400
-        health = await (await http.get(f"{url}/health")).json()
-        assert health["status"] == "ok" and health["records_sent"] == 20
+        too_large = await http.post(f"{url}/orders", json={"id": 99, "blob": "x" * 5000})
+        assert too_large.status == 413, await too_large.text()
+        answer = await http.get(f"{url}/health")
+        health = await answer.json()
+        # A record too large says nothing about the cluster: still healthy.
+        assert answer.status == 200 and health["status"] == "ok", health
+        assert health["records_sent"] == 20 and health["problems"] == []
     status, out, err = service.terminate()
     assert status == 0, out + err
+    # A second run in a row: the topic exists now.
+    again = Service(*command)
+    services.append(again)
+    url = again.wait_for_line(r"listening on (http://\S+)").group(1)
+    async with aiohttp.ClientSession() as http:
+        answer = await http.post(f"{url}/orders", json={"id": 20})
+        assert answer.status == 201, await answer.text()
+    status, out, err = again.terminate()
+    assert status == 0, out + err
     stored = await _read_all(bootstrap, topic, 3)
-    assert sorted(json.loads(v)["id"] for v in stored) == list(range(20))
+    assert sorted(json.loads(v)["id"] for v in stored) == list(range(21))
+
+
+def test_web_service_maps_errors_to_statuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    web_service = _load("web_service", monkeypatch)
+
+    def status(exc: Exception) -> int:
+        return int(web_service.error_response(exc).status)
+
+    assert status(errors.RecordTooLargeError("too large")) == 413
+    assert status(errors.MessageTooLargeError("broker: too large")) == 413
+    assert status(asyncio.TimeoutError()) == 503
+    assert status(errors.BufferFullError("full")) == 503  # retriable
+    assert web_service.error_response(errors.KafkaTimeoutError("t")).headers["Retry-After"] == "1"
+    assert status(errors.TopicAuthorizationFailedError("denied")) == 500
+    assert status(errors.ClientClosedError("closed")) == 500
 
 
 async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
@@ -154,10 +201,11 @@ async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
     async with Producer(bootstrap_servers=bootstrap) as producer:
         for i in range(30):
             await producer.send(topic, b"event %d" % i, key=b"%d" % i)
-    service = Service(
+    command = (
         str(EXAMPLES / "consumer_service.py"), "--bootstrap", bootstrap, "--topic", topic,
         "--group", group, "--port", "0", "--session-timeout-ms", "2000",
     )  # fmt: skip
+    service = Service(*command)
     services.append(service)
     url = service.wait_for_line(r"health on (http://\S+)/health").group(1)
     health: dict[str, object] = {}
@@ -177,6 +225,59 @@ async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
     async with Admin(bootstrap_servers=bootstrap) as admin:
         committed = await admin.list_group_offsets(group)
     assert sum(o.offset for o in committed.values()) == 30
+    # A second run in a row resumes from the committed offsets: nothing to process again.
+    again = Service(*command)
+    services.append(again)
+    url = again.wait_for_line(r"health on (http://\S+)/health").group(1)
+    async with aiohttp.ClientSession() as http:
+        live = await http.get(f"{url}/health/live")
+        assert live.status == 200, await live.text()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if (await http.get(f"{url}/health/ready")).status == 200:
+                break
+            await asyncio.sleep(0.2)
+        ready = await http.get(f"{url}/health/ready")
+        assert ready.status == 200, await ready.text()
+    status, out, err = again.terminate()
+    assert status == 0, out + err
+    assert "stopping after 0 records" in out
+
+
+class _Rebalancing:
+    """A consumer in the middle of a rebalance whose commit fails, as after a lost partition."""
+
+    state = "rebalancing"
+
+    def __init__(self) -> None:
+        self.commits = 0
+
+    def assignment(self) -> set[TopicPartition]:
+        return set()
+
+    def metrics(self) -> dict[str, Any]:
+        return {"consumer": {"lag": {}}}
+
+    async def commit(self) -> None:
+        self.commits += 1
+        raise errors.CommitFailedError("the group rebalanced; partitions were reassigned")
+
+
+async def test_consumer_service_liveness_survives_a_rebalance_and_a_failed_commit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    consumer_service = _load("consumer_service", monkeypatch)
+    consumer = _Rebalancing()
+    service = consumer_service.Service(consumer)
+    await service.commit()  # CommitFailedError: counted and logged, not raised
+    assert service.commit_failures == 1 and consumer.commits == 1
+    live = await service.live(None)
+    ready = await service.ready(None)
+    assert live.status == 200  # a liveness probe must not kill a rebalancing member
+    assert ready.status == 503  # but it takes no traffic meanwhile
+    assert json.loads(live.text)["commit_failures"] == 1
+    service.failed = "ProducerFencedError: fenced"
+    assert (await service.live(None)).status == 503
 
 
 def test_high_throughput_producer(tansu_broker: TansuBroker) -> None:
@@ -188,12 +289,41 @@ def test_high_throughput_producer(tansu_broker: TansuBroker) -> None:
     assert re.search(r"20,000 records of 100 bytes: .* 0 failed", out), out
 
 
-def test_transactional_pipeline(tansu_broker: TansuBroker) -> None:
-    out = _run(
+def test_transactional_pipeline_twice_in_a_row(tansu_broker: TansuBroker) -> None:
+    command = (
         str(EXAMPLES / "transactional_pipeline.py"), "--bootstrap",
         tansu_broker.bootstrap_servers, "--records", "60", "--timeout", "40",
     )  # fmt: skip
-    assert "transformed 60 records" in out and "reader sees 60 records" in out, out
+    for _run_number in range(2):
+        out = _run(*command)
+        assert "transformed 60 records" in out, out
+        # Every tenth input record is a tombstone, and stays one.
+        assert "reader sees 60 records (6 tombstones)" in out, out
+
+
+def test_transactional_pipeline_stops_cleanly_on_sigterm(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    service = Service(
+        str(EXAMPLES / "transactional_pipeline.py"), "--bootstrap",
+        tansu_broker.bootstrap_servers, "--records", "1000000", "--timeout", "120",
+    )  # fmt: skip
+    services.append(service)
+    service.wait_for_line(r"pipeline running", timeout=120)
+    time.sleep(1)  # mid-run: transactions in flight
+    status, out, err = service.terminate(timeout=60)
+    assert status == 0, out + err
+    assert "stopped by signal" in out and "Traceback" not in err, out + err
+
+
+def test_transactional_pipeline_tells_fatal_from_retriable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipeline = _load("transactional_pipeline", monkeypatch)
+    assert pipeline.transform(None) is None and pipeline.transform(b"a") == b"A"
+    assert isinstance(errors.ProducerFencedError("fenced"), pipeline.FATAL)
+    assert isinstance(errors.TransactionalIdAuthorizationFailedError("no"), pipeline.FATAL)
+    assert not isinstance(errors.KafkaConnectionError("down"), pipeline.FATAL)
 
 
 def test_produce_and_consume_examples(tansu_broker: TansuBroker) -> None:
@@ -235,3 +365,26 @@ async def test_prometheus_metrics_serves_the_text_format(
     assert re.search(r"^aiokafkawire_producer_buffer_use [0-9.]+$", text, re.M)
     status, out, err = service.terminate()
     assert status == 0, out + err
+
+
+async def test_work_queue_runs_twice_and_stops_on_sigterm(
+    kafka_cluster: KafkaCluster, services: list[Service]
+) -> None:
+    # Share groups (KIP-932): Apache Kafka 4.x, not Tansu.
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic, group = f"jobs-{uuid.uuid4().hex[:8]}", f"workers-{uuid.uuid4().hex[:8]}"
+    common = ("--bootstrap", bootstrap, "--topic", topic, "--group", group)
+    for _run_number in range(2):  # the second run finds the topic there
+        out = _run(str(EXAMPLES / "work_queue.py"), *common, "--enqueue", "10", timeout=120)
+        assert f"enqueued 10 jobs on {topic}" in out, out
+    for run_number in range(2):
+        service = Service(
+            str(EXAMPLES / "work_queue.py"), *common, "--workers", "2", "--from-beginning"
+        )
+        services.append(service)
+        service.wait_for_line(r"2 workers on", timeout=120)
+        if run_number == 0:
+            service.wait_for_line(r"job \d+ -> accept", timeout=120)
+        status, out, err = service.terminate(timeout=60)
+        assert status == 0, out + err
+        assert "stopped:" in out and "Traceback" not in err, out + err

@@ -5,12 +5,16 @@ Modules, one per group of commands:
 - :mod:`~aiokafkawire.cli.app`: the parser, running a command, errors and exit codes;
 - :mod:`~aiokafkawire.cli.bench`: ``demo`` and ``bench``;
 - :mod:`~aiokafkawire.cli.cluster`: ``broker``, ``metadata``, ``versions``;
-- :mod:`~aiokafkawire.cli.topics`: ``topics list|describe|create|delete|alter-config``;
-- :mod:`~aiokafkawire.cli.groups`: ``groups list|describe|delete|reset-offsets``;
+- :mod:`~aiokafkawire.cli.topics`: ``topics list|describe|create|delete|alter-config|
+  add-partitions|delete-records``;
+- :mod:`~aiokafkawire.cli.groups`: ``groups list|describe|delete|delete-offsets|reset-offsets``;
+- :mod:`~aiokafkawire.cli.share_groups`: ``share-groups list|describe|reset``;
+- :mod:`~aiokafkawire.cli.security`: ``acls list|create|delete``, ``users list|create|delete``;
 - :mod:`~aiokafkawire.cli.offsets`: ``offsets``;
 - :mod:`~aiokafkawire.cli.produce` and :mod:`~aiokafkawire.cli.consume`;
 
 and what they share: :mod:`~aiokafkawire.cli.options` (cluster and security options),
+:mod:`~aiokafkawire.cli.settings` (``-X``, config profiles, the bootstrap variable),
 :mod:`~aiokafkawire.cli.output` (tables, status lines, progress bars),
 :mod:`~aiokafkawire.cli.formats` (record output and input formats) and
 :mod:`~aiokafkawire.cli.exit_codes`.

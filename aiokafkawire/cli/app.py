@@ -20,10 +20,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire import __version__, errors
-from aiokafkawire.cli import bench, cluster, consume, groups, offsets, produce, topics
+from aiokafkawire.cli import (
+    bench,
+    cluster,
+    consume,
+    groups,
+    offsets,
+    produce,
+    security,
+    share_groups,
+    topics,
+)
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, exit_code_for
-from aiokafkawire.cli.options import client_options, connection_options, reporting_options
+from aiokafkawire.cli.options import (
+    apply_profile,
+    client_options,
+    connection_options,
+    reporting_options,
+)
 from aiokafkawire.cli.output import Reporter
+from aiokafkawire.cli.settings import for_client, load_profile, parse_x_options
 
 Handler = Callable[["Context"], Awaitable[int]]
 
@@ -86,13 +102,23 @@ class Context:
     report: Reporter
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     interrupted: bool = False
+    settings: dict[str, str] = field(default_factory=dict)
     _client_options: dict[str, Any] | None = None
 
-    def client_options(self, **overrides: Any) -> dict[str, Any]:
-        """Options for Admin/Producer/Consumer from the connection options (computed once)."""
+    def client_options(
+        self, client: str = "admin", defaults: dict[str, Any] | None = None, **overrides: Any
+    ) -> dict[str, Any]:
+        """Options for a ``client`` ("admin", "producer", "consumer" or "share"): the
+        connection options (computed once), then ``defaults``, the config profile's and ``-X``
+        options that client takes, and the command's ``overrides``, each over the one before."""
         if self._client_options is None:
             self._client_options = client_options(self.args)
-        return {**self._client_options, **overrides}
+        return {
+            **self._client_options,
+            **(defaults or {}),
+            **for_client(client, self.settings),
+            **overrides,
+        }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,13 +132,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aiokafkawire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parents = Parents(connection_options(), reporting_options())
-    for module in (bench, cluster, topics, groups, offsets, produce, consume):
+    for module in (
+        bench,
+        cluster,
+        topics,
+        groups,
+        share_groups,
+        offsets,
+        produce,
+        consume,
+        security,
+    ):
         module.add_commands(sub, parents)
     return parser
 
 
 async def _run(args: argparse.Namespace, report: Reporter) -> int:
     context = Context(args, report)
+    if hasattr(args, "client_settings"):  # a command that talks to a cluster
+        profile = load_profile(args.config_file, args.profile)
+        apply_profile(args, profile)
+        context.settings = {**profile.options, **parse_x_options(args.client_settings)}
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None

@@ -149,10 +149,12 @@ async def produce_phase(context: Context, topic: str, figures: Figures) -> None:
         return done
 
     async with Producer(
-        **context.client_options(),
-        acks=args.acks,
-        compression=None if args.compression == "none" else args.compression,
-        linger_ms=5,
+        **context.client_options(
+            "producer",
+            acks=args.acks,
+            compression=None if args.compression == "none" else args.compression,
+            linger_ms=5,
+        )
     ) as producer:
         await producer.partitions_for(topic)
         clock = Stopwatch()
@@ -221,20 +223,16 @@ async def consume_phase(context: Context, topic: str, group: str | None, figures
 
     args = context.args
     partitions = {TopicPartition(topic, p) for p in range(args.partitions)}
-    options = context.client_options(auto_offset_reset="earliest", enable_auto_commit=False)
+    options = context.client_options(
+        "consumer", auto_offset_reset="earliest", enable_auto_commit=False
+    )
     if group is None:
         consumers = [Consumer(**options)]
     else:
-        consumers = [
-            Consumer(
-                topic,
-                **options,
-                group_id=group,
-                session_timeout_ms=GROUP_SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=1000,
-            )
-            for _ in range(args.members)
-        ]
+        options.update(
+            group_id=group, session_timeout_ms=GROUP_SESSION_TIMEOUT_MS, heartbeat_interval_ms=1000
+        )
+        consumers = [Consumer(topic, **options) for _ in range(args.members)]
     counts = [0] * len(consumers)
     try:
         for consumer in consumers:

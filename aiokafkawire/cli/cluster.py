@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from aiokafkawire import errors
 from aiokafkawire.cli.admin_calls import connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import ExitCode
-from aiokafkawire.cli.options import add_internal_option, positive_int
+from aiokafkawire.cli.options import add_internal_option, add_json_option, positive_int
 
 if TYPE_CHECKING:
     from aiokafkawire.cli.app import Context, Parents
@@ -42,6 +42,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "topics", nargs="*", metavar="TOPIC", help="only these topics (default: all)"
     )
     add_internal_option(metadata)
+    add_json_option(metadata)
 
     parents.command(
         sub,
@@ -73,6 +74,40 @@ def _ids(ids: Iterable[int]) -> str:
     return ",".join(str(i) for i in ids)
 
 
+def _metadata_document(cluster: Any, topics: dict[str, Any]) -> dict[str, Any]:
+    """``metadata -J``: the cluster, its brokers, and each topic's partitions."""
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id,
+        "brokers": [
+            {"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(cluster.brokers, key=lambda b: b.node_id)
+        ],
+        "topics": [topic_document(topics[name]) for name in sorted(topics)],
+    }
+
+
+def topic_document(info: Any) -> dict[str, Any]:
+    """A topic's metadata as JSON: name, id, and each partition's leader, replicas and ISR."""
+    partitions = []
+    for partition in info.partition_ids:
+        p = info.partitions[partition]
+        partitions.append(
+            {
+                "partition": partition,
+                "leader": p.leader,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+                "error": errors.error_for_code(p.error_code).name if p.error_code else None,
+            }
+        )
+    return {
+        "name": info.name,
+        "topic_id": str(info.topic_id) if info.topic_id is not None else None,
+        "partitions": partitions,
+    }
+
+
 async def run_metadata(context: Context) -> int:
     """Print brokers and topic partitions."""
     args: argparse.Namespace = context.args
@@ -84,6 +119,9 @@ async def run_metadata(context: Context) -> int:
         else:
             names = await admin.list_topics(include_internal=args.internal)
             topics = await admin.describe_topics(names)
+    if args.json:
+        report.json(_metadata_document(cluster, topics))
+        return ExitCode.OK
     report.table(
         ["broker", "host", "port", "rack", "role"],
         [

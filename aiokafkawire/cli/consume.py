@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections import Counter
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from aiokafkawire import errors
 from aiokafkawire.cli.admin_calls import answered, connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.formats import ENCODINGS, OUTPUTS, RecordFormatter
+from aiokafkawire.cli.formats import ENCODINGS, OUTPUTS, RecordFormatter, unescape_bytes
 from aiokafkawire.cli.options import non_negative_int, positive_int, timestamp_ms
 from aiokafkawire.cli.output import Stopwatch
 from aiokafkawire.structs import TopicPartition
@@ -80,9 +81,10 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     start.add_argument(
         "--offset",
-        type=non_negative_int,
+        type=offset_argument,
         metavar="N",
-        help="start at offset N of each partition (not with --group)",
+        help="start at offset N of each partition; a negative N counts back from each "
+        "partition's end: --offset -10 prints the last 10 records of each (not with --group)",
     )
     start.add_argument(
         "--timestamp",
@@ -94,12 +96,20 @@ def add_commands(sub: Any, parents: Parents) -> None:
     consume.add_argument(
         "-n", "--count", type=positive_int, metavar="N", help="stop after exactly N records"
     )
+    consume.add_argument(
+        "--until",
+        type=timestamp_ms,
+        metavar="TIME",
+        help="read each partition up to (not including) its first record at or after TIME "
+        "(milliseconds since the epoch or ISO 8601) and stop when every partition got there; "
+        "with -e, a partition also ends at its end (not with --group)",
+    )
     end = consume.add_mutually_exclusive_group()
     end.add_argument(
         "-e",
         "--exit-at-end",
         action="store_true",
-        help="stop when every partition has been read to its end",
+        help="stop when every partition has been read to its end (or to --until)",
     )
     end.add_argument(
         "-f",
@@ -120,6 +130,13 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="TEMPLATE",
         help="print each record with this template, e.g. '{partition}:{offset}\\t{key}={value}'; "
         "fields: topic, partition, offset, timestamp, key, value, headers",
+    )
+    consume.add_argument(
+        "-D",
+        "--delimiter",
+        metavar="DELIM",
+        help="end each raw or --format record with DELIM instead of a newline "
+        "(escapes: \\n \\t \\r \\0 \\xHH)",
     )
     consume.add_argument(
         "--encoding",
@@ -155,6 +172,7 @@ def _check_usage(args: Any) -> None:
         ("--partition", args.partition),
         ("--offset", args.offset),
         ("--timestamp", args.timestamp),
+        ("--until", args.until),
     ):
         if value is not None:
             raise CliError(
@@ -182,8 +200,22 @@ async def join_group(context: Context, consumer: Consumer, group: str) -> set[To
     return set()
 
 
+def offset_argument(text: str) -> int:
+    """argparse type: an offset, or a negative count back from a partition's end."""
+    try:
+        return int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
 async def _start_positions(args: Any, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-    if args.offset is not None:
+    if args.offset is not None and args.offset < 0:
+        # kcat's -o -N: N back from each partition's end, not before its beginning.
+        ends = await consumer.end_offsets(partitions)
+        beginnings = await consumer.beginning_offsets(partitions)
+        for tp in partitions:
+            consumer.seek(tp, max(beginnings[tp], ends[tp] + args.offset))
+    elif args.offset is not None:
         for tp in partitions:
             consumer.seek(tp, args.offset)
     elif args.timestamp is not None:
@@ -210,6 +242,59 @@ async def _at_end(consumer: Consumer) -> bool:
         if highwater is None or await consumer.position(tp) < highwater:
             return False
     return True
+
+
+class _Bounds:
+    """Where a read ends, partition by partition: at ``--until`` (the offset of a partition's
+    first record at or after that time, or, where none is known yet, at such a record) and,
+    with ``-e``, at its end."""
+
+    def __init__(self, until: int | None, at_end: bool) -> None:
+        self.until = until
+        self.at_end = at_end
+        self.active = until is not None or at_end
+        self.stops: dict[TopicPartition, int] = {}
+        self.done: set[TopicPartition] = set()
+
+    async def prepare(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Look up each partition's ``--until`` offset."""
+        if self.until is None:
+            return
+        found = await consumer.offsets_for_times(dict.fromkeys(partitions, self.until))
+        self.stops = {tp: at.offset for tp, at in found.items() if at is not None}
+
+    def _finish(self, consumer: Consumer, tp: TopicPartition) -> None:
+        if tp not in self.done:
+            self.done.add(tp)
+            consumer.pause(tp)
+
+    def cut(self, consumer: Consumer, tp: TopicPartition, records: list[Any]) -> list[Any]:
+        """The records before the ``--until`` bound; a partition that reached it is done."""
+        if self.until is None or not records:
+            return records
+        stop = self.stops.get(tp)
+        for index, record in enumerate(records):
+            if record.offset >= stop if stop is not None else record.timestamp >= self.until:
+                self._finish(consumer, tp)
+                return records[:index]
+        return records
+
+    async def finished(self, consumer: Consumer) -> bool:
+        """Whether every assigned partition is done, or (``-e``) at its last known end."""
+        assigned = consumer.assignment()
+        if not assigned:
+            return False
+        finished = True
+        for tp in assigned - self.done:  # every one: those at their bound are paused now
+            position = await consumer.position(tp)
+            stop = self.stops.get(tp)
+            if stop is not None and position >= stop:
+                self._finish(consumer, tp)
+                continue
+            highwater = consumer.highwater(tp) if self.at_end else None
+            if highwater is None or position < highwater:
+                finished = False
+        return finished
 
 
 class _Output:
@@ -240,7 +325,12 @@ async def run_consume(context: Context) -> int:
     args = context.args
     report = context.report
     _check_usage(args)
-    formatter = RecordFormatter(args.output, template=args.format, encoding=args.encoding)
+    formatter = RecordFormatter(
+        args.output,
+        template=args.format,
+        encoding=args.encoding,
+        delimiter=unescape_bytes(args.delimiter) if args.delimiter is not None else b"\n",
+    )
     async with connect_admin(context) as admin:
         infos = await existing_topics(admin, args.topics)
         if args.share_group is not None and args.start is not None:
@@ -256,6 +346,7 @@ async def run_consume(context: Context) -> int:
     if not partitions:
         raise CliError("none of the --partition numbers exists in these topics", ExitCode.NOT_FOUND)
     options = context.client_options(
+        "consumer",
         group_id=args.group,
         auto_offset_reset="latest" if args.start == "end" else "earliest",
         enable_auto_commit=False,
@@ -275,26 +366,31 @@ async def run_consume(context: Context) -> int:
         else:
             consumer.assign(partitions)
             await _start_positions(args, consumer, partitions)
+        bounds = _Bounds(args.until, args.exit_at_end)
+        await bounds.prepare(consumer, partitions)
         total = 0
         caught_up = False
-        while not context.stop.is_set() and not output.closed:
-            wanted = args.count - total if args.count else None
-            batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
-            for tp, records in batches.items():
-                output.write(records)
-                counts[tp.topic] += len(records)
-                total += len(records)
-            if batches and args.group is not None and not output.closed:
-                await consumer.commit()
-            if args.count and total >= args.count:
-                break
-            if (args.exit_at_end or not caught_up) and await _at_end(consumer):
-                if args.exit_at_end:
+        with report.meter("consuming", total=args.count) as meter:
+            while not context.stop.is_set() and not output.closed:
+                wanted = args.count - total if args.count else None
+                batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)
+                for tp, records in batches.items():
+                    records = bounds.cut(consumer, tp, records)
+                    output.write(records)
+                    counts[tp.topic] += len(records)
+                    total += len(records)
+                    meter(len(records), len(records))
+                if batches and args.group is not None and not output.closed:
+                    await consumer.commit()
+                if args.count and total >= args.count:
                     break
-                caught_up = True
-                report.info(
-                    "read every partition to its end; waiting for new records (Ctrl-C stops)"
-                )
+                if bounds.active and await bounds.finished(consumer):
+                    break
+                if not caught_up and not args.exit_at_end and await _at_end(consumer):
+                    caught_up = True
+                    report.info(
+                        "read every partition to its end; waiting for new records (Ctrl-C stops)"
+                    )
         # Commit only what a reader got: after a closed pipe, the last batch may not have been.
         if args.group is not None and consumer.assignment() and not output.closed:
             await consumer.commit()
@@ -331,6 +427,7 @@ async def _run_share_consume(context: Context, formatter: RecordFormatter) -> in
             failures.append(f"{tp.topic}[{tp.partition}]: {result.error}")
 
     options = context.client_options(
+        "share",
         group_id=args.share_group,
         acknowledgement_mode="explicit",
         on_acknowledgement=outcome,

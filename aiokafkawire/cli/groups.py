@@ -8,7 +8,12 @@ from aiokafkawire import errors
 from aiokafkawire.cli.admin_calls import answered, answered_items, connect_admin
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
 from aiokafkawire.cli.offsets import lookup_offsets, partition_name, topic_partitions
-from aiokafkawire.cli.options import add_partition_option, non_negative_int, timestamp_ms
+from aiokafkawire.cli.options import (
+    add_json_option,
+    add_partition_option,
+    non_negative_int,
+    timestamp_ms,
+)
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -24,7 +29,8 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    parents.command(actions, "list", run_list, help="every group, with state")
+    listing = parents.command(actions, "list", run_list, help="every group, with state")
+    add_json_option(listing)
 
     describe = parents.command(
         actions,
@@ -36,12 +42,22 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "member it is assigned to.",
     )
     describe.add_argument("group", metavar="GROUP", help="the group id")
+    add_json_option(describe)
 
     delete = parents.command(
         actions, "delete", run_delete, help="delete groups that have no members"
     )
     delete.add_argument("groups", nargs="+", metavar="GROUP", help="group ids")
 
+    forget = parents.command(
+        actions,
+        "delete-offsets",
+        run_delete_offsets,
+        help="delete a group's committed offsets for a topic it no longer reads",
+    )
+    forget.add_argument("group", metavar="GROUP", help="the group id")
+    forget.add_argument("--topic", required=True, help="the topic whose offsets go")
+    add_partition_option(forget)
     reset = parents.command(
         actions,
         "reset-offsets",
@@ -80,6 +96,20 @@ async def run_list(context: Context) -> int:
     """Print every group."""
     async with connect_admin(context) as admin:
         listings = await admin.list_groups()
+    if context.args.json:
+        context.report.json(
+            [
+                {
+                    "group": g.group_id,
+                    "state": g.state,
+                    "type": g.group_type,
+                    "protocol": g.protocol_type,
+                    "coordinator": g.coordinator,
+                }
+                for g in listings
+            ]
+        )
+        return ExitCode.OK
     context.report.table(
         ["group", "state", "type", "protocol", "coordinator"],
         [(g.group_id, g.state, g.group_type, g.protocol_type, g.coordinator) for g in listings],
@@ -110,6 +140,52 @@ async def _committed(admin: PerItemAdmin, group: str) -> dict[TopicPartition, Gr
     return {tp: o for tp, o in offsets.items() if o.offset >= 0}
 
 
+def _group_document(
+    group: str,
+    description: GroupDescription | None,
+    committed: dict[TopicPartition, GroupOffset],
+    ends: dict[TopicPartition, int],
+) -> dict[str, Any]:
+    """``groups describe -J``: state, members (null when the broker cannot describe groups)
+    and each committed partition's offset, end and lag."""
+    owner: dict[TopicPartition, str] = {}
+    members = None
+    if description is not None:
+        members = []
+        for member in description.members:
+            owner.update(dict.fromkeys(member.assigned_partitions, member.member_id))
+            members.append(
+                {
+                    "member_id": member.member_id,
+                    "client_id": member.client_id,
+                    "host": member.client_host,
+                    "assigned": [
+                        {"topic": tp.topic, "partition": tp.partition}
+                        for tp in member.assigned_partitions
+                    ],
+                }
+            )
+    offsets = [
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "committed": committed[tp].offset,
+            "end": ends[tp],
+            "lag": max(ends[tp] - committed[tp].offset, 0),
+            "member": owner.get(tp),
+        }
+        for tp in sorted(committed)
+    ]
+    return {
+        "group": group,
+        "state": description.state if description is not None else None,
+        "coordinator": description.coordinator if description is not None else None,
+        "members": members,
+        "offsets": offsets,
+        "total_lag": sum(row["lag"] for row in offsets),
+    }
+
+
 async def run_describe(context: Context) -> int:
     """Print a group's members and its offsets with lag."""
     from aiokafkawire.admin import OffsetSpec
@@ -127,6 +203,9 @@ async def run_describe(context: Context) -> int:
                 ExitCode.NOT_FOUND,
             )
         ends = await lookup_offsets(admin, list(committed), OffsetSpec.latest())
+    if context.args.json:
+        report.json(_group_document(group, description, committed, ends))
+        return ExitCode.OK
     owner: dict[TopicPartition, str] = {}
     if description is None:
         report.info("the broker cannot describe groups (no DescribeGroups): members unknown")
@@ -230,5 +309,27 @@ async def run_reset_offsets(context: Context) -> int:
         title=f"group {args.group}: "
         + ("new offsets (dry run, nothing committed)" if args.dry_run else "offsets committed"),
         right=["partition", "old", "new"],
+    )
+    return ExitCode.OK
+
+
+async def run_delete_offsets(context: Context) -> int:
+    """Delete a group's committed offsets of a topic's partitions."""
+    args = context.args
+    async with connect_admin(context) as admin:
+        partitions = await topic_partitions(admin, args.topic, args.partition)
+        results = await admin.delete_group_offsets(args.group, partitions)
+    for tp, result in answered_items(results, partitions, partition_name):
+        if isinstance(result.error, errors.GroupSubscribedToTopicError):
+            raise CliError(
+                f"group {args.group!r} still reads topic {args.topic!r}; stop its consumers "
+                "(or unsubscribe them from the topic) first"
+            )
+        if isinstance(result.error, errors.GroupIdNotFoundError):
+            raise CliError(f"group {args.group!r} does not exist", ExitCode.NOT_FOUND)
+        check_item(f"deleting the offset of {partition_name(tp)}", result.error)
+    context.report.info(
+        f"group {args.group}: committed offsets of {len(partitions)} partition(s) of "
+        f"{args.topic} deleted"
     )
     return ExitCode.OK

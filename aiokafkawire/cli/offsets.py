@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiokafkawire.cli.admin_calls import answered_items, connect_admin, existing_topics
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.options import add_partition_option, timestamp_ms
+from aiokafkawire.cli.options import add_json_option, add_partition_option, timestamp_ms
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         metavar="TIME",
         help="also look up the offsets at this time: milliseconds since the epoch, or ISO 8601",
     )
+    add_json_option(offsets)
 
 
 def partition_name(tp: TopicPartition) -> str:
@@ -87,6 +88,27 @@ async def run_offsets(context: Context) -> int:
             if args.timestamp is not None
             else None
         )
+    if args.json:
+        context.report.json(
+            {
+                "topic": args.topic,
+                "timestamp": args.timestamp,
+                "partitions": [
+                    {
+                        "partition": tp.partition,
+                        "earliest": earliest[tp],
+                        "latest": latest[tp],
+                        **(
+                            {"at_timestamp": at_time[tp] if at_time[tp] >= 0 else None}
+                            if at_time is not None
+                            else {}
+                        ),
+                    }
+                    for tp in partitions
+                ],
+            }
+        )
+        return ExitCode.OK
     columns = ["partition", "earliest", "latest"]
     if at_time is not None:
         columns.append(f"at {args.timestamp}")

@@ -14,8 +14,10 @@ import sys
 from typing import Any
 
 from aiokafkawire.cli.exit_codes import CliError, ExitCode
+from aiokafkawire.cli.settings import BOOTSTRAP_ENV_VAR, Profile, bootstrap_from_environment
 
-BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP_SERVERS"
+DEFAULT_CLIENT_ID = "aiokafkawire-cli"
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -50,14 +52,33 @@ def connection_options() -> argparse.ArgumentParser:
         help=f"brokers to bootstrap from (default: ${BOOTSTRAP_ENV_VAR} or localhost:9092)",
     )
     cluster.add_argument(
-        "--client-id", default="aiokafkawire-cli", help="client id sent to the brokers"
+        "--client-id", help=f"client id sent to the brokers (default: {DEFAULT_CLIENT_ID})"
     )
     cluster.add_argument(
         "--request-timeout-ms",
         type=positive_int,
-        default=30_000,
         metavar="MS",
-        help="how long to wait for a broker's answer (default: 30000)",
+        help=f"how long to wait for a broker's answer (default: {DEFAULT_REQUEST_TIMEOUT_MS})",
+    )
+    cluster.add_argument(
+        "-X",
+        dest="client_settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a client option by its aiokafkawire name, e.g. -X fetch_max_bytes=1048576 "
+        "(repeatable; given to every client of the command that takes it)",
+    )
+    cluster.add_argument(
+        "--config-file",
+        metavar="FILE",
+        help="an INI file of settings: [DEFAULT] and named profiles (default: "
+        "$AIOKAFKAWIRE_CONFIG, else ~/.config/aiokafkawire/config.ini if it exists)",
+    )
+    cluster.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="use this section of the config file (default: $AIOKAFKAWIRE_PROFILE)",
     )
     security = parent.add_argument_group("security")
     security.add_argument(
@@ -100,6 +121,16 @@ def add_internal_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    """``-J/--json``: the result as one JSON document on stdout instead of tables (kcat's -J)."""
+    parser.add_argument(
+        "-J",
+        "--json",
+        action="store_true",
+        help="print the result as one JSON document on stdout instead of tables",
+    )
+
+
 def add_partition_option(parser: argparse.ArgumentParser) -> None:
     """``-p/--partition N`` (repeatable): only these partitions of the command's topic."""
     parser.add_argument(
@@ -135,11 +166,39 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def apply_profile(args: argparse.Namespace, profile: Profile) -> None:
+    """Fill the connection options not given on the command line from the config profile, then
+    from the defaults (the bootstrap servers: see :func:`client_options`)."""
+    for name, text in profile.connection.items():
+        if getattr(args, name, None) not in (None, False):
+            continue
+        value: Any = text
+        if name == "request_timeout_ms":
+            try:
+                value = positive_int(text)
+            except argparse.ArgumentTypeError as exc:
+                raise CliError(f"config file: {name}: {exc}", ExitCode.USAGE) from None
+        elif name == "tls_no_hostname_check":
+            value = text.strip().lower() in ("1", "true", "yes", "on")
+        elif name == "security_protocol" and text not in SECURITY_PROTOCOLS:
+            raise CliError(
+                f"config file: {name} must be one of {SECURITY_PROTOCOLS}", ExitCode.USAGE
+            )
+        elif name == "sasl_mechanism" and text not in SASL_MECHANISMS:
+            raise CliError(f"config file: {name} must be one of {SASL_MECHANISMS}", ExitCode.USAGE)
+        setattr(args, name, value)
+    if args.client_id is None:
+        args.client_id = DEFAULT_CLIENT_ID
+    if args.request_timeout_ms is None:
+        args.request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS
+
+
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword options for Admin, Producer and Consumer from the parsed connection options."""
+    """Keyword options for Admin, Producer and Consumer from the parsed connection options
+    (after :func:`apply_profile`)."""
     options: dict[str, Any] = {
         "bootstrap_servers": args.bootstrap_servers
-        or os.environ.get(BOOTSTRAP_ENV_VAR)
+        or bootstrap_from_environment()
         or "localhost:9092",
         "client_id": args.client_id,
         "request_timeout_ms": args.request_timeout_ms,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -20,12 +21,15 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 # Tables written to a pipe or a file are not wrapped at 80 columns.
 _PIPE_WIDTH = 200
@@ -124,6 +128,34 @@ class Reporter:
 
             yield advance
 
+    @contextlib.contextmanager
+    def meter(self, what: str, total: int | None = None) -> Iterator[Callable[[int, int], None]]:
+        """A live count of records and their rate for a long run, at a terminal only; yields
+        ``advance(records, steps)``: ``steps`` move the bar toward ``total`` (bytes of an
+        input file, say), and without a ``total`` the records do.  Silent in a pipe or with
+        ``--quiet``: the command's summary line says the same at the end."""
+        if self.quiet or not self.interactive:
+            yield _ignore_two
+            return
+        columns: list[ProgressColumn | str] = [
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+        ]
+        if total is not None:
+            columns += [BarColumn(), TaskProgressColumn()]
+        columns += [_RecordRateColumn(), TimeElapsedColumn()]
+        with Progress(*columns, console=self.err, transient=True) as progress:
+            task = progress.add_task(what, total=total, records=0)
+            records = [0]
+
+            def advance(count: int, steps: int = 0) -> None:
+                records[0] += count
+                progress.update(
+                    task, advance=steps if total is not None else count, records=records[0]
+                )
+
+            yield advance
+
     def table(
         self,
         columns: Sequence[str],
@@ -140,6 +172,11 @@ class Reporter:
             table.add_row(*("-" if cell is None else str(cell) for cell in row))
         self.out.print(table)
 
+    def json(self, document: Any) -> None:
+        """Print ``document`` as one line of JSON on stdout (``-J``)."""
+        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
     def line(self, text: str) -> None:
         """A plain line of results on stdout."""
         self.out.print(text, markup=False)
@@ -147,6 +184,20 @@ class Reporter:
 
 def _ignore(_steps: int) -> None:
     return None
+
+
+def _ignore_two(_records: int, _steps: int = 0) -> None:
+    return None
+
+
+class _RecordRateColumn(ProgressColumn):
+    """``12,345 records  4,321/s``: the count so far and the mean rate since the start."""
+
+    def render(self, task: Task) -> Text:
+        records = int(task.fields.get("records", 0))
+        elapsed = task.elapsed or 0.0
+        rate = f"{records / elapsed:,.0f}/s" if elapsed > 0 else "-/s"
+        return Text(f"{records:,} records  {rate}")
 
 
 class Stopwatch:

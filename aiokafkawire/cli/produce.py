@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -11,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from aiokafkawire.cli.admin_calls import answered, connect_admin, existing_topics, topic_name
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.formats import LineParser, parse_header
+from aiokafkawire.cli.formats import ENCODINGS, LineParser, parse_header, unescape_bytes
 from aiokafkawire.cli.options import non_negative_int, positive_int
 from aiokafkawire.cli.output import Stopwatch
 
@@ -32,8 +34,10 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "produce",
         run_produce,
         help="send lines of stdin or a file as records",
-        description="Send each line of stdin (or --file) as one record.  The topic must exist, "
-        "or be created with --create.",
+        description="Send each line of stdin (or --file) as one record (or each chunk ended by "
+        "the -D delimiter).  The topic must exist, or be created with --create.  "
+        "'consume -e -o json --encoding base64 SRC | produce --json --encoding base64 DST' "
+        "copies a topic byte for byte: keys, headers, tombstones, partitions and timestamps.",
     )
     produce.add_argument("topic", metavar="TOPIC", help="the topic to write to")
     produce.add_argument(
@@ -47,6 +51,19 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "a line without SEP has no key",
     )
     produce.add_argument("-k", "--key", help="the key of every record (instead of -K)")
+    produce.add_argument(
+        "-D",
+        "--delimiter",
+        metavar="DELIM",
+        help="records end with DELIM instead of a newline (escapes: \\n \\t \\r \\0 \\xHH); "
+        "everything between two delimiters is sent byte for byte (not with --json)",
+    )
+    produce.add_argument(
+        "--null-value",
+        metavar="TEXT",
+        help="a value equal to TEXT is sent as null: a tombstone (e.g. --null-value '' for "
+        "empty lines; not with --json, whose null is null)",
+    )
     produce.add_argument(
         "-H",
         "--header",
@@ -63,19 +80,17 @@ def add_commands(sub: Any, parents: Parents) -> None:
         help="write every record to partition N (default: by key, or spread)",
     )
     produce.add_argument(
-        "-z", "--compression", choices=COMPRESSIONS, default="none", help="compression codec"
+        "-z", "--compression", choices=COMPRESSIONS, help="compression codec (default: none)"
     )
     produce.add_argument(
         "--acks",
         choices=("0", "1", "all"),
-        default="all",
         help="acknowledgements to wait for: 0 none, 1 the leader, all the in-sync replicas "
         "(default: all)",
     )
     produce.add_argument(
         "--linger-ms",
         type=non_negative_int,
-        default=5,
         metavar="MS",
         help="how long a batch may wait for more records (default: 5)",
     )
@@ -83,7 +98,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "--json",
         action="store_true",
         help='read one JSON object a line: {"key": ..., "value": ..., "headers": {...}, '
-        '"partition": N, "timestamp": MS} (all optional)',
+        '"partition": N, "timestamp": MS} (all optional; "topic" and "offset", as consume -o '
+        "json writes them, are ignored)",
+    )
+    produce.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        default="utf-8",
+        help="with --json: keys, values and header values are text (utf-8) or base64, as "
+        "consume -o json --encoding writes them (default: utf-8)",
     )
     produce.add_argument(
         "--create", action="store_true", help="create the topic if it does not exist"
@@ -129,8 +152,9 @@ async def ensure_topic(
 
 
 # long: the reader thread's nested helpers (hand-off to a loop that may be gone) belong to it
-async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
-    """Lines of a binary stream (without their line ends), read by a daemon thread.
+async def read_lines(stream: IO[bytes], delimiter: bytes = b"\n") -> AsyncIterator[bytes]:
+    """Lines of a binary stream (without their line ends), read by a daemon thread; with
+    another ``delimiter``, the chunks it ends, byte for byte (no ``\\r`` is taken off).
 
     A daemon thread, not the loop's executor: a read blocked on a terminal must not keep the
     process alive after Ctrl-C.
@@ -179,16 +203,17 @@ async def read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
 
     threading.Thread(target=reader, name="aiokafkawire-cli-input", daemon=True).start()
     pending = b""
+    newline = delimiter == b"\n"
     while True:
         item = await chunks.get()
         if isinstance(item, BaseException):
             raise CliError(f"cannot read the input: {item}", ExitCode.USAGE)
         if item is None:
             break
-        lines = (pending + item).split(b"\n")
+        lines = (pending + item).split(delimiter)
         pending = lines.pop()
         for line in lines:
-            yield line[:-1] if line.endswith(b"\r") else line
+            yield line[:-1] if newline and line.endswith(b"\r") else line
     if pending:
         yield pending
 
@@ -230,19 +255,103 @@ class _Deliveries:
         self.pending = []
 
 
+def _input_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular input file (for a progress bar), else None."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+async def _send_all(
+    context: Context,
+    producer: Any,
+    stream: IO[bytes],
+    how: tuple[LineParser, bytes, bytes | None],
+    deliveries: _Deliveries,
+) -> int:
+    """Send every record of the input; returns the count.  A long run shows its progress and
+    rate at a terminal (not while a person types the input)."""
+    args = context.args
+    parser, delimiter, fixed_key = how
+    meter = (
+        contextlib.nullcontext(_no_meter)
+        if stream.isatty()
+        else context.report.meter("producing", total=_input_size(stream))
+    )
+    count = unmetered = size = 0
+    with meter as advance:
+        async for line in read_lines(stream, delimiter):
+            record = parser.parse(line, count + 1)
+            handle = await producer.send(
+                args.topic,
+                record.value,
+                key=fixed_key if fixed_key is not None else record.key,
+                partition=record.partition if record.partition is not None else args.partition,
+                timestamp=record.timestamp,
+                headers=record.headers or None,
+            )
+            deliveries.add(handle)
+            count += 1
+            unmetered += 1
+            size += len(line) + len(delimiter)
+            if unmetered >= 1024:  # the meter's lock and refresh cost more than a send
+                advance(unmetered, size)
+                unmetered = size = 0
+        advance(unmetered, size)
+    return count
+
+
+def _no_meter(_records: int, _steps: int = 0) -> None:
+    return None
+
+
+def _input_format(args: Any) -> tuple[LineParser, bytes]:
+    """How the input is split into records and parsed, from the options (checked together)."""
+    if args.key is not None and (args.key_separator or args.json):
+        raise CliError("--key cannot be combined with --key-separator or --json", ExitCode.USAGE)
+    if args.json and (args.delimiter is not None or args.null_value is not None):
+        raise CliError(
+            "--json reads one object a line, with null for null: not with --delimiter or "
+            "--null-value",
+            ExitCode.USAGE,
+        )
+    if args.encoding != "utf-8" and not args.json:
+        raise CliError("--encoding needs --json (other input is sent as it is)", ExitCode.USAGE)
+    delimiter = unescape_bytes(args.delimiter) if args.delimiter is not None else b"\n"
+    if not delimiter:
+        raise CliError("--delimiter must not be empty", ExitCode.USAGE)
+    parser = LineParser(
+        key_separator=args.key_separator,
+        json_input=args.json,
+        headers=[parse_header(h) for h in args.header],
+        null_value=unescape_bytes(args.null_value) if args.null_value is not None else None,
+        encoding=args.encoding,
+    )
+    return parser, delimiter
+
+
+def _producer_options(context: Context) -> dict[str, Any]:
+    """The producer's options: the command's flags over -X and the profile, over defaults."""
+    args = context.args
+    flags = {"acks": args.acks, "linger_ms": args.linger_ms}
+    if args.compression is not None:
+        flags["compression"] = None if args.compression == "none" else args.compression
+    return context.client_options(
+        "producer",
+        defaults={"acks": "all", "linger_ms": 5},
+        **{name: value for name, value in flags.items() if value is not None},
+    )
+
+
 async def run_produce(context: Context) -> int:
     """Send the input's lines to the topic."""
     from aiokafkawire import Producer
 
     args = context.args
     report = context.report
-    if args.key is not None and (args.key_separator or args.json):
-        raise CliError("--key cannot be combined with --key-separator or --json", ExitCode.USAGE)
-    parser = LineParser(
-        key_separator=args.key_separator,
-        json_input=args.json,
-        headers=[parse_header(h) for h in args.header],
-    )
+    parser, delimiter = _input_format(args)
     fixed_key = args.key.encode() if args.key is not None else None
     async with connect_admin(context) as admin:
         partitions = await ensure_topic(
@@ -262,26 +371,12 @@ async def run_produce(context: Context) -> int:
     count = 0
     deliveries = _Deliveries()
     try:
-        async with Producer(
-            **context.client_options(),
-            acks=args.acks,
-            compression=None if args.compression == "none" else args.compression,
-            linger_ms=args.linger_ms,
-        ) as producer:
+        async with Producer(**_producer_options(context)) as producer:
             if stream.isatty():
                 report.info(f"type records for {args.topic}, one a line; Ctrl-D ends")
-            async for line in read_lines(stream):
-                record = parser.parse(line, count + 1)
-                handle = await producer.send(
-                    args.topic,
-                    record.value,
-                    key=fixed_key if fixed_key is not None else record.key,
-                    partition=record.partition if record.partition is not None else args.partition,
-                    timestamp=record.timestamp,
-                    headers=record.headers or None,
-                )
-                deliveries.add(handle)
-                count += 1
+            count = await _send_all(
+                context, producer, stream, (parser, delimiter, fixed_key), deliveries
+            )
             await producer.flush()
             await deliveries.wait_all()
     finally:

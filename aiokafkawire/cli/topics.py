@@ -12,7 +12,13 @@ from aiokafkawire.cli.admin_calls import (
     topic_name,
 )
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.options import add_internal_option, positive_int
+from aiokafkawire.cli.options import (
+    add_internal_option,
+    add_json_option,
+    add_partition_option,
+    non_negative_int,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from aiokafkawire.cli.app import Context, Parents
@@ -33,6 +39,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "-l", "--long", action="store_true", help="a table with partitions and replication"
     )
     add_internal_option(listing)
+    add_json_option(listing)
 
     describe = parents.command(
         actions,
@@ -44,6 +51,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     describe.add_argument(
         "--all-configs", action="store_true", help="also show configuration left at defaults"
     )
+    add_json_option(describe)
 
     create = parents.command(actions, "create", run_create, help="create topics")
     create.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to create")
@@ -79,6 +87,8 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "--if-exists", action="store_true", help="succeed when a topic does not exist"
     )
 
+    _add_partition_commands(actions, parents)
+
     alter = parents.command(
         actions, "alter-config", run_alter_config, help="set or remove a topic's configuration"
     )
@@ -99,6 +109,43 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
 
 
+def _add_partition_commands(actions: Any, parents: Parents) -> None:
+    """``topics add-partitions`` and ``topics delete-records``."""
+    grow = parents.command(
+        actions,
+        "add-partitions",
+        run_add_partitions,
+        help="add partitions to a topic",
+        description="Add partitions to a topic (never fewer: Kafka cannot remove partitions).  "
+        "Keys hash to other partitions afterwards: records of one key may then be in two.",
+    )
+    grow.add_argument("topic", metavar="TOPIC", help="the topic to grow")
+    how_many = grow.add_mutually_exclusive_group(required=True)
+    how_many.add_argument("-n", "--num", type=positive_int, metavar="N", help="add N partitions")
+    how_many.add_argument(
+        "--total", type=positive_int, metavar="N", help="grow to N partitions in all"
+    )
+
+    trim = parents.command(
+        actions,
+        "delete-records",
+        run_delete_records,
+        help="delete a topic's records before an offset (move the log start)",
+        description="Delete the records before --offset N (or every record, --all) in each "
+        "partition of the topic (or those given with -p), as kafka-delete-records does.",
+    )
+    trim.add_argument("topic", metavar="TOPIC", help="the topic")
+    add_partition_option(trim)
+    before = trim.add_mutually_exclusive_group(required=True)
+    before.add_argument(
+        "--offset", type=non_negative_int, metavar="N", help="delete the records before offset N"
+    )
+    before.add_argument(
+        "--all", action="store_true", help="delete every record (up to the high watermark)"
+    )
+    add_json_option(trim)
+
+
 def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
     """``NAME=VALUE`` strings as a dict; a malformed one is a usage error."""
     configs = {}
@@ -110,25 +157,58 @@ def parse_configs(pairs: list[str], option: str) -> dict[str, str]:
     return configs
 
 
+def _replication(info: Any) -> int:
+    return max((len(p.replicas) for p in info.partitions.values()), default=0)
+
+
 async def run_list(context: Context) -> int:
     """Print topic names, or a table of them."""
     args = context.args
     async with connect_admin(context) as admin:
         names = await admin.list_topics(include_internal=args.internal)
-        infos = await admin.describe_topics(names) if args.long else {}
+        infos = await admin.describe_topics(names) if args.long or args.json else {}
+    if args.json:
+        context.report.json(
+            [
+                {
+                    "name": name,
+                    "partitions": len(infos[name].partitions),
+                    "replication": _replication(infos[name]),
+                    "internal": infos[name].is_internal,
+                }
+                for name in names
+            ]
+        )
+        return ExitCode.OK
     if not args.long:
         for name in names:
             context.report.line(name)
         return ExitCode.OK
     rows = []
     for name in names:
-        partitions = infos[name].partitions.values()
-        replication = max((len(p.replicas) for p in partitions), default=0)
-        rows.append((name, len(partitions), replication))
+        rows.append((name, len(infos[name].partitions), _replication(infos[name])))
     context.report.table(
         ["topic", "partitions", "replication"], rows, right=["partitions", "replication"]
     )
     return ExitCode.OK
+
+
+def _described(name: str, info: Any, configs: Any, all_configs: bool) -> dict[str, Any]:
+    """``topics describe -J``: partitions and configuration (sensitive values are null)."""
+    from aiokafkawire import ConfigResource
+    from aiokafkawire.admin import ResourceType
+    from aiokafkawire.cli.cluster import topic_document
+
+    document = topic_document(info)
+    result = configs.get(ConfigResource(ResourceType.TOPIC, name))
+    if result is not None:
+        check_item(f"configuration of topic {name!r}", result.error)
+        document["configs"] = {
+            entry.name: None if entry.is_sensitive else entry.value
+            for entry in sorted(result.entries.values(), key=lambda e: e.name)
+            if all_configs or not entry.is_default
+        }
+    return document
 
 
 async def run_describe(context: Context) -> int:
@@ -142,6 +222,11 @@ async def run_describe(context: Context) -> int:
         infos = await existing_topics(admin, args.topics)
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in infos]
         configs = await admin.describe_configs(resources)
+    if args.json:
+        report.json(
+            [_described(name, info, configs, args.all_configs) for name, info in infos.items()]
+        )
+        return ExitCode.OK
     for name, info in infos.items():
         rows = [
             (p.partition, p.leader, ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)))
@@ -236,4 +321,54 @@ async def run_alter_config(context: Context) -> int:
     for name, value in changes.items():
         what = f"{name}={value}" if value is not None else f"{name} back to its default"
         context.report.info(f"topic {args.topic}: {what}")
+    return ExitCode.OK
+
+
+async def run_add_partitions(context: Context) -> int:
+    """Grow a topic to more partitions."""
+    args = context.args
+    async with connect_admin(context) as admin:
+        current = len((await existing_topics(admin, [args.topic]))[args.topic].partitions)
+        total = args.total if args.total is not None else current + args.num
+        if total <= current:
+            raise CliError(
+                f"topic {args.topic!r} has {current} partition(s) already; Kafka cannot remove "
+                "partitions",
+                ExitCode.USAGE,
+            )
+        results = await admin.create_partitions({args.topic: total})
+    result = answered(results, args.topic, topic_name(args.topic))
+    check_item(f"adding partitions to topic {args.topic!r}", result.error)
+    context.report.info(f"topic {args.topic}: {current} -> {total} partitions")
+    return ExitCode.OK
+
+
+async def run_delete_records(context: Context) -> int:
+    """Move the log start of a topic's partitions."""
+    from aiokafkawire.cli.offsets import partition_name, topic_partitions
+
+    args = context.args
+    # -1 asks the broker for the high watermark: every record.
+    before = -1 if args.all else args.offset
+    async with connect_admin(context) as admin:
+        partitions = await topic_partitions(admin, args.topic, args.partition)
+        results = await admin.delete_records(dict.fromkeys(partitions, before))
+    rows = []
+    for tp, (low_watermark, error) in answered_items(results, partitions, partition_name):
+        check_item(f"deleting records of {partition_name(tp)}", error)
+        rows.append((tp.partition, low_watermark))
+    if args.json:
+        context.report.json(
+            {
+                "topic": args.topic,
+                "partitions": [{"partition": p, "low_watermark": low} for p, low in rows],
+            }
+        )
+    else:
+        context.report.table(
+            ["partition", "earliest"],
+            rows,
+            title=f"topic {args.topic}: records deleted, new earliest offsets",
+            right=["partition", "earliest"],
+        )
     return ExitCode.OK

@@ -18,8 +18,9 @@ Fixtures:
   (3 brokers, listeners, authorizer ...); every cluster is stopped at teardown.
 - ``kafka_bootstrap`` (function, parametrized): a bootstrap string (a :class:`KafkaBootstrap`,
   i.e. a ``str`` with a ``.kind``) for each backend: ``"tansu"``, ``"mock"``, ``"kafka"`` (Apache
-  Kafka 4.x) and ``"kafka39"``; when ``AIOKAFKAWIRE_BOOTSTRAP=host:port`` is set, ``"external"``
-  only and the others are skipped.
+  Kafka 4.x) and ``"kafka39"``; when ``AIOKAFKAWIRE_BOOTSTRAP_SERVERS=host:port`` is set (the
+  variable the command line reads too; the older ``AIOKAFKAWIRE_BOOTSTRAP`` still works, with a
+  ``DeprecationWarning``), ``"external"`` only and the others are skipped.
 
 Which brokers the integration suite runs on: ``AIOKAFKAWIRE_TEST_BROKERS`` (comma list of
 ``tansu``, ``mock``, ``kafka``, ``kafka39``; default all of them). A broker that cannot start here
@@ -33,6 +34,7 @@ starts is stopped in that fixture's teardown.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, TypeVar
 
@@ -43,7 +45,8 @@ from aiokafkawire.testing.kafka import KafkaCluster
 from aiokafkawire.testing.mock_cluster import MockCluster
 from aiokafkawire.testing.tansu import TansuBroker
 
-EXTERNAL_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP"
+EXTERNAL_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP_SERVERS"
+DEPRECATED_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP"
 TEST_BROKERS_ENV_VAR = "AIOKAFKAWIRE_TEST_BROKERS"
 REQUIRE_KAFKA_ENV_VAR = "AIOKAFKAWIRE_REQUIRE_KAFKA"
 ALL_BROKER_KINDS = ("tansu", "mock", "kafka", "kafka39")
@@ -108,8 +111,24 @@ class KafkaBootstrap(str):
         return self
 
 
+def external_bootstrap() -> str | None:
+    """The external cluster's bootstrap servers from the environment, if any (the deprecated
+    variable with a ``DeprecationWarning``)."""
+    servers = os.environ.get(EXTERNAL_BOOTSTRAP_ENV_VAR)
+    if servers:
+        return servers
+    servers = os.environ.get(DEPRECATED_BOOTSTRAP_ENV_VAR)
+    if servers:
+        warnings.warn(
+            f"${DEPRECATED_BOOTSTRAP_ENV_VAR} is deprecated; set ${EXTERNAL_BOOTSTRAP_ENV_VAR}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    return servers or None
+
+
 def _bootstrap_params() -> list[object]:
-    external = os.environ.get(EXTERNAL_BOOTSTRAP_ENV_VAR)
+    external = external_bootstrap()
     if not external:
         return broker_kind_params()
     skip = pytest.mark.skip(reason=f"${EXTERNAL_BOOTSTRAP_ENV_VAR} is set: external cluster only")
@@ -121,7 +140,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "integration: talks to a real Kafka-protocol broker "
-        "(Tansu, librdkafka mock cluster, or AIOKAFKAWIRE_BOOTSTRAP)",
+        "(Tansu, librdkafka mock cluster, or AIOKAFKAWIRE_BOOTSTRAP_SERVERS)",
     )
 
 
@@ -234,7 +253,7 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[KafkaBootstrap]:
     """Bootstrap servers of each available backend in turn (see the module docstring)."""
     kind: str = request.param
     if kind == "external":
-        yield KafkaBootstrap(os.environ[EXTERNAL_BOOTSTRAP_ENV_VAR], kind)
+        yield KafkaBootstrap(external_bootstrap() or "", kind)
     elif kind in ("kafka", "kafka39"):
         fixture = "kafka_cluster" if kind == "kafka" else "kafka_cluster_39"
         kafka: KafkaCluster = request.getfixturevalue(fixture)

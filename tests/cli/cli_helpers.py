@@ -8,13 +8,19 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+# What the test run's own environment must not give the commands (a test gives it with env=).
+_OUTER_SETTINGS = (
+    "AIOKAFKAWIRE_BOOTSTRAP_SERVERS",
+    "AIOKAFKAWIRE_BOOTSTRAP",
+    "AIOKAFKAWIRE_CONFIG",
+    "AIOKAFKAWIRE_PROFILE",
+)
 
 
 def cli_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a CLI subprocess: this checkout first on the path."""
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(extra or {})}
-    environment.pop("AIOKAFKAWIRE_BOOTSTRAP_SERVERS", None)
-    return environment
+    environment = {k: v for k, v in os.environ.items() if k not in _OUTER_SETTINGS}
+    return {**environment, "PYTHONPATH": str(REPO_ROOT), **(extra or {})}
 
 
 def cli_command(*args: str) -> list[str]:
@@ -98,8 +104,10 @@ def run_in_process(
 
     stdin, stdout, stderr = stream((input or "").encode()), stream(), stream()
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.dict(os.environ, env or {}))
-        os.environ.pop("AIOKAFKAWIRE_BOOTSTRAP_SERVERS", None)
+        stack.enter_context(mock.patch.dict(os.environ))
+        for variable in _OUTER_SETTINGS:
+            os.environ.pop(variable, None)
+        os.environ.update(env or {})
         stack.enter_context(mock.patch.object(sys, "stdin", stdin))
         stack.enter_context(mock.patch.object(sys, "stdout", stdout))
         stack.enter_context(mock.patch.object(sys, "stderr", stderr))

@@ -101,7 +101,7 @@ def _run_inner_session(
     child_env = {
         k: v
         for k, v in os.environ.items()
-        if k not in (EXTERNAL_BOOTSTRAP_ENV_VAR, TEST_BROKERS_ENV_VAR)
+        if k not in (EXTERNAL_BOOTSTRAP_ENV_VAR, "AIOKAFKAWIRE_BOOTSTRAP", TEST_BROKERS_ENV_VAR)
     }
     child_env.update(env or {})
     child_env["FIXTURE_RECORD"] = str(record)
