@@ -93,7 +93,7 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         max_poll_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
         security_protocol: str = "PLAINTEXT",
-        api_version: str = "auto",
+        api_version: str | None = None,
         exclude_internal_topics: bool = True,
         connections_max_idle_ms: int = 540000,
         isolation_level: str = "read_uncommitted",

@@ -16,3 +16,9 @@ class StickyPartitionAssignor(BuiltinAssignor):
 
     name = "sticky"
     native_name = "sticky"
+    generation = -1
+
+    @classmethod
+    def on_generation_assignment(cls, generation: int) -> None:
+        """Remember the group generation of the last assignment (aiokafka's hook)."""
+        cls.generation = generation
