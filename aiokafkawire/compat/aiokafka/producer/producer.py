@@ -273,9 +273,15 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         return BatchBuilder(self._producer.create_batch())
 
     async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int
+        self, batch: BatchBuilder, topic: str, *, partition: int | None
     ) -> asyncio.Future[RecordMetadata]:
-        """Send a whole batch to one partition; a future of the first record's metadata."""
+        """Send a whole batch to one partition; a future of the first record's metadata.
+
+        ``partition=None`` lets the partitioner choose, as for a keyless record (aiokafka).
+        """
+        if partition is None:
+            partitions = await self._producer.partitions_for(topic)
+            partition = self._producer.partitioner.partition(topic, None, partitions, partitions)
         native_future = await self._producer.send_batch(batch._native, topic, partition=partition)
 
         async def converted() -> RecordMetadata:
