@@ -17,12 +17,13 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import wait_event
+from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
 from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
@@ -167,6 +168,16 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         self._closed = False
         self._records_consumed = 0
         self._consume_rate = Rate()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **options: Any) -> Consumer:
+        """A consumer configured with Java or librdkafka property names.
+
+        ``Consumer.from_config({"bootstrap.servers": "host:9092", ...})``: each property maps to
+        one option (see :data:`aiokafkawire.client_properties.PROPERTIES`); ``options`` are
+        added as keyword arguments.  An unsupported property raises ConfigError naming it.
+        """
+        return cls(**translate_properties("consumer", config), **options)
 
     def __repr__(self) -> str:
         return f"<Consumer group={self._group_id!r} state={self.state}>"

@@ -29,6 +29,7 @@ from aiokafkawire.client_config import (
     split_common_options,
     unknown_options_error,
 )
+from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import ProducerStats, Rate
 from aiokafkawire.producer._accumulator import RecordAccumulator
@@ -899,3 +900,13 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     def record_format(self) -> int:
         """The record format (magic 0, 1 or 2) chosen for the cluster at start."""
         return self._accumulator.magic
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **options: Any) -> Producer:
+        """A producer configured with Java or librdkafka property names.
+
+        ``Producer.from_config({"bootstrap.servers": "host:9092", ...})``: each property maps to
+        one option (see :data:`aiokafkawire.client_properties.PROPERTIES`); ``options`` are
+        added as keyword arguments.  An unsupported property raises ConfigError naming it.
+        """
+        return cls(**translate_properties("producer", config), **options)
