@@ -18,7 +18,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -37,6 +37,11 @@ from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from aiokafkawire.client_config import CommonOptions
 
 log = logging.getLogger("aiokafkawire.consumer")
 
@@ -135,7 +140,7 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         pattern_refresh_interval_ms: int = 5_000,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
         value_deserializer: Callable[[bytes | None], Any] | None = None,
-        **options: Any,
+        **options: Unpack[CommonOptions],
     ) -> None:
         """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
 
@@ -143,7 +148,7 @@ class Consumer(PositionsMixin, CommitsMixin, MetricsMixin):
         :class:`~aiokafkawire.errors.ConfigError`, naming the option.
         """
         named = {k: v for k, v in locals().items() if k not in ("self", "topics", "options")}
-        self._options = opts = consumer_options(topics, named, options)
+        self._options = opts = consumer_options(topics, named, dict(options))
         self._pattern_refresh_ms = opts.pattern_refresh_interval_ms
         self._common = opts.common
         self._group_id = group_id
