@@ -20,7 +20,7 @@ from typing import Any
 
 from aiokafkawire import errors
 
-__all__ = ["PROPERTIES", "Property", "translate_properties"]
+__all__ = ["PROPERTIES", "Property", "properties_table", "translate_properties"]
 
 PRODUCER = frozenset({"producer"})
 CONSUMER = frozenset({"consumer"})
@@ -381,3 +381,17 @@ def translate_properties(client: str, config: Mapping[str, Any]) -> dict[str, An
             raise errors.ConfigError("give either ssl_context or ssl.* properties, not both")
         options["ssl_context"] = _tls_context(tls)
     return options
+
+
+def properties_table() -> str:
+    """The mapped properties as a Markdown table (the migration guide and the reference)."""
+    rows = ["| option | Java client | librdkafka | clients |", "| --- | --- | --- | --- |"]
+    for prop in PROPERTIES:
+        java = f"`{prop.java}`" if prop.java else ""
+        librdkafka = ", ".join(f"`{name}`" for name in prop.librdkafka)
+        clients = ", ".join(sorted(prop.clients))
+        rows.append(f"| `{prop.option}` | {java} | {librdkafka} | {clients} |")
+    tls = ", ".join(f"`{name}`" for name in (*_TLS_FILES, *_TLS_SWITCHES))
+    rows.append(f"| `ssl_context` | {tls} | (same names) | all |")
+    rows.append("| `sasl_plain_username`, `sasl_plain_password` | `sasl.jaas.config` | | all |")
+    return "\n".join(rows) + "\n"

@@ -134,3 +134,13 @@ def test_every_mapped_option_exists_on_its_clients() -> None:
     for prop in PROPERTIES:
         for client in prop.clients:
             assert prop.option in own[client] | COMMON_OPTION_NAMES, (client, prop)
+
+
+def test_the_confluent_kafka_guide_lists_exactly_the_mapped_properties() -> None:
+    from aiokafkawire.client_properties import properties_table
+
+    guide = Path(__file__).resolve().parent.parent / "docs" / "migrating-from-confluent-kafka.md"
+    text = guide.read_text(encoding="utf-8")
+    marker = "<!-- properties-table: generated from aiokafkawire/client_properties.py"
+    table = text.split(marker, 1)[1].split("-->", 1)[1].lstrip("\n")
+    assert table.strip() == properties_table().strip(), "regenerate it with properties_table()"
