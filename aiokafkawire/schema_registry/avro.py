@@ -12,20 +12,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiokafkawire.errors import ConfigError
+from aiokafkawire.schema_registry._base import RegistrySerializer
 from aiokafkawire.schema_registry._client import AsyncSchemaRegistryClient, Schema
 from aiokafkawire.schema_registry.serde import (
     SerializationContext,
     SerializationError,
-    SubjectNameStrategy,
     pack_payload,
-    topic_subject_name_strategy,
     unpack_payload,
 )
 
 __all__ = ["AvroDeserializer", "AvroSerializer"]
-
-_SERIALIZER_CONF = {"auto.register.schemas", "normalize.schemas", "use.latest.version",
-                    "subject.name.strategy"}  # fmt: skip
 
 
 def _fastavro() -> Any:
@@ -47,12 +43,14 @@ def _full_name(parsed: Any) -> str | None:
     return parsed.get("name") if isinstance(parsed, dict) else None
 
 
-class AvroSerializer:
+class AvroSerializer(RegistrySerializer):
     """Serializes Python objects (dicts, or anything ``to_dict`` turns into one) with Avro.
 
     ``conf``: ``auto.register.schemas`` (default True), ``use.latest.version`` (serialize with
     the subject's latest schema instead), ``normalize.schemas``, ``subject.name.strategy``.
     """
+
+    schema_type = "AVRO"
 
     def __init__(
         self,
@@ -61,54 +59,23 @@ class AvroSerializer:
         to_dict: Callable[[Any, SerializationContext], Mapping[str, Any]] | None = None,
         conf: Mapping[str, Any] | None = None,
     ) -> None:
-        conf = dict(conf or {})
-        unknown = set(conf) - _SERIALIZER_CONF
-        if unknown:
-            raise ConfigError(f"unknown AvroSerializer settings: {sorted(unknown)}")
-        self._client = schema_registry_client
+        super().__init__(schema_registry_client, schema_str, conf)
         self._to_dict = to_dict
-        self._auto_register = bool(conf.get("auto.register.schemas", True))
-        self._use_latest = bool(conf.get("use.latest.version", False))
-        self._normalize = bool(conf.get("normalize.schemas", False))
-        self._strategy: SubjectNameStrategy = conf.get(
-            "subject.name.strategy", topic_subject_name_strategy
-        )
-        if schema_str is None and not self._use_latest:
-            raise ConfigError("AvroSerializer needs schema_str unless use.latest.version is set")
-        self._schema = (
-            schema_str if isinstance(schema_str, Schema) or schema_str is None
-            else Schema(schema_str, "AVRO")
-        )  # fmt: skip
         self._parsed = _parsed(self._schema.schema_str) if self._schema is not None else None
-        self._ids: dict[str, tuple[int, Any]] = {}
+        self._writers: dict[int, Any] = {}
 
-    async def _schema_for(self, subject: str) -> tuple[int, Any]:
-        known = self._ids.get(subject)
-        if known is not None:
-            return known
-        if self._use_latest:
-            latest = await self._client.get_latest_version(subject)
-            found = (latest.schema_id, _parsed(latest.schema.schema_str))
-        else:
-            assert self._schema is not None
-            if self._auto_register:
-                schema_id = await self._client.register_schema(
-                    subject, self._schema, self._normalize
-                )
-            else:
-                schema_id = (await self._client.lookup_schema(subject, self._schema)).schema_id
-            found = (schema_id, self._parsed)
-        self._ids[subject] = found
-        return found
+    def record_name(self) -> str | None:
+        """The record schema's full name."""
+        return _full_name(self._parsed)
 
     async def __call__(self, obj: Any, ctx: SerializationContext) -> bytes | None:
         """``obj`` in the wire format (None stays None: a tombstone)."""
         if obj is None:
             return None
-        subject = self._strategy(ctx, _full_name(self._parsed))
-        if subject is None:
-            raise SerializationError("the subject name strategy named no subject")
-        schema_id, parsed = await self._schema_for(subject)
+        schema_id, schema = await self.schema_for(ctx)
+        parsed = self._writers.get(schema_id)
+        if parsed is None:
+            parsed = self._writers[schema_id] = _parsed(schema.schema_str)
         record = self._to_dict(obj, ctx) if self._to_dict is not None else obj
         out = io.BytesIO()
         try:
