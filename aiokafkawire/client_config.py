@@ -6,10 +6,11 @@ Each client accepts these as keyword arguments with the names Kafka users know, 
 
 from __future__ import annotations
 
+import difflib
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
@@ -140,6 +141,35 @@ class CommonConfig:
         )
 
 
+class CommonOptions(TypedDict, total=False):
+    """The common options as keyword arguments of every client (see :class:`CommonConfig`).
+
+    Clients take them as ``**options: Unpack[CommonOptions]``, so a type checker rejects a
+    misspelt or mistyped option and an editor completes them.
+    """
+
+    bootstrap_servers: str | Iterable[str]
+    client_id: str
+    request_timeout_ms: int
+    connect_timeout_ms: int
+    metadata_max_age_ms: int
+    retry_backoff_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    max_in_flight_requests_per_connection: int
+    api_version: ApiVersionCap
+    security_protocol: str
+    ssl_context: ssl.SSLContext | None
+    sasl_mechanism: str | None
+    sasl_plain_username: str | None
+    sasl_plain_password: str | None
+    sasl_oauth_token_provider: Any
+    allow_auto_create_topics: bool
+    metadata_wait_ms: int
+    retry_backoff_max_ms: int
+    hooks: Any
+
+
 COMMON_OPTION_NAMES = frozenset(
     name for name, spec in CommonConfig.__dataclass_fields__.items() if spec.init
 )
@@ -216,9 +246,20 @@ _OPTION_HINTS = {
 }
 
 
-def unknown_options_error(client: str, names: Iterable[str]) -> errors.ConfigError:
+def unknown_options_error(
+    client: str, names: Iterable[str], known: Iterable[str] = ()
+) -> errors.ConfigError:
     """The error for options ``client`` does not know, with hints for aiokafka's names."""
     hints = [f"{name}: {_OPTION_HINTS[name]}" for name in sorted(names) if name in _OPTION_HINTS]
+    for name in sorted(names):
+        if name in _OPTION_HINTS:
+            continue
+        if "." in name:
+            hints.append(f"{name}: a Java/librdkafka property; use {client}.from_config({{...}})")
+            continue
+        close = difflib.get_close_matches(name, sorted(set(known) | COMMON_OPTION_NAMES), n=1)
+        if close:
+            hints.append(f"{name}: did you mean {close[0]!r}?")
     message = f"unknown {client} options: {sorted(names)}"
     if hints:
         message += " (" + "; ".join(hints) + ")"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aiokafkawire.admin.acls import AclCalls
 from aiokafkawire.admin.configs import ConfigCalls
 from aiokafkawire.admin.groups import GroupCalls
@@ -12,6 +15,7 @@ from aiokafkawire.admin.scram import ScramCalls
 from aiokafkawire.admin.share_groups import ShareGroupCalls
 from aiokafkawire.admin.topics import TopicCalls
 from aiokafkawire.admin.transactions import TransactionCalls
+from aiokafkawire.client_properties import translate_properties
 
 
 class Admin(
@@ -31,3 +35,13 @@ class Admin(
     ``async with Admin(bootstrap_servers="host:9092") as admin: await admin.create_topics(...)``.
     Accepts the common client options (``client_id``, ``request_timeout_ms``, security, ...).
     """
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Admin:
+        """A admin configured with Java or librdkafka property names.
+
+        ``Admin.from_config({"bootstrap.servers": "host:9092", ...})``: each property maps to
+        one option (see :data:`aiokafkawire.client_properties.PROPERTIES`); aiokafkawire's own
+        option names may be mixed in.  An unsupported property raises ConfigError naming it.
+        """
+        return cls(**translate_properties("admin", config))

@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
-from aiokafkawire.client_config import split_common_options, unknown_options_error
+from aiokafkawire.client_config import CommonOptions, split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # Attempts of one call's request (besides its deadline, request_timeout_ms): a few, as the
 # admin calls always made.
@@ -31,7 +34,8 @@ _Self = TypeVar("_Self", bound="AdminCore")
 class AdminCore:
     """The cluster, the lifecycle and the request routes every family of admin calls uses."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[CommonOptions]) -> None:
+        """Configure the client (the common options only); nothing connects before start()."""
         common, rest = split_common_options(dict(options))
         if rest:
             raise unknown_options_error("Admin", rest)

@@ -104,7 +104,7 @@ def consumer_options(
     common connection options (anything else is refused)."""
     common, rest = split_common_options(dict(extra))
     if rest:
-        raise unknown_options_error("Consumer", rest)
+        raise unknown_options_error("Consumer", rest, named)
     for topic in topics:
         check_type("topic", topic, str)
     options = ConsumerOptions(topics=tuple(topics), common=common, **named)

@@ -17,12 +17,13 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import wait_event
+from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
 from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
@@ -37,6 +38,11 @@ from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from aiokafkawire.client_config import CommonOptions
 
 log = logging.getLogger("aiokafkawire.consumer")
 
@@ -135,7 +141,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         pattern_refresh_interval_ms: int = 5_000,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
         value_deserializer: Callable[[bytes | None], Any] | None = None,
-        **options: Any,
+        **options: Unpack[CommonOptions],
     ) -> None:
         """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
 
@@ -168,7 +174,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             "key_deserializer": key_deserializer,
             "value_deserializer": value_deserializer,
         }
-        self._options = opts = consumer_options(topics, named, options)
+        self._options = opts = consumer_options(topics, named, dict(options))
         self._pattern_refresh_ms = opts.pattern_refresh_interval_ms
         self._common = opts.common
         self._group_id = group_id
@@ -196,6 +202,16 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         self._closed = False
         self._records_consumed = 0
         self._consume_rate = Rate()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Consumer:
+        """A consumer configured with Java or librdkafka property names.
+
+        ``Consumer.from_config({"bootstrap.servers": "host:9092", ...})``: each property maps to
+        one option (see :data:`aiokafkawire.client_properties.PROPERTIES`); aiokafkawire's own
+        option names may be mixed in.  An unsupported property raises ConfigError naming it.
+        """
+        return cls(**translate_properties("consumer", config))
 
     def __repr__(self) -> str:
         return f"<Consumer group={self._group_id!r} state={self.state}>"

@@ -95,6 +95,12 @@ class BrokerResponseError(KafkaError):
     name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
     invalid_metadata: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    #: The error code under the name kafka-python and aiokafka give it (the same as ``code``).
+    errno: ClassVar[int] = -1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.errno = cls.code
 
     def __str__(self) -> str:
         text = self.message

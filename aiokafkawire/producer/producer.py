@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from time import time as _wall_clock
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiokafkawire import errors
 from aiokafkawire.client_config import (
+    CommonOptions,
     check_int,
     check_number,
     check_type,
     split_common_options,
     unknown_options_error,
 )
+from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import ProducerStats, Rate
 from aiokafkawire.producer._accumulator import RecordAccumulator
@@ -40,6 +43,9 @@ from aiokafkawire.protocol.messages import InitProducerIdRequest
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BatchBuilder", "Producer"]
 
@@ -284,12 +290,13 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         partitioner: Any = None,
         key_serializer: Serializer | None = None,
         value_serializer: Serializer | None = None,
-        **options: Any,
+        **options: Unpack[CommonOptions],
     ) -> None:  # long: one check per option, in the order of the class docstring
         """Configure the producer; nothing connects until :meth:`start` (or ``async with``)."""
-        common, unknown = split_common_options(options)
+        common, unknown = split_common_options(dict(options))
         if unknown:
-            raise unknown_options_error("Producer", unknown)
+            own = inspect.signature(Producer.__init__).parameters
+            raise unknown_options_error("Producer", unknown, own)
         self.config = common
         self.acks = _parse_acks(acks)
         codec_name = compression if compression is not None else compression_type
@@ -902,3 +909,13 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     def record_format(self) -> int:
         """The record format (magic 0, 1 or 2) chosen for the cluster at start."""
         return self._accumulator.magic
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Producer:
+        """A producer configured with Java or librdkafka property names.
+
+        ``Producer.from_config({"bootstrap.servers": "host:9092", ...})``: each property maps to
+        one option (see :data:`aiokafkawire.client_properties.PROPERTIES`); aiokafkawire's own
+        option names may be mixed in.  An unsupported property raises ConfigError naming it.
+        """
+        return cls(**translate_properties("producer", config))

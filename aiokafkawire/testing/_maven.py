@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiokafkawire.testing._errors import BrokerUnavailableError
 
-__all__ = ["cache_root", "find_java", "resolve_jars"]
+__all__ = ["cache_root", "find_java", "locked_directory", "resolve_jars"]
 
 _COMPLETE_MARKER = ".complete"
 _MAVEN_TIMEOUT_S = 900.0
@@ -47,7 +47,8 @@ def find_java() -> str:
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def locked_directory(directory: Path) -> Iterator[None]:
+    """Hold an exclusive file lock on ``directory`` (created if missing) for the block."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -71,7 +72,7 @@ def resolve_jars(pom_name: str, name: str, version: str, properties: Mapping[str
     mvn = shutil.which("mvn")
     if mvn is None:
         raise BrokerUnavailableError("no Maven: install maven (mvn) to fetch the broker's jars")
-    with _locked(target.parent):
+    with locked_directory(target.parent):
         if (target / _COMPLETE_MARKER).exists():
             return target
         pom = resources.files("aiokafkawire.testing") / "maven" / pom_name

@@ -43,6 +43,7 @@ import pytest
 from aiokafkawire.testing._errors import BrokerUnavailableError
 from aiokafkawire.testing.kafka import KafkaCluster
 from aiokafkawire.testing.mock_cluster import MockCluster
+from aiokafkawire.testing.registry import SchemaRegistryServer
 from aiokafkawire.testing.tansu import TansuBroker
 
 EXTERNAL_BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP_SERVERS"
@@ -267,3 +268,17 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[KafkaBootstrap]:
             yield KafkaBootstrap(cluster.bootstrap_servers, kind)
         finally:
             cluster.close()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[SchemaRegistryServer]:
+    """Apicurio Registry (the Confluent API at ``.url``), in memory, for the session."""
+    server = SchemaRegistryServer()
+    try:
+        server.start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable("a schema registry (Apicurio, Java 21+)", exc)
+    try:
+        yield server
+    finally:
+        server.stop()

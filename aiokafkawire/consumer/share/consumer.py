@@ -30,12 +30,13 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after
 from aiokafkawire.client_config import (
+    CommonOptions,
     check_choice,
     check_int,
     check_number,
@@ -57,6 +58,9 @@ from aiokafkawire.consumer.share.records import (
     ShareRecord,
 )
 from aiokafkawire.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 
@@ -121,11 +125,12 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         client_rack: str | None = None,
         key_deserializer: Callable[[bytes | None], Any] | None = None,
         value_deserializer: Callable[[bytes | None], Any] | None = None,
-        **options: Any,
+        **options: Unpack[CommonOptions],
     ) -> None:
         common, rest = split_common_options(dict(options))
         if rest:
-            raise unknown_options_error("ShareConsumer", rest)
+            own = inspect.signature(ShareConsumer.__init__).parameters
+            raise unknown_options_error("ShareConsumer", rest, own)
         for topic in topics:
             check_type("topic", topic, str)
         check_type("group_id", group_id, str)

@@ -1,0 +1,1 @@
+"""``aiokafka.coordinator``: the group protocol's member metadata and the assignors."""

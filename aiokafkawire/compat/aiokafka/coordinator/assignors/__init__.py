@@ -1,0 +1,1 @@
+"""``aiokafka.coordinator.assignors``: the assignor base class and the built-in assignors."""

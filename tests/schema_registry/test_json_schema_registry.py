@@ -1,0 +1,61 @@
+"""JSON Schema serializers against a real registry, both ways with confluent-kafka's (issue 22)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from aiokafkawire.schema_registry import (
+    AsyncSchemaRegistryClient,
+    SerializationContext,
+    SerializationError,
+)
+from aiokafkawire.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from aiokafkawire.testing.registry import SchemaRegistryServer
+
+ck_registry = pytest.importorskip("confluent_kafka.schema_registry")
+ck_json = pytest.importorskip("confluent_kafka.schema_registry.json_schema")
+ck_serialization = pytest.importorskip("confluent_kafka.serialization")
+pytest.importorskip("jsonschema")
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ORDER = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Order",
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
+        "required": ["id", "item"],
+    }
+)
+
+
+def their_context(topic: str) -> object:
+    return ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
+
+
+async def test_json_records_cross_between_the_two_clients(
+    schema_registry: SchemaRegistryServer,
+) -> None:
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    their_client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    async with AsyncSchemaRegistryClient({"url": schema_registry.url}) as client:
+        ours = await JSONSerializer(ORDER, client)(
+            {"id": 1, "item": "tea"}, SerializationContext(topic)
+        )
+        assert ck_json.JSONDeserializer(ORDER)(ours, their_context(topic)) == {
+            "id": 1,
+            "item": "tea",
+        }
+        theirs = ck_json.JSONSerializer(ORDER, their_client)(
+            {"id": 2, "item": "jam"}, their_context(topic)
+        )
+        read = await JSONDeserializer(None, schema_registry_client=client)(
+            theirs, SerializationContext(topic)
+        )
+        assert read == {"id": 2, "item": "jam"}
+        with pytest.raises(SerializationError, match=r"does not match the JSON schema at \(root\)"):
+            await JSONSerializer(ORDER, client)({"id": 3}, SerializationContext(topic))
