@@ -20,7 +20,13 @@ from typing import Any
 
 from aiokafkawire import errors
 
-__all__ = ["PROPERTIES", "Property", "properties_table", "translate_properties"]
+__all__ = [
+    "PROPERTIES",
+    "Property",
+    "foreign_option",
+    "properties_table",
+    "translate_properties",
+]
 
 PRODUCER = frozenset({"producer"})
 CONSUMER = frozenset({"consumer"})
@@ -395,3 +401,24 @@ def properties_table() -> str:
     rows.append(f"| `ssl_context` | {tls} | (same names) | all |")
     rows.append("| `sasl_plain_username`, `sasl_plain_password` | `sasl.jaas.config` | | all |")
     return "\n".join(rows) + "\n"
+
+
+# Converters whose result text means the same to a client: a command line can pass it on.
+_TEXT_CONVERTERS = (_acks, _compression, _offset_reset, _upper)
+
+
+def foreign_option(name: str, text: str) -> tuple[str, str] | None:
+    """``(our option, value text)`` for a Java/librdkafka property given as text (a command
+    line's ``-X linger.ms=5``), or None when ``name`` is not such a property.  Values that
+    another name spells differently are respelt (``auto.offset.reset=smallest`` ->
+    ``earliest``); properties whose value changes unit are not offered this way."""
+    for prop in PROPERTIES:
+        if name != prop.java and name not in prop.librdkafka:
+            continue
+        if prop.convert is _kbytes:
+            return None
+        if prop.convert in _TEXT_CONVERTERS:
+            converted = prop.convert(name, text)
+            return prop.option, "none" if converted is None else str(converted)
+        return prop.option, text
+    return None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafkawire.cli.exit_codes import CliError, ExitCode
+from aiokafkawire.client_properties import foreign_option
 
 BOOTSTRAP_ENV_VAR = "AIOKAFKAWIRE_BOOTSTRAP_SERVERS"
 #: The name the test suite used; still read, with a warning.
@@ -41,8 +42,8 @@ DEFAULT_CONFIG_PATH = Path("~/.config/aiokafkawire/config.ini")
 
 CLIENTS = ("admin", "producer", "consumer", "share")
 
-#: Other clients' option names -> ours.  Empty today: the Java/librdkafka names arrive with the
-#: compatibility mapping; anything added here is accepted by ``-X`` and config files at once.
+#: Other clients' option names -> ours, beyond the Java/librdkafka properties that
+#: :func:`aiokafkawire.client_properties.foreign_option` maps (and respells the values of).
 FOREIGN_NAMES: dict[str, str] = {}
 
 # Options that hold secrets: never from the command line (``ps``, shell history).
@@ -118,6 +119,14 @@ def our_name(name: str) -> str:
     return FOREIGN_NAMES.get(name, name)
 
 
+def _respelt(name: str, text: str) -> tuple[str, str]:
+    """A Java/librdkafka property (``linger.ms``) as our option and value text."""
+    if name in FOREIGN_NAMES:
+        return FOREIGN_NAMES[name], text
+    found = foreign_option(name, text)
+    return found if found is not None else (name, text)
+
+
 def _literal(text: str, annotation: str) -> Any:
     """``text`` as the option's value: a number, true/false or none when the text is one and
     the option takes one, else the text."""
@@ -141,7 +150,7 @@ def _literal(text: str, annotation: str) -> Any:
 
 def client_option(name: str, text: str, where: str) -> tuple[str, str]:
     """Check ``name=text`` from ``where`` (``-X``, a config file); returns our name and text."""
-    ours = our_name(name.strip())
+    ours, text = _respelt(name.strip(), text)
     known = set().union(*option_annotations().values())
     if ours in _SECRET_OPTIONS:
         raise CliError(

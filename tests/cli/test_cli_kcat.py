@@ -182,6 +182,24 @@ def test_foreign_names_plug_into_x(monkeypatch) -> None:
     assert for_client("producer", parse_x_options(["linger.ms=7"])) == {"linger_ms": 7}
 
 
+def test_x_takes_java_and_librdkafka_property_names() -> None:
+    texts = parse_x_options(
+        ["linger.ms=7", "auto.offset.reset=smallest", "request.required.acks=-1",
+         "compression.codec=none", "enable.auto.commit=false"]
+    )  # fmt: skip
+    assert for_client("producer", texts) == {
+        "linger_ms": 7,
+        "acks": "all",
+        "compression_type": None,
+    }
+    assert for_client("consumer", texts) == {
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+    }
+    with pytest.raises(CliError, match="has its own option: -b/--bootstrap-servers"):
+        parse_x_options(["bootstrap.servers=elsewhere:9092"])
+
+
 def test_precedence_flags_over_x_over_profile_over_defaults(tmp_path) -> None:
     config = tmp_path / "config.ini"
     config.write_text(
