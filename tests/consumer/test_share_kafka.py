@@ -281,6 +281,82 @@ async def test_acknowledging_after_the_lock_expired_is_a_typed_error(
         assert await consumer.commit() == {TopicPartition(topic, 0): None}
 
 
+# ------------------------------------------------------------------ renewed locks (KIP-1222)
+
+
+async def test_a_renewed_lock_keeps_a_long_job_from_the_other_members(
+    share_cluster: KafkaCluster,
+) -> None:
+    """5 s locks; the worker renews every 2 s while it works 15 s on its record, then accepts
+    it: the other member, polling all along, never gets it, nor does the worker again."""
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(
+        bootstrap,
+        **{"share.record.lock.duration.ms": 5000, "share.renew.acknowledge.enable": "true"},
+    )
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    outcomes: list[AcknowledgementOutcome] = []
+    options = {"bootstrap_servers": bootstrap, "group_id": group}
+    worker = ShareConsumer(
+        topic, acknowledgement_mode="explicit", on_acknowledgement=outcomes.append, **options
+    )
+    other = ShareConsumer(topic, acknowledgement_mode="explicit", client_id="other", **options)
+    async with worker:
+        [record] = await _poll(worker, 1)
+        assert record.delivery_count == 1
+        assert worker.acquisition_lock_timeout_ms == 5000
+        with pytest.raises(errors.KafkaValueError, match="acept"):
+            worker.acknowledge(record, "acept")
+        async with other:
+            seen_by_other: list[ShareRecord] = []
+            seen_again: list[ShareRecord] = []
+            stop = asyncio.Event()
+
+            async def other_polls() -> None:
+                while not stop.is_set():
+                    seen_by_other.extend(await _poll(other, 1, timeout=0.5))
+
+            poller = asyncio.create_task(other_polls())
+            try:
+                started = time.monotonic()
+                renewals = 0
+                while time.monotonic() - started < 15.0:  # the long job
+                    worker.acknowledge(record, "renew")
+                    renewals += 1
+                    # The worker polls meanwhile: a renewed record lets the poll go ahead,
+                    # and is not handed out again.
+                    seen_again.extend(await _poll(worker, 1, timeout=2.0))
+                worker.acknowledge(record, "accept")
+                assert await worker.commit() == {TopicPartition(topic, 0): None}
+                seen_again.extend(await _poll(worker, 1, timeout=2.0))
+            finally:
+                stop.set()
+                await poller
+    assert seen_by_other == [] and seen_again == []
+    assert renewals >= 7
+    renewed = [o for o in outcomes if AcknowledgeType.RENEW in o.offsets.values()]
+    assert len(renewed) >= 7
+    assert all(o.error is None for o in outcomes), outcomes
+    assert outcomes[-1].offsets == {record.offset: AcknowledgeType.ACCEPT}
+
+
+async def test_renewing_is_refused_where_the_group_disables_it(share_cluster: KafkaCluster) -> None:
+    """Kafka 4.4 refuses RENEWs in a group with ``share.renew.acknowledge.enable=false`` (the
+    default is true): an InvalidRecordStateError outcome, and the record is still held."""
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(bootstrap, **{"share.renew.acknowledge.enable": "false"})
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    async with ShareConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, acknowledgement_mode="explicit"
+    ) as consumer:
+        [record] = await _poll(consumer, 1)
+        consumer.acknowledge(record, "renew")
+        result = await consumer.commit()
+        assert isinstance(result[TopicPartition(topic, 0)], errors.InvalidRecordStateError)
+        consumer.acknowledge(record, "accept")
+        assert await consumer.commit() == {TopicPartition(topic, 0): None}
+
+
 # ------------------------------------------------------------------ members that go away
 
 

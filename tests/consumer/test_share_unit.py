@@ -30,7 +30,11 @@ from aiokafkawire.consumer.share.session import (
     SessionState,
     ShareSession,
 )
-from aiokafkawire.consumer.share.wire import delivered_records
+from aiokafkawire.consumer.share.wire import (
+    build_share_acknowledge,
+    delivered_records,
+    without_renewals,
+)
 from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
 from aiokafkawire.structs import TopicPartition
 
@@ -199,6 +203,78 @@ def test_acquiring_again_drops_a_pending_acknowledgement_of_the_old_delivery() -
     [outcome] = acks.take_expired()
     assert outcome.offsets == {3: A}
     assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
+def test_renew_keeps_the_record_held_and_moves_its_deadline_when_the_broker_agrees() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 1, 1, 5_000)
+    record = ShareRecord("jobs", 0, 0, 0, 0, None, b"v", (), None, 1)
+    assert acks.unacknowledged(TP, [record]) == [0]
+    clock.now += 2
+    acks.acknowledge(TP, 0, AcknowledgeType.RENEW, 1)
+    assert acks.renewing
+    assert acks.delivery_count(TP, 0) == 1  # still held: a renewal settles nothing
+    assert acks.unacknowledged(TP, [record]) == []  # yet the next poll may go ahead
+    taken = acks.take_pending()
+    assert taken == {TP: {0: AcknowledgeType.RENEW}}
+    assert acks.deadline(TP, 0) == 105.0
+    acks.renewed(TP, [0], 5_000)  # the broker's verdict, 2 s after the acquisition
+    assert acks.deadline(TP, 0) == 107.0
+    assert acks.deadline(TP, 1) == 105.0  # not renewed
+    clock.now += 4  # past the first lock, within the renewed one
+    acks.acknowledge(TP, 0, A, 1)
+    assert acks.take_pending() == {TP: {0: A}}
+    assert acks.take_expired() == []
+    with pytest.raises(errors.IllegalStateError, match="no lock to renew"):
+        acks.acknowledge(TP, 0, AcknowledgeType.RENEW, 1)
+
+
+def test_a_final_acknowledgement_replaces_a_renewal_not_yet_sent() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 4, 4, 1, 5_000)
+    acks.acknowledge(TP, 4, AcknowledgeType.RENEW)
+    acks.acknowledge(TP, 4, R)
+    assert acks.take_pending() == {TP: {4: R}}
+    acks.acquire(TP, 5, 5, 1, 5_000)
+    acks.acknowledge(TP, 5, J)
+    with pytest.raises(errors.IllegalStateError):
+        acks.acknowledge(TP, 5, AcknowledgeType.RENEW)  # settled already
+
+
+def test_renewing_a_lock_past_its_deadline_is_reported_expired() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 0, 1, 1_000)
+    clock.now += 1.5
+    acks.acknowledge(TP, 0, AcknowledgeType.RENEW)
+    assert not acks.has_pending()
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {0: AcknowledgeType.RENEW}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
+def test_renewals_travel_alone_with_is_renew_ack() -> None:
+    renew = AcknowledgeType.RENEW
+    acks = {TP: {0: renew, 1: A}, TopicPartition("jobs", 1): {5: R}}
+    request = build_share_acknowledge(
+        "g", member_id="m", epoch=3, topic_id=lambda _: uuid.UUID(int=1), acks=acks
+    )
+    assert request.is_renew_ack is True
+    assert without_renewals(acks) == {TP: {1: A}, TopicPartition("jobs", 1): {5: R}}
+    plain = build_share_acknowledge(
+        "g", member_id="m", epoch=3, topic_id=lambda _: uuid.UUID(int=1), acks={TP: {1: A}}
+    )
+    assert plain.is_renew_ack is False
+
+
+def test_unknown_acknowledgement_type_is_a_typed_value_error() -> None:
+    for bad in ("acept", 9, "gap"):
+        with pytest.raises(errors.KafkaValueError) as caught:
+            AcknowledgeType.parse(bad)  # type: ignore[arg-type]
+        assert isinstance(caught.value, errors.KafkaError)
+        assert isinstance(caught.value, ValueError)
+    assert AcknowledgeType.parse("Renew") is AcknowledgeType.RENEW
 
 
 # ------------------------------------------------------------------ the session state machine

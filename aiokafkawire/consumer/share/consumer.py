@@ -69,6 +69,7 @@ _ACK_BY_NAME = {
     "accept": AcknowledgeType.ACCEPT,
     "release": AcknowledgeType.RELEASE,
     "reject": AcknowledgeType.REJECT,
+    "renew": AcknowledgeType.RENEW,
 }
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
@@ -407,10 +408,20 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         self, record: ShareRecord, type: AcknowledgeType | str = AcknowledgeType.ACCEPT
     ) -> None:
         """Acknowledge one delivered record (explicit mode): ``"accept"``, ``"release"``
-        (deliver again, to any member) or ``"reject"`` (archive, never deliver again).
+        (deliver again, to any member), ``"reject"`` (archive, never deliver again) or
+        ``"renew"``.
 
         The acknowledgement goes out with the next request to the partition's leader (or at once
-        with :meth:`commit`).
+        with :meth:`commit`).  ``"renew"`` (KIP-1222, Kafka 4.2+ with the group config
+        ``share.renew.acknowledge.enable=true``) asks the broker, at once, to restart the
+        record's acquisition lock (:attr:`acquisition_lock_timeout_ms` long) while the
+        application is still working on it: the record stays this member's, is not handed out
+        again, and still needs a final ``"accept"``, ``"release"`` or ``"reject"``; the next
+        poll does not wait for that.  The broker's verdict comes to ``on_acknowledgement`` (or
+        :meth:`commit`); a refused renewal is an
+        :class:`~aiokafkawire.errors.InvalidRecordStateError` outcome.
+
+        An unknown type raises :class:`~aiokafkawire.errors.KafkaValueError`.
         """
         if not self._explicit or self._closed or self._fatal is not None:
             self._require_started()
@@ -428,6 +439,9 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             ack_type,
             record[9],
         )
+        if ack_type is AcknowledgeType.RENEW:
+            assert self._fetcher is not None
+            self._fetcher.wake_all()  # a renewal cannot wait for the next poll
 
     async def commit(self) -> dict[TopicPartition, errors.KafkaError | None]:
         """Send the acknowledgements made so far now and wait for the broker's verdicts.
@@ -473,7 +487,8 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
-        """The lock duration the broker announced with the last ShareFetch answer."""
+        """The acquisition lock duration the broker announced last (ShareFetch answers, and
+        ShareAcknowledge v2 answers, KIP-1222); ``None`` before the first answer."""
         return None if self._fetcher is None else self._fetcher.acquisition_lock_timeout_ms
 
     async def wait_assignment(self, timeout: float = 30.0) -> set[TopicPartition]:

@@ -40,7 +40,7 @@ from aiokafkawire.consumer.share.exchange import (
 )
 from aiokafkawire.consumer.share.records import AcknowledgementOutcome, ShareRecord
 from aiokafkawire.consumer.share.session import SessionState, ShareSession
-from aiokafkawire.consumer.share.wire import AckMap, merge_acks
+from aiokafkawire.consumer.share.wire import AckMap, has_renewals, merge_acks, without_renewals
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer.share")
@@ -329,15 +329,13 @@ class ShareFetcher:
         for request in commits:
             merge_acks(acks, request.acks)
         wanted_set = set(wanted)
-        if acks and (commits or not can_fetch or any(tp not in wanted_set for tp in acks)):
+        # RENEWs (KIP-1222) go in a ShareAcknowledge: a ShareFetch carrying one fetches nothing.
+        alone = commits or not can_fetch or (self._acks.renewing and has_renewals(acks))
+        if acks and (alone or any(tp not in wanted_set for tp in acks)):
             # A commit waits for its verdicts (one request answers them all), no fetch is
-            # due, or partitions are outside the session's fetch set (a ShareFetch naming
-            # them would fetch them again): acknowledge now.
-            send_now = (
-                acks
-                if commits or not can_fetch
-                else {tp: a for tp, a in acks.items() if tp not in wanted_set}
-            )
+            # due, locks are renewed, or partitions are outside the session's fetch set (a
+            # ShareFetch naming them would fetch them again): acknowledge now.
+            send_now = acks if alone else {tp: a for tp, a in acks.items() if tp not in wanted_set}
             acks = {tp: a for tp, a in acks.items() if tp not in send_now}
             await self._exchange.acknowledge(node, session, send_now, commits)
             commits = []
@@ -352,11 +350,15 @@ class ShareFetcher:
     # ----------------------------------------------------------------- closing
 
     async def _close_session(self, node: int, session: ShareSession) -> None:
-        """Send the final request (epoch -1) with the last acknowledgements of this broker."""
+        """Send the final request (epoch -1) with the last acknowledgements of this broker.
+
+        RENEWs are dropped: closing the session releases every record it still holds."""
         acks = self._acks.take_pending(lambda tp: self._leader(tp) == node)
         commits = self._commits.pop(node, [])
         for request in commits:
             merge_acks(acks, request.acks)
+        if self._acks.renewing:
+            acks = without_renewals(acks)
         if session.state is not SessionState.OPEN:
             session.close()
             if acks or commits:
