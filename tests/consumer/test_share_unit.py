@@ -23,7 +23,7 @@ from aiokafkawire.consumer.share.acknowledgements import (
 )
 from aiokafkawire.consumer.share.buffer import ShareChunk
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
-from aiokafkawire.consumer.share.membership import new_member_id
+from aiokafkawire.consumer.share.membership import ShareMembership, new_member_id
 from aiokafkawire.consumer.share.session import (
     TRANSITIONS,
     SessionEvent,
@@ -759,3 +759,76 @@ async def test_membership_waits_for_metadata_naming_an_assigned_topic_id() -> No
     finally:
         await membership.close(leave=False)
     assert assignments == [{TopicPartition("later", 0)}, set()]  # set(): given up on close
+
+
+# ------------------------------------------------------------------ retry backoff
+
+
+class _StopLoop(Exception):
+    pass
+
+
+def _recording_sleep(monkeypatch: pytest.MonkeyPatch, delays: list[float], stop_after: int) -> None:
+    """asyncio.sleep records each delay (and ends the loop under test after ``stop_after``)."""
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        delays.append(delay)
+        if len(delays) >= stop_after:
+            raise _StopLoop
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+
+
+async def test_heartbeat_retries_back_off_from_retry_backoff_ms_even_above_two_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def unreachable(key: str, purpose: str = "group") -> Any:
+        raise errors.KafkaConnectionError("coordinator gone")
+
+    cluster: Any = SimpleNamespace(
+        coordinator_connection=unreachable, invalidate_coordinator=lambda *a, **k: None
+    )
+    membership = ShareMembership(
+        cluster,
+        "g",
+        on_assignment=lambda p: None,
+        on_fatal=lambda e: None,
+        retry_backoff_ms=3000,
+        retry_backoff_max_ms=1000,
+    )
+    delays: list[float] = []
+    _recording_sleep(monkeypatch, delays, stop_after=5)
+    with pytest.raises(_StopLoop):
+        await membership._heartbeat_loop()
+    # Never below the first wait (the old loop fell back to 2 s), jitter +-20%.
+    assert all(2.4 <= d <= 3.6 for d in delays), delays
+
+
+async def test_share_fetch_retries_double_to_retry_backoff_max_ms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = ShareFetchConfig(group_id="g", retry_backoff_ms=100, retry_backoff_max_ms=800)
+    cluster: Any = SimpleNamespace(request_update=lambda: None)
+    fetcher = ShareFetcher(
+        cluster,
+        config,
+        Acknowledgements(),
+        member_id=lambda: "m",
+        on_outcomes=lambda o: None,
+        on_fatal=lambda e: None,
+    )
+    fetcher._sessions[1] = ShareSession(1)
+    fetcher._wakes[1] = asyncio.Event()
+
+    async def failing_step(node: int, session: ShareSession) -> Any:
+        raise errors.KafkaConnectionError("leader gone")
+
+    monkeypatch.setattr(fetcher, "_step", failing_step)
+    delays: list[float] = []
+    _recording_sleep(monkeypatch, delays, stop_after=6)
+    with pytest.raises(_StopLoop):
+        await fetcher._node_loop(1)
+    expected = [0.1, 0.2, 0.4, 0.8, 0.8, 0.8]
+    assert all(e * 0.8 <= d <= e * 1.2 for d, e in zip(delays, expected, strict=True)), delays

@@ -167,6 +167,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             value_deserializer=value_deserializer,
             request_timeout_ms=common.request_timeout_ms,
             retry_backoff_ms=common.retry_backoff_ms,
+            retry_backoff_max_ms=common.retry_backoff_max_ms,
         )
         self._topics = list(topics)
         self._acks = Acknowledgements()
@@ -213,6 +214,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             on_fatal=self._set_fatal,
             rack_id=self._client_rack,
             retry_backoff_ms=self._common.retry_backoff_ms,
+            retry_backoff_max_ms=self._common.retry_backoff_max_ms,
             request_timeout_ms=self._common.request_timeout_ms,
         )
         self._fetcher = ShareFetcher(

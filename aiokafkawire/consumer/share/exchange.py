@@ -45,17 +45,6 @@ FatalHandler = Callable[[errors.KafkaError], None]
 
 #: The first ShareAcknowledge version that carries RENEW acknowledgements (KIP-1222).
 _RENEW_VERSION = 2
-_SESSION_CODES = frozenset(
-    (errors.ShareSessionNotFoundError.code, errors.InvalidShareSessionEpochError.code)
-)
-_FATAL_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.GroupAuthorizationFailedError,
-        errors.TopicAuthorizationFailedError,
-        errors.UnsupportedVersionError,
-    )
-)
 
 
 class CommitRequest:
@@ -251,30 +240,33 @@ class ShareExchange:
         if code == errors.UnsupportedVersionError.code:
             error = share_groups_unsupported(f"broker {node}", message or "")
         self.fail(acks, commits, error)
-        if code in _SESSION_CODES:
-            log.info("share session with broker %s: %s; opening a new one", node, error)
-            self._session_lost(node, session, answered_error=True)
-            return
-        # Any other top-level error: the broker's view of the session is uncertain.
+        # Whatever the error, the broker's view of the session is uncertain: start over.
         self._session_lost(node, session, answered_error=True)
-        if code in _FATAL_CODES:
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.FATAL:
+            # Authorization, a version or request this broker refuses: trying again cannot help.
             self._on_fatal(error)
-        else:
-            log.info("share fetch from broker %s: %s", node, error)
+            return
+        # SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, a leader that moved, ...
+        log.info("share request to broker %s: %s; opening a new share session", node, error)
+        if action is errors.ErrorAction.REFRESH_METADATA:
+            self._cluster.request_update()
+            self._on_metadata_stale()
 
     def _partition_error(
         self, node: int, tp: TopicPartition, code: int, message: str | None
     ) -> None:
         error = error_from(code, message, tp)
-        if errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA:
+        assert error is not None
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.REFRESH_METADATA:
             log.info("share fetch %s from broker %s: %s; refreshing metadata", tp, node, error)
             self._cluster.request_update()
             self._on_metadata_stale()
-        elif code in _FATAL_CODES:
-            assert error is not None
+        elif action is errors.ErrorAction.FATAL:
             self._on_fatal(error)
         else:
-            log.warning("share fetch %s from broker %s: %s", tp, node, error)
+            log.warning("share fetch %s from broker %s: %s; fetching it again", tp, node, error)
 
     async def acknowledge(
         self,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -64,6 +65,7 @@ class ShareFetchConfig:
         "key_deserializer",
         "max_poll_records",
         "request_timeout_ms",
+        "retry_backoff_max_ms",
         "retry_backoff_ms",
         "value_deserializer",
     )
@@ -82,6 +84,7 @@ class ShareFetchConfig:
         value_deserializer: Callable[[bytes | None], Any] | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
     ) -> None:
         self.group_id = group_id
         #: ShareFetch v2 ``ShareAcquireMode``: 0 batch-optimized, 1 record-limit (KIP-1206).
@@ -95,6 +98,7 @@ class ShareFetchConfig:
         self.value_deserializer = value_deserializer
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
 
 
 class _Step(enum.Enum):
@@ -282,8 +286,9 @@ class ShareFetcher:
     async def _node_loop(self, node: int) -> None:
         session = self._sessions[node]
         wake = self._wakes[node]
-        first_backoff = self._config.retry_backoff_ms / 1000
-        backoff = first_backoff
+        # Failed requests wait retry_backoff_ms doubling to retry_backoff_max_ms (never below
+        # the first wait, however large); an answered ShareFetch starts over.
+        backoff = Backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
         while not self._closing:
             wake.clear()
             try:
@@ -291,11 +296,10 @@ class ShareFetcher:
             except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
                 log.info("share request to broker %s failed: %s", node, exc)
                 self._cluster.request_update()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                await asyncio.sleep(backoff.next_delay())
                 continue
             if step is _Step.FETCHED:
-                backoff = first_backoff
+                backoff.reset()
                 continue
             if step is _Step.AGAIN or (
                 session.state is SessionState.OPEN
