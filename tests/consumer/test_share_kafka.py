@@ -22,6 +22,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _consumer_helpers import produce_values, wait_until
@@ -625,6 +626,46 @@ async def test_a_broker_without_share_groups_is_refused_with_a_clear_error(
         await consumer.start()
     assert isinstance(info.value, errors.UnsupportedVersionForBrokerError)
     await consumer.close()
+
+
+async def test_a_failed_start_stops_everything_it_started(
+    share_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start() fails after its loops are running (here: joining the group): no task of the
+    consumer outlives it, its connections are closed, and a later start() works."""
+    from aiokafkawire.consumer.share import membership as share_membership
+
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(bootstrap)
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    before = asyncio.all_tasks()
+    consumer = ShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group)
+    clusters = []
+    build = consumer._common.build_cluster
+
+    def recording_build() -> Any:
+        clusters.append(build())
+        return clusters[-1]
+
+    monkeypatch.setattr(consumer._common, "build_cluster", recording_build)
+    real_subscribe = share_membership.ShareMembership.subscribe
+
+    def failing_subscribe(self: Any, topics: Any) -> None:
+        raise errors.KafkaError("joining failed")
+
+    monkeypatch.setattr(share_membership.ShareMembership, "subscribe", failing_subscribe)
+    with pytest.raises(errors.KafkaError, match="joining failed"):
+        await consumer.start()
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
+    [cluster] = clusters
+    assert cluster._closed
+    assert consumer.member_id is None and consumer.assignment() == set()
+    with pytest.raises(errors.IllegalStateError, match="not started"):
+        await consumer.getmany()
+    monkeypatch.setattr(share_membership.ShareMembership, "subscribe", real_subscribe)
+    async with consumer:
+        assert _values(await _poll(consumer, 1)) == [b"0"]
 
 
 # ------------------------------------------------------------------ administration

@@ -189,7 +189,11 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
     # ----------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Connect, check that the cluster serves share groups, and join with the topics given."""
+        """Connect, check that the cluster serves share groups, and join with the topics given.
+
+        A start that fails stops everything it started (loops, connections) before raising;
+        it may be called again.
+        """
         if self._started:
             return
         if self._closed:
@@ -203,32 +207,47 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
                     f"broker {connection.host}:{connection.port}",
                     "it has no ShareGroupHeartbeat API",
                 )
+            self._cluster = cluster
+            self._membership = ShareMembership(
+                cluster,
+                self._group_id,
+                on_assignment=self._assignment_changed,
+                on_fatal=self._set_fatal,
+                rack_id=self._client_rack,
+                retry_backoff_ms=self._common.retry_backoff_ms,
+                retry_backoff_max_ms=self._common.retry_backoff_max_ms,
+                request_timeout_ms=self._common.request_timeout_ms,
+            )
+            self._fetcher = ShareFetcher(
+                cluster,
+                self._fetch_config,
+                self._acks,
+                member_id=lambda: self._member_id,
+                on_outcomes=self._outcomes,
+                on_fatal=self._set_fatal,
+            )
+            self._fetcher.start()
+            self._started = True
+            if self._topics:
+                self.subscribe(self._topics)
         except BaseException:
-            await cluster.close()
+            await self._undo_start(cluster)
             raise
-        self._cluster = cluster
-        self._membership = ShareMembership(
-            cluster,
-            self._group_id,
-            on_assignment=self._assignment_changed,
-            on_fatal=self._set_fatal,
-            rack_id=self._client_rack,
-            retry_backoff_ms=self._common.retry_backoff_ms,
-            retry_backoff_max_ms=self._common.retry_backoff_max_ms,
-            request_timeout_ms=self._common.request_timeout_ms,
-        )
-        self._fetcher = ShareFetcher(
-            cluster,
-            self._fetch_config,
-            self._acks,
-            member_id=lambda: self._member_id,
-            on_outcomes=self._outcomes,
-            on_fatal=self._set_fatal,
-        )
-        self._fetcher.start()
-        self._started = True
-        if self._topics:
-            self.subscribe(self._topics)
+
+    async def _undo_start(self, cluster: Cluster) -> None:
+        """Stop what a failed :meth:`start` started, in reverse order (never raises)."""
+        self._started = False
+        fetcher, membership = self._fetcher, self._membership
+        self._fetcher = self._membership = self._cluster = None
+        try:
+            if fetcher is not None:
+                await fetcher.close(0)
+            if membership is not None:
+                await membership.close(leave=True)  # only if a heartbeat joined already
+        except Exception:
+            log.exception("share consumer: stopping after a failed start")
+        finally:
+            await cluster.close()
 
     async def close(self, timeout_ms: int | None = None) -> None:
         """Acknowledge (implicit mode: accept the last poll's records), close the share
