@@ -22,6 +22,11 @@ from aiokafkawire.consumer.share.acknowledgements import (
     expand_batches,
 )
 from aiokafkawire.consumer.share.buffer import ShareChunk
+from aiokafkawire.consumer.share.codec import (
+    build_share_acknowledge,
+    delivered_records,
+    without_renewals,
+)
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import ShareMembership, new_member_id
 from aiokafkawire.consumer.share.session import (
@@ -29,11 +34,6 @@ from aiokafkawire.consumer.share.session import (
     SessionEvent,
     SessionState,
     ShareSession,
-)
-from aiokafkawire.consumer.share.wire import (
-    build_share_acknowledge,
-    delivered_records,
-    without_renewals,
 )
 from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
 from aiokafkawire.structs import TopicPartition

@@ -33,15 +33,15 @@ from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.buffer import ShareRecordBuffer
-from aiokafkawire.consumer.share.exchange import (
+from aiokafkawire.consumer.share.codec import AckMap, has_renewals, merge_acks, without_renewals
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome, ShareRecord
+from aiokafkawire.consumer.share.session import SessionState, ShareSession
+from aiokafkawire.consumer.share.session_requests import (
     CommitRequest,
     FatalHandler,
     OutcomeHandler,
-    ShareExchange,
+    SessionRequests,
 )
-from aiokafkawire.consumer.share.records import AcknowledgementOutcome, ShareRecord
-from aiokafkawire.consumer.share.session import SessionState, ShareSession
-from aiokafkawire.consumer.share.wire import AckMap, has_renewals, merge_acks, without_renewals
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer.share")
@@ -134,7 +134,7 @@ class ShareFetcher:
         self._commits: dict[int, list[CommitRequest]] = {}
         self._changed = asyncio.Event()
         self.buffer = ShareRecordBuffer(self._wake)
-        self._exchange = ShareExchange(
+        self._requests = SessionRequests(
             cluster,
             config,
             acknowledgements,
@@ -181,12 +181,12 @@ class ShareFetcher:
         return self._cluster.metadata.leader_for(tp.topic, tp.partition)
 
     def _topic_id(self, topic: str) -> Any:
-        return self._exchange.topic_id(topic)
+        return self._requests.topic_id(topic)
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
         """The broker's acquisition lock timeout, from the latest ShareFetch answer."""
-        return self._exchange.acquisition_lock_timeout_ms
+        return self._requests.acquisition_lock_timeout_ms
 
     # ----------------------------------------------------------------- the buffer
 
@@ -317,10 +317,10 @@ class ShareFetcher:
             if can_fetch:
                 # The opening request (epoch 0) may not carry acknowledgements: those
                 # wait for the next one.
-                await self._exchange.fetch(node, session, wanted, {}, [])
+                await self._requests.fetch(node, session, wanted, {}, [])
                 return _Step.FETCHED
             if self._pending_for(node) or self._commits.get(node):
-                self._exchange.fail(
+                self._requests.fail(
                     self._acks.take_pending(lambda tp: self._leader(tp) == node),
                     self._commits.pop(node, []),
                     errors.ShareSessionNotFoundError(
@@ -341,13 +341,13 @@ class ShareFetcher:
             # ShareFetch naming them would fetch them again): acknowledge now.
             send_now = acks if alone else {tp: a for tp, a in acks.items() if tp not in wanted_set}
             acks = {tp: a for tp, a in acks.items() if tp not in send_now}
-            await self._exchange.acknowledge(node, session, send_now, commits)
+            await self._requests.acknowledge(node, session, send_now, commits)
             commits = []
             if session.state is not SessionState.OPEN:
                 self._acks.put_back(acks)
                 return _Step.AGAIN
         if can_fetch:
-            await self._exchange.fetch(node, session, wanted, acks, commits)
+            await self._requests.fetch(node, session, wanted, acks, commits)
             return _Step.FETCHED
         return _Step.IDLE
 
@@ -366,7 +366,7 @@ class ShareFetcher:
         if session.state is not SessionState.OPEN:
             session.close()
             if acks or commits:
-                self._exchange.fail(
+                self._requests.fail(
                     acks,
                     commits,
                     errors.ShareSessionNotFoundError(
@@ -376,7 +376,7 @@ class ShareFetcher:
             return
         session.close()
         try:
-            await self._exchange.acknowledge(node, session, acks, commits)
+            await self._requests.acknowledge(node, session, acks, commits)
         except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
             log.info("closing the share session with broker %s failed: %s", node, exc)
 

@@ -1,6 +1,7 @@
-"""ShareFetch / ShareAcknowledge on the wire: building requests, reading answers, decoding the
-acquired records.  Pure functions: the sending and the session bookkeeping stay in
-:mod:`aiokafkawire.consumer.share.fetcher`."""
+"""ShareFetch / ShareAcknowledge to and from the wire: building requests, reading answers,
+decoding the acquired records.  Pure functions: the sending and the session bookkeeping stay in
+:mod:`~aiokafkawire.consumer.share.session_requests` and
+:mod:`~aiokafkawire.consumer.share.fetcher`."""
 
 from __future__ import annotations
 

@@ -14,10 +14,7 @@ from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.buffer import ShareChunk, ShareRecordBuffer
-from aiokafkawire.consumer.share.membership import share_groups_unsupported
-from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
-from aiokafkawire.consumer.share.session import SessionState, ShareSession
-from aiokafkawire.consumer.share.wire import (
+from aiokafkawire.consumer.share.codec import (
     AckMap,
     acknowledge_outcomes,
     answered_partitions,
@@ -30,6 +27,9 @@ from aiokafkawire.consumer.share.wire import (
     unanswered_outcomes,
     without_renewals,
 )
+from aiokafkawire.consumer.share.membership import share_groups_unsupported
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
+from aiokafkawire.consumer.share.session import SessionState, ShareSession
 from aiokafkawire.protocol.messages import ShareAcknowledgeRequest
 from aiokafkawire.structs import TopicPartition
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 
-__all__ = ["CommitRequest", "ShareExchange"]
+__all__ = ["CommitRequest", "SessionRequests"]
 
 OutcomeHandler = Callable[[list[AcknowledgementOutcome]], None]
 FatalHandler = Callable[[errors.KafkaError], None]
@@ -57,7 +57,7 @@ class CommitRequest:
         self.future = future
 
 
-class ShareExchange:
+class SessionRequests:
     """Sends a share session's requests to its leader and applies their answers."""
 
     def __init__(
