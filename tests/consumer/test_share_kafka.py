@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _consumer_helpers import produce_values, wait_until
+from _consumer_helpers import consume_n, produce_values, wait_until
 
-from aiokafkawire import Admin, NewTopic, errors
+from aiokafkawire import Admin, Consumer, NewTopic, errors
 from aiokafkawire.admin import ConfigResource, ResourceType
 from aiokafkawire.consumer.share import (
     AcknowledgementOutcome,
@@ -666,6 +666,57 @@ async def test_a_failed_start_stops_everything_it_started(
     monkeypatch.setattr(share_membership.ShareMembership, "subscribe", real_subscribe)
     async with consumer:
         assert _values(await _poll(consumer, 1)) == [b"0"]
+
+
+# ------------------------------------------------------------------ dead-letter topics (KIP-1191)
+
+
+async def test_rejected_records_go_to_the_groups_dead_letter_topic(
+    share_cluster: KafkaCluster,
+) -> None:
+    """Kafka 4.4 writes a share group's rejected records to its dead-letter topic, set with the
+    admin client: the group's ``errors.deadletterqueue.*`` configs and the topic's
+    ``errors.deadletterqueue.group.enable`` (names must start with ``dlq.`` by default)."""
+    bootstrap = share_cluster.bootstrap_servers
+    dlq = _name("dlq.share")
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        created = await admin.create_topics(
+            [NewTopic(dlq, 1, 1, configs={"errors.deadletterqueue.group.enable": "true"})]
+        )
+        assert created[dlq].error is None
+    topic, group = await _setup(
+        bootstrap,
+        **{
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.copy.record.enable": "true",
+        },
+    )
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        resource = ConfigResource(ResourceType.GROUP, group)
+        for _ in range(50):  # the broker learns group configs from the controller, soon
+            entries = (await admin.describe_configs([resource]))[resource].entries
+            if entries["errors.deadletterqueue.topic.name"].value == dlq:
+                break
+            await asyncio.sleep(0.1)
+        assert entries["errors.deadletterqueue.topic.name"].value == dlq
+        assert entries["errors.deadletterqueue.copy.record.enable"].value == "true"
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 2)
+    async with ShareConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, acknowledgement_mode="explicit"
+    ) as consumer:
+        first, second = await _poll(consumer, 2)
+        consumer.acknowledge(first, "reject")
+        consumer.acknowledge(second, "accept")
+        assert await consumer.commit() == {TopicPartition(topic, 0): None}
+    async with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as reader:
+        reader.assign([TopicPartition(dlq, 0)])
+        [dead] = await consume_n(reader, 1, timeout=30.0)
+    assert dead.value == first.value == b"0"
+    headers = dict(dead.headers)
+    assert headers["__dlq.errors.group"] == group.encode()
+    assert headers["__dlq.errors.topic"] == topic.encode()
+    assert headers["__dlq.errors.partition"] is not None
+    assert headers["__dlq.errors.offset"] is not None
 
 
 # ------------------------------------------------------------------ administration
