@@ -832,3 +832,34 @@ async def test_share_fetch_retries_double_to_retry_backoff_max_ms(
         await fetcher._node_loop(1)
     expected = [0.1, 0.2, 0.4, 0.8, 0.8, 0.8]
     assert all(e * 0.8 <= d <= e * 1.2 for d, e in zip(delays, expected, strict=True)), delays
+
+
+@pytest.mark.parametrize(
+    ("code", "fatal"),
+    [
+        (errors.KafkaStorageErrorError.code, False),  # retriable: a new session, no failure
+        (errors.NotLeaderOrFollowerError.code, False),  # stale metadata: refreshed, reopened
+        (errors.GroupAuthorizationFailedError.code, True),
+        (errors.InvalidRequestError.code, True),  # FATAL in the action table: not retried
+    ],
+)
+async def test_top_level_share_fetch_errors_follow_the_action_table(code: int, fatal: bool) -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        return _fetch_answer(h, error=code) if n == 1 else _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        for _ in range(300):
+            if len(connection.sent) >= 2 or h.outcomes:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await fetcher.close(1.0)
+    failures = [o for o in h.outcomes if isinstance(o, errors.KafkaError)]
+    assert [type(f).code for f in failures] == ([code] if fatal else [])  # type: ignore[attr-defined]
+    if not fatal:  # the session was opened again (epoch 0)
+        assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]
