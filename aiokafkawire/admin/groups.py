@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from aiokafkawire import errors
-from aiokafkawire.admin._core import AdminCore
+from aiokafkawire.admin._core import AdminCore, coordinator_retriable
 from aiokafkawire.admin._items import by_topic, error_or_none, item_results
 from aiokafkawire.protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -360,7 +360,11 @@ class GroupCalls(AdminCore):
                 group_id, ConsumerGroupDescribeRequest(group_ids=[group_id])
             )
             (group,) = response.groups
-            if group.error_code not in _NOT_A_CONSUMER_GROUP:
+            # Tansu 0.6 answers every group without error, epoch -1 (never a real KIP-848
+            # group's): that is no consumer-protocol group either.
+            if group.error_code not in _NOT_A_CONSUMER_GROUP and not (
+                group.error_code == 0 and group.group_epoch < 0
+            ):
                 return _consumer_group_description(group, node)
         response, node = await self._coordinator_call(
             group_id, DescribeGroupsRequest(groups=[group_id])
@@ -369,13 +373,19 @@ class GroupCalls(AdminCore):
         return _group_description(group, node)
 
     async def _coordinator_supports(self, group_id: str, api_key: int) -> bool:
-        """Whether the coordinator of ``group_id`` speaks ``api_key``."""
-        try:
+        """Whether the coordinator of ``group_id`` speaks ``api_key`` (the lookup retried as
+        a coordinator call is)."""
+
+        async def attempt() -> bool:
             connection = await self._cluster.coordinator_connection(group_id)
-        except errors.KafkaConnectionError:
-            # The cached coordinator is gone (and now forgotten): ask who took over, once.
-            connection = await self._cluster.coordinator_connection(group_id)
-        return connection.versions.supports(api_key)
+            return connection.versions.supports(api_key)
+
+        def forget_coordinator(_: BaseException) -> None:
+            self._cluster.invalidate_coordinator(group_id)
+
+        return await self._retried(
+            attempt, coordinator_retriable, f"group {group_id!r}", forget_coordinator
+        )
 
     async def delete_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True

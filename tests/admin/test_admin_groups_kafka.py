@@ -13,7 +13,7 @@ import pytest
 from _kafka_helpers import create_topic, eventually, unique
 
 from aiokafkawire import errors
-from aiokafkawire.admin import Admin
+from aiokafkawire.admin import Admin, NewTopic
 from aiokafkawire.consumer import Consumer
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import KafkaCluster
@@ -208,3 +208,25 @@ async def test_list_groups_filters_need_a_broker_that_can_filter() -> None:
             [request] = cluster.sent
             assert request.states_filter == (states or [])
             assert request.types_filter == (types or [])
+
+
+async def test_a_classic_group_on_tansu_is_described_with_describe_groups(
+    tansu_broker: Any,
+) -> None:
+    """Tansu answers ConsumerGroupDescribe for any group (no error, epoch -1, no members): the
+    classic group and its member still come from DescribeGroups (as before ConsumerGroupDescribe
+    was asked)."""
+    bootstrap = tansu_broker.bootstrap_servers
+    topic = unique("tansu-classic")
+    group = unique("g-tansu")
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    options = {**CLASSIC, "session_timeout_ms": 4000, "heartbeat_interval_ms": 500}
+    consumer = Consumer(topic, bootstrap_servers=bootstrap, group_id=group, **options)
+    async with _polling(consumer):
+        await eventually(lambda: bool(consumer.assignment()), 60, "assigned")
+        async with Admin(bootstrap_servers=bootstrap) as admin:
+            described = (await admin.describe_groups([group]))[group]
+    assert (described.group_type, described.protocol_type) == ("classic", "consumer")
+    [member] = described.members  # (Tansu sends no assignment bytes in DescribeGroups)
+    assert member.member_id == consumer._membership.member_id  # type: ignore[union-attr]
