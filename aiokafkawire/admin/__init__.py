@@ -68,7 +68,13 @@ from aiokafkawire.admin.share_groups import (
     ShareGroupOffset,
     ShareMemberDescription,
 )
-from aiokafkawire.admin.topics import ClusterDescription, NewTopic, TopicResult
+from aiokafkawire.admin.topics import (
+    ClusterDescription,
+    NewTopic,
+    PartitionDescription,
+    TopicDescription,
+    TopicResult,
+)
 from aiokafkawire.admin.transactions import (
     ProducerState,
     ProducerStates,
@@ -106,6 +112,7 @@ __all__ = [
     "MemberDescription",
     "NewTopic",
     "OffsetSpec",
+    "PartitionDescription",
     "PartitionResult",
     "PatternType",
     "ProducerState",
@@ -128,6 +135,7 @@ __all__ = [
     "ShareGroupListing",
     "ShareGroupOffset",
     "ShareMemberDescription",
+    "TopicDescription",
     "TopicInfo",
     "TopicPartition",
     "TopicResult",

@@ -184,7 +184,7 @@ class AdminCore:
 
         try:
             return await self._retried(
-                attempt, _coordinator_retriable, f"group {group_id!r}", forget_coordinator
+                attempt, coordinator_retriable, f"group {group_id!r}", forget_coordinator
             )
         except errors.BrokerResponseError as exc:
             if refusals and exc is refusals[-1]:
@@ -231,7 +231,7 @@ def _connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, errors.KafkaConnectionError)
 
 
-def _coordinator_retriable(exc: BaseException) -> bool:
+def coordinator_retriable(exc: BaseException) -> bool:
     """A lost connection, or a broker that is not (yet) the coordinator."""
     return _connection_lost(exc) or errors.action_of(exc) is errors.ErrorAction.FIND_COORDINATOR
 

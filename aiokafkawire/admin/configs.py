@@ -11,12 +11,19 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire.admin._core import AdminCore
 from aiokafkawire.admin._items import error_or_none, item_results
-from aiokafkawire.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from aiokafkawire.protocol.messages import (
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+)
 from aiokafkawire.protocol.messages import describe_configs as m_describe_configs
 from aiokafkawire.protocol.messages import incremental_alter_configs as m_alter_configs
 
 # DescribeConfigs' config_source value for a default a broker (not the user) set.
 _DEFAULT_CONFIG_SOURCE = 5
+#: ListConfigResources names the resource types from v1 (KIP-1142, Kafka 4.1); v0 is Kafka
+#: 3.7's ListClientMetricsResources, which lists client metrics subscriptions only.
+_RESOURCE_TYPES_VERSION = 1
 
 
 class ResourceType(enum.IntEnum):
@@ -25,6 +32,9 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: Client metrics subscriptions (KIP-714: ``metrics``, ``interval.ms``, ``match``); the
+    #: resource name is the subscription's.  Kafka 3.7+.
+    CLIENT_METRICS = 16
     #: Group configs (KIP-848/KIP-932: ``share.record.lock.duration.ms``,
     #: ``share.auto.offset.reset``, ``share.delivery.count.limit``, ...); Kafka 4.0+.
     GROUP = 32
@@ -41,7 +51,8 @@ class AlterOp(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ConfigResource:
-    """A topic or broker whose configuration is described or altered."""
+    """A topic, broker, broker logger, group or client metrics subscription whose
+    configuration is described, altered or listed."""
 
     type: ResourceType
     name: str
@@ -115,7 +126,8 @@ class ConfigCalls(AdminCore):
         include_synonyms: bool = False,
         raise_on_error: bool = True,
     ) -> dict[ConfigResource, ConfigResult]:
-        """The configuration of topics and brokers (broker resources go to that broker)."""
+        """The configuration of resources: topics, brokers and broker loggers (those go to that
+        broker), groups (Kafka 4.0+) and client metrics subscriptions (Kafka 3.7+)."""
         self._check()
         results: dict[ConfigResource, ConfigResult] = {}
         for target, group in _by_target(resources).items():
@@ -165,3 +177,43 @@ class ConfigCalls(AdminCore):
                     resource, {}, error_or_none(item.error_code, item.error_message)
                 )
         return item_results("alter_configs", results, raise_on_error)
+
+    async def list_config_resources(
+        self, types: Iterable[ResourceType] | None = None
+    ) -> list[ConfigResource]:
+        """The resources that have configurations, of ``types`` (every type the broker lists
+        when None or empty), sorted: ListConfigResources (KIP-1142, Kafka 4.1+).
+
+        A Kafka 3.7-4.0 broker lists client metrics subscriptions only (its
+        ListClientMetricsResources, KIP-714): asking it for other types raises
+        :class:`~aiokafkawire.errors.UnsupportedVersionForBrokerError`, as the Java client does.
+        """
+        self._check()
+        wanted = sorted({ResourceType(t) for t in types or ()})
+        connection = await self._cluster.any_connection()
+        api = ListConfigResourcesRequest.API_KEY
+        if not connection.versions.supports(api):
+            raise errors.UnsupportedVersionForBrokerError(
+                "listing config resources needs ListConfigResources (Kafka 4.1+; Kafka 3.7+ "
+                "lists client metrics subscriptions)"
+            )
+        version = connection.versions.version_for(api)
+        if version < _RESOURCE_TYPES_VERSION and wanted != [ResourceType.CLIENT_METRICS]:
+            raise errors.UnsupportedVersionForBrokerError(
+                f"broker {connection.host}:{connection.port} lists client metrics resources only "
+                "(ListConfigResources v0); types=[ResourceType.CLIENT_METRICS] is all it can list"
+            )
+        request = ListConfigResourcesRequest()
+        if version >= _RESOURCE_TYPES_VERSION:
+            request.resource_types = [int(t) for t in wanted]
+        response = await connection.send(request, version)
+        errors.raise_for_code(response.error_code, "ListConfigResources")
+        known = {int(t) for t in ResourceType}
+        return sorted(
+            (
+                ConfigResource(ResourceType(r.resource_type), r.resource_name)
+                for r in response.config_resources
+                if r.resource_type in known  # a type newer than this client: not one to name
+            ),
+            key=lambda r: (int(r.type), r.name),
+        )

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from aiokafkawire import errors
-from aiokafkawire.admin._core import AdminCore
+from aiokafkawire.admin._core import AdminCore, coordinator_retriable
 from aiokafkawire.admin._items import by_topic, error_or_none, item_results
 from aiokafkawire.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
@@ -30,6 +31,9 @@ _REQUIRE_STABLE_MIN_VERSION = 7
 _OFFSET_FETCH_GROUPS_VERSION = 8
 # OffsetFetch can ask for all of a group's offsets (topics null) from v2.
 _OFFSET_FETCH_ALL_VERSION = 2
+#: ListGroups filters by state from v4 (KIP-518), by type from v5 (KIP-848).
+_STATES_FILTER_VERSION = 4
+_TYPES_FILTER_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,16 @@ class GroupListing:
 
 @dataclass(frozen=True)
 class MemberDescription:
-    """One member of a described group (assignment/metadata bytes as the protocol carries them)."""
+    """One member of a described group.
+
+    Classic groups (DescribeGroups): ``metadata`` and ``assignment`` are the bytes the
+    protocol carries (``assigned_partitions`` decoded from a consumer-protocol assignment).
+    Consumer-protocol groups (KIP-848, ConsumerGroupDescribe): the bytes are empty and the
+    broker's view is in ``member_epoch``, ``assigned_partitions`` (what the member owns now),
+    ``target_assignment`` (what the broker is moving it to), the subscription and
+    ``member_type`` (``"consumer"``, or ``"classic"`` for a classic member in a consumer
+    group; ``None`` when the broker does not say, ConsumerGroupDescribe v0).
+    """
 
     member_id: str
     group_instance_id: str | None
@@ -54,11 +67,22 @@ class MemberDescription:
     metadata: bytes
     assignment: bytes
     assigned_partitions: tuple[TopicPartition, ...] = ()
+    member_epoch: int = -1
+    rack_id: str | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    target_assignment: tuple[TopicPartition, ...] = ()
+    member_type: str | None = None
 
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """A group's state and members, or the error describing it."""
+    """A group's state and members, or the error describing it.
+
+    ``group_type`` is ``"classic"`` or ``"consumer"`` (KIP-848); for a consumer group
+    ``protocol`` is the broker's assignor, and ``group_epoch`` / ``assignment_epoch`` are the
+    group's epoch and its target assignment's (-1 for classic groups).
+    """
 
     group_id: str
     state: str = ""
@@ -67,6 +91,9 @@ class GroupDescription:
     members: tuple[MemberDescription, ...] = ()
     coordinator: int | None = None
     error: errors.KafkaError | None = None
+    group_type: str = "classic"
+    group_epoch: int = -1
+    assignment_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -188,7 +215,58 @@ def _group_description(group: Any, coordinator: int) -> GroupDescription:
         group.protocol_data,
         members,
         coordinator,
-        error_or_none(group.error_code),
+        error_or_none(group.error_code, getattr(group, "error_message", None)),
+    )
+
+
+#: ConsumerGroupDescribe's answers for a group to describe with DescribeGroups instead: not a
+#: consumer-protocol group (or none at all), or a broker without KIP-848 groups (Kafka 3.9).
+_NOT_A_CONSUMER_GROUP = (errors.GroupIdNotFoundError.code, errors.UnsupportedVersionError.code)
+#: ConsumerGroupDescribe's ``MemberType`` (v1+, KIP-1099).
+_MEMBER_TYPES = {0: "classic", 1: "consumer"}
+
+
+def _partitions_of(assignment: Any) -> tuple[TopicPartition, ...]:
+    """A ConsumerGroupDescribe ``Assignment`` as partitions, sorted."""
+    pairs = (
+        TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions
+    )
+    return tuple(sorted(pairs))
+
+
+def _consumer_group_description(group: Any, coordinator: int) -> GroupDescription:
+    """A ConsumerGroupDescribe answer's group (a KIP-848 group) as a :class:`GroupDescription`."""
+    error = error_or_none(group.error_code, group.error_message)
+    if error is not None:
+        return GroupDescription(group.group_id, coordinator=coordinator, error=error)
+    members = tuple(
+        MemberDescription(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            b"",
+            b"",
+            _partitions_of(m.assignment),
+            member_epoch=m.member_epoch,
+            rack_id=m.rack_id,
+            subscribed_topics=tuple(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            target_assignment=_partitions_of(m.target_assignment),
+            member_type=_MEMBER_TYPES.get(getattr(m, "member_type", -1)),
+        )
+        for m in group.members
+    )
+    return GroupDescription(
+        group.group_id,
+        group.group_state,
+        "consumer",
+        group.assignor_name,
+        members,
+        coordinator,
+        group_type="consumer",
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
     )
 
 
@@ -227,24 +305,87 @@ def _offset_fetch_request(
 class GroupCalls(AdminCore):
     """Admin calls about consumer groups and their offsets."""
 
-    async def list_groups(self) -> list[GroupListing]:
-        """Every group in the cluster: asks each broker, since each knows only its own groups."""
+    async def list_groups(
+        self, *, types: Iterable[str] | None = None, states: Iterable[str] | None = None
+    ) -> list[GroupListing]:
+        """Every group in the cluster: asks each broker, since each knows only its own groups.
+
+        ``types`` (``"classic"``, ``"consumer"``, ``"share"``, ``"streams"``; ListGroups v5+,
+        KIP-848) and ``states`` (``"Stable"``, ``"Empty"``, ...; v4+, KIP-518) are filters the
+        brokers apply (case-insensitively); a broker too old for one raises
+        :class:`~aiokafkawire.errors.UnsupportedVersionForBrokerError`.
+        """
         self._check()
-        return await listings_of_each_broker(self, ListGroupsRequest(), _group_listing)
+        request = ListGroupsRequest()
+        needed = 0
+        if states is not None:
+            request.states_filter = sorted(set(states))
+            needed = _STATES_FILTER_VERSION
+        if types is not None:
+            request.types_filter = sorted(set(types))
+            needed = _TYPES_FILTER_VERSION
+
+        def check_broker(connection: Any, node_id: int) -> None:
+            if not connection.versions.supports(ListGroupsRequest.API_KEY, needed):
+                raise errors.UnsupportedVersionForBrokerError(
+                    f"broker {node_id} cannot filter groups by "
+                    f"{'type' if types is not None else 'state'} (ListGroups v{needed}+ needed)"
+                )
+
+        return await listings_of_each_broker(
+            self, request, _group_listing, check_broker if needed else None
+        )
 
     async def describe_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True
     ) -> dict[str, GroupDescription]:
-        """State, protocol and members of groups; decodes consumer-protocol assignments."""
+        """State, protocol and members of groups, as the Java client describes consumer groups.
+
+        A consumer-protocol group (KIP-848) is described with ConsumerGroupDescribe (member
+        epochs, assignments and target assignments); a classic group with DescribeGroups at
+        the newest version both sides speak (consumer-protocol assignments decoded).  An unknown
+        group is :class:`~aiokafkawire.errors.GroupIdNotFoundError` from Kafka 4.0 on
+        (DescribeGroups v6, KIP-1043); older brokers describe it in the ``"Dead"`` state.
+        """
         self._check()
-        results = await self._ask_each_coordinator(
-            group_ids,
-            lambda group_id: DescribeGroupsRequest(groups=[group_id]),
-            lambda response, node: (
-                (group.group_id, _group_description(group, node)) for group in response.groups
-            ),
-        )
+        results = {group_id: await self._describe_group(group_id) for group_id in group_ids}
         return item_results("describe_groups", results, raise_on_error)
+
+    async def _describe_group(self, group_id: str) -> GroupDescription:
+        """ConsumerGroupDescribe where the coordinator has it; DescribeGroups for the groups it
+        does not know as consumer-protocol groups (classic ones, or none), and elsewhere (as
+        Java's ``DescribeConsumerGroupsHandler``)."""
+        if await self._coordinator_supports(group_id, ConsumerGroupDescribeRequest.API_KEY):
+            response, node = await self._coordinator_call(
+                group_id, ConsumerGroupDescribeRequest(group_ids=[group_id])
+            )
+            (group,) = response.groups
+            # Tansu 0.6 answers every group without error, epoch -1 (never a real KIP-848
+            # group's): that is no consumer-protocol group either.
+            if group.error_code not in _NOT_A_CONSUMER_GROUP and not (
+                group.error_code == 0 and group.group_epoch < 0
+            ):
+                return _consumer_group_description(group, node)
+        response, node = await self._coordinator_call(
+            group_id, DescribeGroupsRequest(groups=[group_id])
+        )
+        (group,) = response.groups
+        return _group_description(group, node)
+
+    async def _coordinator_supports(self, group_id: str, api_key: int) -> bool:
+        """Whether the coordinator of ``group_id`` speaks ``api_key`` (the lookup retried as
+        a coordinator call is)."""
+
+        async def attempt() -> bool:
+            connection = await self._cluster.coordinator_connection(group_id)
+            return connection.versions.supports(api_key)
+
+        def forget_coordinator(_: BaseException) -> None:
+            self._cluster.invalidate_coordinator(group_id)
+
+        return await self._retried(
+            attempt, coordinator_retriable, f"group {group_id!r}", forget_coordinator
+        )
 
     async def delete_groups(
         self, group_ids: Iterable[str], *, raise_on_error: bool = True

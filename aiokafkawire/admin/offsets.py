@@ -15,8 +15,6 @@ from aiokafkawire.protocol.messages import delete_records as m_delete_records
 from aiokafkawire.protocol.messages import list_offsets as m_list_offsets
 from aiokafkawire.structs import TopicPartition
 
-# ListOffsets answers "the record with the largest timestamp" (OffsetSpec.MAX_TIMESTAMP) from v7.
-_MAX_TIMESTAMP_VERSION = 7
 # ListOffsets takes an isolation level from v2.
 _ISOLATION_VERSION = 2
 
@@ -27,13 +25,17 @@ class _PartitionsToRetry(Exception):
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """Which offset ``list_offsets`` looks up: earliest, latest, max timestamp, or by timestamp."""
+    """Which offset ``list_offsets`` looks up: earliest, latest, max timestamp, the tiered
+    storage offsets, or by timestamp."""
 
     timestamp: int
 
     EARLIEST = -2
     LATEST = -1
     MAX_TIMESTAMP = -3
+    EARLIEST_LOCAL = -4
+    LATEST_TIERED = -5
+    EARLIEST_PENDING_UPLOAD = -6
 
     @classmethod
     def earliest(cls) -> OffsetSpec:
@@ -51,11 +53,46 @@ class OffsetSpec:
         return cls(cls.MAX_TIMESTAMP)
 
     @classmethod
+    def earliest_local(cls) -> OffsetSpec:
+        """The first offset in the leader's local log (KIP-405; ListOffsets v8+): with tiered
+        storage, the first offset not yet removed locally; without it, the log start."""
+        return cls(cls.EARLIEST_LOCAL)
+
+    @classmethod
+    def latest_tiered(cls) -> OffsetSpec:
+        """The highest offset copied to tiered storage (KIP-1005; ListOffsets v9+); offset -1
+        when nothing was (and without tiered storage)."""
+        return cls(cls.LATEST_TIERED)
+
+    @classmethod
+    def earliest_pending_upload(cls) -> OffsetSpec:
+        """The first offset not yet copied to tiered storage (KIP-1023; ListOffsets v11+);
+        offset -1 without tiered storage."""
+        return cls(cls.EARLIEST_PENDING_UPLOAD)
+
+    @classmethod
     def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:
         """The first offset whose timestamp is at or after ``timestamp_ms``."""
         if timestamp_ms < 0:
             raise errors.ConfigError("timestamp must be >= 0")
         return cls(timestamp_ms)
+
+
+#: The first ListOffsets version that answers each special spec (as Java's
+#: ``ListOffsetsRequest.Builder``): max timestamp v7 (KIP-734), earliest local v8 (KIP-405),
+#: latest tiered v9 (KIP-1005), earliest pending upload v11 (KIP-1023).
+_SPEC_MIN_VERSION = {
+    OffsetSpec.MAX_TIMESTAMP: 7,
+    OffsetSpec.EARLIEST_LOCAL: 8,
+    OffsetSpec.LATEST_TIERED: 9,
+    OffsetSpec.EARLIEST_PENDING_UPLOAD: 11,
+}
+_SPEC_NAMES = {
+    OffsetSpec.MAX_TIMESTAMP: "max timestamp",
+    OffsetSpec.EARLIEST_LOCAL: "earliest local",
+    OffsetSpec.LATEST_TIERED: "latest tiered",
+    OffsetSpec.EARLIEST_PENDING_UPLOAD: "earliest pending upload",
+}
 
 
 @dataclass(frozen=True)
@@ -93,7 +130,12 @@ class OffsetCalls(AdminCore):
         isolation_level: str = "read_uncommitted",
         raise_on_error: bool = True,
     ) -> dict[TopicPartition, ListedOffset]:
-        """Look up offsets by spec (earliest, latest, max-timestamp or a timestamp)."""
+        """Look up offsets by spec: earliest, latest, max timestamp, earliest local, latest
+        tiered, earliest pending upload, or a timestamp.
+
+        Each spec needs a ListOffsets version (as in Java's ``OffsetSpec``); a partition whose
+        leader is too old for its spec gets an
+        :class:`~aiokafkawire.errors.UnsupportedVersionForBrokerError` item."""
         self._check()
         wanted = {
             tp: (s if isinstance(s, OffsetSpec) else OffsetSpec(int(s))) for tp, s in specs.items()
@@ -164,10 +206,21 @@ class OffsetCalls(AdminCore):
     ) -> dict[TopicPartition, ListedOffset]:
         connection = await self._cluster.connection(node_id)
         version = connection.versions.version_for(ListOffsetsRequest.API_KEY)
-        if version < _MAX_TIMESTAMP_VERSION and any(
-            specs[tp].timestamp == OffsetSpec.MAX_TIMESTAMP for tp in partitions
-        ):
-            raise errors.UnsupportedVersionForBrokerError("max-timestamp needs ListOffsets v7+")
+        refused: dict[TopicPartition, ListedOffset] = {}
+        for tp in partitions:
+            spec = specs[tp].timestamp
+            needed = _SPEC_MIN_VERSION.get(spec, 0)
+            if version < needed:
+                refused[tp] = ListedOffset(
+                    -1,
+                    error=errors.UnsupportedVersionForBrokerError(
+                        f"{tp.topic}-{tp.partition}: the {_SPEC_NAMES[spec]} offset needs "
+                        f"ListOffsets v{needed}+, broker {node_id} speaks v{version}"
+                    ),
+                )
+        partitions = [tp for tp in partitions if tp not in refused]
+        if not partitions:
+            return refused
         request = ListOffsetsRequest(
             replica_id=-1,
             topics=[
@@ -190,11 +243,12 @@ class OffsetCalls(AdminCore):
         if version >= _ISOLATION_VERSION:
             request.isolation_level = 1 if isolation_level == "read_committed" else 0
         response = await connection.send(request, version)
-        return {
-            TopicPartition(topic.name, p.partition_index): _listed(p, version)
+        refused.update(
+            (TopicPartition(topic.name, p.partition_index), _listed(p, version))
             for topic in response.topics
             for p in topic.partitions
-        }
+        )
+        return refused
 
     async def delete_records(
         self,

@@ -9,16 +9,19 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire.admin._core import AdminCore
 from aiokafkawire.admin._items import error_or_none, item_results
-from aiokafkawire.cluster.metadata import BrokerInfo, TopicInfo
+from aiokafkawire.client_config import check_int
+from aiokafkawire.cluster.metadata import BrokerInfo, PartitionInfo, TopicInfo
 from aiokafkawire.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeClusterRequest,
+    DescribeTopicPartitionsRequest,
 )
 from aiokafkawire.protocol.messages import create_partitions as m_create_partitions
 from aiokafkawire.protocol.messages import create_topics as m_create_topics
 from aiokafkawire.protocol.messages import delete_topics as m_delete_topics
+from aiokafkawire.protocol.messages import describe_topic_partitions as m_describe_topics
 
 # CreateTopics v4 lets the broker fill in default partition counts and replication factors.
 _BROKER_DEFAULTS_VERSION = 4
@@ -53,6 +56,25 @@ class TopicResult:
         return self.error is None
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionDescription(PartitionInfo):
+    """A partition as ``describe_topics`` reports it: :class:`PartitionInfo` and, from
+    DescribeTopicPartitions (Kafka 3.8+, KIP-966), the eligible leader replicas (ELR) and the
+    last known ELR.  ``None`` when the answer does not say (Metadata, or a cluster without
+    ELR: ``eligible.leader.replicas.version`` off)."""
+
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription(TopicInfo):
+    """A topic as ``describe_topics`` reports it: a :class:`TopicInfo` whose partitions are
+    :class:`PartitionDescription` values."""
+
+    partitions: Mapping[int, PartitionDescription]
+
+
 @dataclass(frozen=True)
 class ClusterDescription:
     """The cluster's id, controller and brokers."""
@@ -60,6 +82,43 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: tuple[BrokerInfo, ...]
+
+
+def _replicas(nodes: Sequence[int] | None) -> tuple[int, ...] | None:
+    return None if nodes is None else tuple(nodes)
+
+
+class _TopicPages:
+    """One topic of a paged DescribeTopicPartitions answer: its partitions from every page."""
+
+    __slots__ = ("partitions", "topic")
+
+    def __init__(self, topic: Any) -> None:
+        self.topic = topic
+        self.partitions: dict[int, PartitionDescription] = {}
+
+    def add(self, partitions: Iterable[Any]) -> None:
+        name = self.topic.name
+        for p in partitions:
+            self.partitions[p.partition_index] = PartitionDescription(
+                name,
+                p.partition_index,
+                p.leader_id,
+                p.leader_epoch,
+                tuple(p.replica_nodes),
+                tuple(p.isr_nodes),
+                tuple(p.offline_replicas),
+                p.error_code,
+                _replicas(p.eligible_leader_replicas),
+                _replicas(p.last_known_elr),
+            )
+
+    def description(self) -> TopicDescription:
+        topic = self.topic
+        topic_id = None if topic.topic_id is None or topic.topic_id.int == 0 else topic.topic_id
+        return TopicDescription(
+            topic.name, topic_id, topic.is_internal, self.partitions, topic.error_code
+        )
 
 
 def _creatable(topic: NewTopic, version: int) -> m_create_topics.CreatableTopic:
@@ -199,28 +258,106 @@ class TopicCalls(AdminCore):
         )
 
     async def describe_topics(
-        self, topics: Iterable[str] | None = None, *, raise_on_error: bool = True
-    ) -> dict[str, TopicInfo]:
-        """Partitions, leaders and replicas of the named topics (all topics when None).
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        raise_on_error: bool = True,
+        partition_limit_per_response: int = 2000,
+    ) -> dict[str, TopicDescription]:
+        """Partitions, leaders, replicas and eligible leader replicas of the named topics (all
+        topics when None).
 
-        An unknown topic raises AdminOperationError; with ``raise_on_error=False`` it maps to a
-        ``TopicInfo`` with its ``error_code`` set.
+        Where the brokers have DescribeTopicPartitions (Kafka 3.8+, KIP-966) it is used, page
+        by page of at most ``partition_limit_per_response`` partitions (the broker may lower
+        it; Java's ``partitionSizeLimitPerResponse``), with ELR and last known ELR; else
+        Metadata.  An unknown topic raises AdminOperationError; with ``raise_on_error=False``
+        it maps to a ``TopicDescription`` with its ``error_code`` set.
         """
         self._check()
-        metadata = await self._cluster.refresh_metadata()
-        names = list(metadata.topics) if topics is None else list(topics)
-        missing = [n for n in names if n not in metadata.topics]
-        if missing:
-            metadata = await self._cluster.refresh_metadata(missing)
-        result: dict[str, TopicInfo] = {}
-        for name in names:
-            info = metadata.topics.get(name)
-            if info is None:
-                info = TopicInfo(name, None, False, {}, errors.UnknownTopicOrPartitionError.code)
-            result[name] = info
+        check_int("partition_limit_per_response", partition_limit_per_response, minimum=1)
+        if topics is None:
+            metadata = await self._cluster.refresh_metadata()
+            names = list(metadata.topics)
+        else:
+            names = list(dict.fromkeys(topics))
+        connection = await self._cluster.any_connection()
+        if connection.versions.supports(DescribeTopicPartitionsRequest.API_KEY):
+            result = await self._describe_topic_partitions(names, partition_limit_per_response)
+        else:
+            result = await self._describe_by_metadata(names)
         return item_results(
             "describe_topics", result, raise_on_error, lambda info: error_or_none(info.error_code)
         )
+
+    async def _describe_topic_partitions(
+        self, names: list[str], limit: int
+    ) -> dict[str, TopicDescription]:
+        """DescribeTopicPartitions, following ``NextCursor`` until the last page."""
+        found: dict[str, _TopicPages] = {}
+        cursor: m_describe_topics.Cursor | None = None
+        request_topics = [m_describe_topics.TopicRequest(name=n) for n in sorted(names)]
+        while True:
+            request = DescribeTopicPartitionsRequest(
+                topics=request_topics, response_partition_limit=limit, cursor=cursor
+            )
+            response = await self._send_any(request)
+            for topic in response.topics:
+                if topic.name is not None:
+                    found.setdefault(topic.name, _TopicPages(topic)).add(topic.partitions)
+            following = response.next_cursor
+            if following is None:
+                break
+            if cursor is not None and (following.topic_name, following.partition_index) <= (
+                cursor.topic_name,
+                cursor.partition_index,
+            ):
+                raise errors.ProtocolError(
+                    f"DescribeTopicPartitions: the next cursor {following.topic_name}-"
+                    f"{following.partition_index} does not move past {cursor.topic_name}-"
+                    f"{cursor.partition_index}"
+                )
+            cursor = m_describe_topics.Cursor(
+                topic_name=following.topic_name, partition_index=following.partition_index
+            )
+        unknown = errors.UnknownTopicOrPartitionError.code
+        return {
+            name: found[name].description()
+            if name in found
+            else TopicDescription(name, None, False, {}, unknown)
+            for name in names
+        }
+
+    async def _describe_by_metadata(self, names: list[str]) -> dict[str, TopicDescription]:
+        """Metadata's view (brokers without DescribeTopicPartitions: no ELR)."""
+        metadata = await self._cluster.refresh_metadata()
+        missing = [n for n in names if n not in metadata.topics]
+        if missing:
+            metadata = await self._cluster.refresh_metadata(missing)
+        result: dict[str, TopicDescription] = {}
+        for name in names:
+            info = metadata.topics.get(name)
+            if info is None:
+                result[name] = TopicDescription(
+                    name, None, False, {}, errors.UnknownTopicOrPartitionError.code
+                )
+                continue
+            partitions = {
+                index: PartitionDescription(
+                    p.topic,
+                    p.partition,
+                    p.leader,
+                    p.leader_epoch,
+                    p.replicas,
+                    p.isr,
+                    p.offline_replicas,
+                    p.error_code,
+                )
+                for index, p in info.partitions.items()
+            }
+            result[name] = TopicDescription(
+                name, info.topic_id, info.is_internal, partitions, info.error_code
+            )
+        return result
 
     async def describe_cluster(self) -> ClusterDescription:
         """Cluster id, controller and brokers (DescribeCluster where supported, else Metadata)."""

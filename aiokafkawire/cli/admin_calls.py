@@ -20,9 +20,8 @@ from aiokafkawire import errors
 from aiokafkawire.cli.exit_codes import CliError, ExitCode
 
 if TYPE_CHECKING:
-    from aiokafkawire.admin import Admin
+    from aiokafkawire.admin import Admin, TopicDescription
     from aiokafkawire.cli.app import Context
-    from aiokafkawire.cluster.metadata import TopicInfo
 
     #: The admin client :func:`connect_admin` yields: an ``Admin`` whose per-item calls return
     #: every item's result (``raise_on_error=False``) unless told otherwise.
@@ -84,7 +83,7 @@ def topic_name(topic: str) -> str:
     return f"topic {topic!r}"
 
 
-async def existing_topics(admin: PerItemAdmin, names: Iterable[str]) -> dict[str, TopicInfo]:
+async def existing_topics(admin: PerItemAdmin, names: Iterable[str]) -> dict[str, TopicDescription]:
     """The named topics' metadata; a missing one ends the command (exit code 3) at once."""
     wanted = list(dict.fromkeys(names))
     found = await admin.describe_topics(wanted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aiokafkawire.errors import ConfigError, UnsupportedVersionForBrokerError
-from aiokafkawire.protocol.messages import ApiVersionsRequest, DescribeGroupsRequest
+from aiokafkawire.protocol.messages import ApiVersionsRequest
 
 VersionRange = tuple[int, int]
 ApiVersionCap = str | Mapping[int, int] | None
@@ -63,13 +63,7 @@ CLIENT_THROTTLES_SINCE: dict[int, int] = {
 #: api key -> (highest version the client sends, why).  Lift an entry once the new version's
 #: meaning is implemented and tested against a real broker.  Per-call limits (Produce inside a
 #: transaction, EndTxn, AddPartitionsToTxn) live with their callers in ``producer/``.
-CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {
-    DescribeGroupsRequest.API_KEY: (
-        5,
-        "DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND instead of the Dead "
-        "state (KIP-1043); Admin.describe_groups reports Dead for every broker version",
-    ),
-}
+CLIENT_VERSION_CAPS: dict[int, tuple[int, str]] = {}
 
 
 def client_api_versions(

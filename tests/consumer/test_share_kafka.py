@@ -22,11 +22,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _consumer_helpers import produce_values, wait_until
+from _consumer_helpers import consume_n, produce_values, wait_until
 
-from aiokafkawire import Admin, NewTopic, errors
+from aiokafkawire import Admin, Consumer, NewTopic, errors
 from aiokafkawire.admin import ConfigResource, ResourceType
 from aiokafkawire.consumer.share import (
     AcknowledgementOutcome,
@@ -278,6 +279,82 @@ async def test_acknowledging_after_the_lock_expired_is_a_typed_error(
         assert (again.value, again.offset) == (record.value, record.offset)
         assert again.delivery_count >= 2
         consumer.acknowledge(again, "accept")
+        assert await consumer.commit() == {TopicPartition(topic, 0): None}
+
+
+# ------------------------------------------------------------------ renewed locks (KIP-1222)
+
+
+async def test_a_renewed_lock_keeps_a_long_job_from_the_other_members(
+    share_cluster: KafkaCluster,
+) -> None:
+    """5 s locks; the worker renews every 2 s while it works 15 s on its record, then accepts
+    it: the other member, polling all along, never gets it, nor does the worker again."""
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(
+        bootstrap,
+        **{"share.record.lock.duration.ms": 5000, "share.renew.acknowledge.enable": "true"},
+    )
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    outcomes: list[AcknowledgementOutcome] = []
+    options = {"bootstrap_servers": bootstrap, "group_id": group}
+    worker = ShareConsumer(
+        topic, acknowledgement_mode="explicit", on_acknowledgement=outcomes.append, **options
+    )
+    other = ShareConsumer(topic, acknowledgement_mode="explicit", client_id="other", **options)
+    async with worker:
+        [record] = await _poll(worker, 1)
+        assert record.delivery_count == 1
+        assert worker.acquisition_lock_timeout_ms == 5000
+        with pytest.raises(errors.KafkaValueError, match="acept"):
+            worker.acknowledge(record, "acept")
+        async with other:
+            seen_by_other: list[ShareRecord] = []
+            seen_again: list[ShareRecord] = []
+            stop = asyncio.Event()
+
+            async def other_polls() -> None:
+                while not stop.is_set():
+                    seen_by_other.extend(await _poll(other, 1, timeout=0.5))
+
+            poller = asyncio.create_task(other_polls())
+            try:
+                started = time.monotonic()
+                renewals = 0
+                while time.monotonic() - started < 15.0:  # the long job
+                    worker.acknowledge(record, "renew")
+                    renewals += 1
+                    # The worker polls meanwhile: a renewed record lets the poll go ahead,
+                    # and is not handed out again.
+                    seen_again.extend(await _poll(worker, 1, timeout=2.0))
+                worker.acknowledge(record, "accept")
+                assert await worker.commit() == {TopicPartition(topic, 0): None}
+                seen_again.extend(await _poll(worker, 1, timeout=2.0))
+            finally:
+                stop.set()
+                await poller
+    assert seen_by_other == [] and seen_again == []
+    assert renewals >= 7
+    renewed = [o for o in outcomes if AcknowledgeType.RENEW in o.offsets.values()]
+    assert len(renewed) >= 7
+    assert all(o.error is None for o in outcomes), outcomes
+    assert outcomes[-1].offsets == {record.offset: AcknowledgeType.ACCEPT}
+
+
+async def test_renewing_is_refused_where_the_group_disables_it(share_cluster: KafkaCluster) -> None:
+    """Kafka 4.4 refuses RENEWs in a group with ``share.renew.acknowledge.enable=false`` (the
+    default is true): an InvalidRecordStateError outcome, and the record is still held."""
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(bootstrap, **{"share.renew.acknowledge.enable": "false"})
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    async with ShareConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, acknowledgement_mode="explicit"
+    ) as consumer:
+        [record] = await _poll(consumer, 1)
+        consumer.acknowledge(record, "renew")
+        result = await consumer.commit()
+        assert isinstance(result[TopicPartition(topic, 0)], errors.InvalidRecordStateError)
+        consumer.acknowledge(record, "accept")
         assert await consumer.commit() == {TopicPartition(topic, 0): None}
 
 
@@ -549,6 +626,97 @@ async def test_a_broker_without_share_groups_is_refused_with_a_clear_error(
         await consumer.start()
     assert isinstance(info.value, errors.UnsupportedVersionForBrokerError)
     await consumer.close()
+
+
+async def test_a_failed_start_stops_everything_it_started(
+    share_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start() fails after its loops are running (here: joining the group): no task of the
+    consumer outlives it, its connections are closed, and a later start() works."""
+    from aiokafkawire.consumer.share import membership as share_membership
+
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(bootstrap)
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 1)
+    before = asyncio.all_tasks()
+    consumer = ShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group)
+    clusters = []
+    build = consumer._common.build_cluster
+
+    def recording_build() -> Any:
+        clusters.append(build())
+        return clusters[-1]
+
+    monkeypatch.setattr(consumer._common, "build_cluster", recording_build)
+    real_subscribe = share_membership.ShareMembership.subscribe
+
+    def failing_subscribe(self: Any, topics: Any) -> None:
+        raise errors.KafkaError("joining failed")
+
+    monkeypatch.setattr(share_membership.ShareMembership, "subscribe", failing_subscribe)
+    with pytest.raises(errors.KafkaError, match="joining failed"):
+        await consumer.start()
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
+    [cluster] = clusters
+    assert cluster._closed
+    assert consumer.member_id is None and consumer.assignment() == set()
+    with pytest.raises(errors.IllegalStateError, match="not started"):
+        await consumer.getmany()
+    monkeypatch.setattr(share_membership.ShareMembership, "subscribe", real_subscribe)
+    async with consumer:
+        assert _values(await _poll(consumer, 1)) == [b"0"]
+
+
+# ------------------------------------------------------------------ dead-letter topics (KIP-1191)
+
+
+async def test_rejected_records_go_to_the_groups_dead_letter_topic(
+    share_cluster: KafkaCluster,
+) -> None:
+    """Kafka 4.4 writes a share group's rejected records to its dead-letter topic, set with the
+    admin client: the group's ``errors.deadletterqueue.*`` configs and the topic's
+    ``errors.deadletterqueue.group.enable`` (names must start with ``dlq.`` by default)."""
+    bootstrap = share_cluster.bootstrap_servers
+    dlq = _name("dlq.share")
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        created = await admin.create_topics(
+            [NewTopic(dlq, 1, 1, configs={"errors.deadletterqueue.group.enable": "true"})]
+        )
+        assert created[dlq].error is None
+    topic, group = await _setup(
+        bootstrap,
+        **{
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.copy.record.enable": "true",
+        },
+    )
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        resource = ConfigResource(ResourceType.GROUP, group)
+        for _ in range(50):  # the broker learns group configs from the controller, soon
+            entries = (await admin.describe_configs([resource]))[resource].entries
+            if entries["errors.deadletterqueue.topic.name"].value == dlq:
+                break
+            await asyncio.sleep(0.1)
+        assert entries["errors.deadletterqueue.topic.name"].value == dlq
+        assert entries["errors.deadletterqueue.copy.record.enable"].value == "true"
+    await asyncio.to_thread(produce_values, bootstrap, topic, 1, 2)
+    async with ShareConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, acknowledgement_mode="explicit"
+    ) as consumer:
+        first, second = await _poll(consumer, 2)
+        consumer.acknowledge(first, "reject")
+        consumer.acknowledge(second, "accept")
+        assert await consumer.commit() == {TopicPartition(topic, 0): None}
+    async with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as reader:
+        reader.assign([TopicPartition(dlq, 0)])
+        [dead] = await consume_n(reader, 1, timeout=30.0)
+    assert dead.value == first.value == b"0"
+    headers = dict(dead.headers)
+    assert headers["__dlq.errors.group"] == group.encode()
+    assert headers["__dlq.errors.topic"] == topic.encode()
+    assert headers["__dlq.errors.partition"] is not None
+    assert headers["__dlq.errors.offset"] is not None
 
 
 # ------------------------------------------------------------------ administration

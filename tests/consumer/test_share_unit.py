@@ -22,15 +22,19 @@ from aiokafkawire.consumer.share.acknowledgements import (
     expand_batches,
 )
 from aiokafkawire.consumer.share.buffer import ShareChunk
+from aiokafkawire.consumer.share.codec import (
+    build_share_acknowledge,
+    delivered_records,
+    without_renewals,
+)
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
-from aiokafkawire.consumer.share.membership import new_member_id
+from aiokafkawire.consumer.share.membership import ShareMembership, new_member_id
 from aiokafkawire.consumer.share.session import (
     TRANSITIONS,
     SessionEvent,
     SessionState,
     ShareSession,
 )
-from aiokafkawire.consumer.share.wire import delivered_records
 from aiokafkawire.protocol.records import DefaultRecordBatchBuilder
 from aiokafkawire.structs import TopicPartition
 
@@ -199,6 +203,78 @@ def test_acquiring_again_drops_a_pending_acknowledgement_of_the_old_delivery() -
     [outcome] = acks.take_expired()
     assert outcome.offsets == {3: A}
     assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
+def test_renew_keeps_the_record_held_and_moves_its_deadline_when_the_broker_agrees() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 1, 1, 5_000)
+    record = ShareRecord("jobs", 0, 0, 0, 0, None, b"v", (), None, 1)
+    assert acks.unacknowledged(TP, [record]) == [0]
+    clock.now += 2
+    acks.acknowledge(TP, 0, AcknowledgeType.RENEW, 1)
+    assert acks.renewing
+    assert acks.delivery_count(TP, 0) == 1  # still held: a renewal settles nothing
+    assert acks.unacknowledged(TP, [record]) == []  # yet the next poll may go ahead
+    taken = acks.take_pending()
+    assert taken == {TP: {0: AcknowledgeType.RENEW}}
+    assert acks.deadline(TP, 0) == 105.0
+    acks.renewed(TP, [0], 5_000)  # the broker's verdict, 2 s after the acquisition
+    assert acks.deadline(TP, 0) == 107.0
+    assert acks.deadline(TP, 1) == 105.0  # not renewed
+    clock.now += 4  # past the first lock, within the renewed one
+    acks.acknowledge(TP, 0, A, 1)
+    assert acks.take_pending() == {TP: {0: A}}
+    assert acks.take_expired() == []
+    with pytest.raises(errors.IllegalStateError, match="no lock to renew"):
+        acks.acknowledge(TP, 0, AcknowledgeType.RENEW, 1)
+
+
+def test_a_final_acknowledgement_replaces_a_renewal_not_yet_sent() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 4, 4, 1, 5_000)
+    acks.acknowledge(TP, 4, AcknowledgeType.RENEW)
+    acks.acknowledge(TP, 4, R)
+    assert acks.take_pending() == {TP: {4: R}}
+    acks.acquire(TP, 5, 5, 1, 5_000)
+    acks.acknowledge(TP, 5, J)
+    with pytest.raises(errors.IllegalStateError):
+        acks.acknowledge(TP, 5, AcknowledgeType.RENEW)  # settled already
+
+
+def test_renewing_a_lock_past_its_deadline_is_reported_expired() -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 0, 1, 1_000)
+    clock.now += 1.5
+    acks.acknowledge(TP, 0, AcknowledgeType.RENEW)
+    assert not acks.has_pending()
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {0: AcknowledgeType.RENEW}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
+def test_renewals_travel_alone_with_is_renew_ack() -> None:
+    renew = AcknowledgeType.RENEW
+    acks = {TP: {0: renew, 1: A}, TopicPartition("jobs", 1): {5: R}}
+    request = build_share_acknowledge(
+        "g", member_id="m", epoch=3, topic_id=lambda _: uuid.UUID(int=1), acks=acks
+    )
+    assert request.is_renew_ack is True
+    assert without_renewals(acks) == {TP: {1: A}, TopicPartition("jobs", 1): {5: R}}
+    plain = build_share_acknowledge(
+        "g", member_id="m", epoch=3, topic_id=lambda _: uuid.UUID(int=1), acks={TP: {1: A}}
+    )
+    assert plain.is_renew_ack is False
+
+
+def test_unknown_acknowledgement_type_is_a_typed_value_error() -> None:
+    for bad in ("acept", 9, "gap"):
+        with pytest.raises(errors.KafkaValueError) as caught:
+            AcknowledgeType.parse(bad)  # type: ignore[arg-type]
+        assert isinstance(caught.value, errors.KafkaError)
+        assert isinstance(caught.value, ValueError)
+    assert AcknowledgeType.parse("Renew") is AcknowledgeType.RENEW
 
 
 # ------------------------------------------------------------------ the session state machine
@@ -683,3 +759,107 @@ async def test_membership_waits_for_metadata_naming_an_assigned_topic_id() -> No
     finally:
         await membership.close(leave=False)
     assert assignments == [{TopicPartition("later", 0)}, set()]  # set(): given up on close
+
+
+# ------------------------------------------------------------------ retry backoff
+
+
+class _StopLoop(Exception):
+    pass
+
+
+def _recording_sleep(monkeypatch: pytest.MonkeyPatch, delays: list[float], stop_after: int) -> None:
+    """asyncio.sleep records each delay (and ends the loop under test after ``stop_after``)."""
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        delays.append(delay)
+        if len(delays) >= stop_after:
+            raise _StopLoop
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+
+
+async def test_heartbeat_retries_back_off_from_retry_backoff_ms_even_above_two_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def unreachable(key: str, purpose: str = "group") -> Any:
+        raise errors.KafkaConnectionError("coordinator gone")
+
+    cluster: Any = SimpleNamespace(
+        coordinator_connection=unreachable, invalidate_coordinator=lambda *a, **k: None
+    )
+    membership = ShareMembership(
+        cluster,
+        "g",
+        on_assignment=lambda p: None,
+        on_fatal=lambda e: None,
+        retry_backoff_ms=3000,
+        retry_backoff_max_ms=1000,
+    )
+    delays: list[float] = []
+    _recording_sleep(monkeypatch, delays, stop_after=5)
+    with pytest.raises(_StopLoop):
+        await membership._heartbeat_loop()
+    # Never below the first wait (the old loop fell back to 2 s), jitter +-20%.
+    assert all(2.4 <= d <= 3.6 for d in delays), delays
+
+
+async def test_share_fetch_retries_double_to_retry_backoff_max_ms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = ShareFetchConfig(group_id="g", retry_backoff_ms=100, retry_backoff_max_ms=800)
+    cluster: Any = SimpleNamespace(request_update=lambda: None)
+    fetcher = ShareFetcher(
+        cluster,
+        config,
+        Acknowledgements(),
+        member_id=lambda: "m",
+        on_outcomes=lambda o: None,
+        on_fatal=lambda e: None,
+    )
+    fetcher._sessions[1] = ShareSession(1)
+    fetcher._wakes[1] = asyncio.Event()
+
+    async def failing_step(node: int, session: ShareSession) -> Any:
+        raise errors.KafkaConnectionError("leader gone")
+
+    monkeypatch.setattr(fetcher, "_step", failing_step)
+    delays: list[float] = []
+    _recording_sleep(monkeypatch, delays, stop_after=6)
+    with pytest.raises(_StopLoop):
+        await fetcher._node_loop(1)
+    expected = [0.1, 0.2, 0.4, 0.8, 0.8, 0.8]
+    assert all(e * 0.8 <= d <= e * 1.2 for d, e in zip(delays, expected, strict=True)), delays
+
+
+@pytest.mark.parametrize(
+    ("code", "fatal"),
+    [
+        (errors.KafkaStorageErrorError.code, False),  # retriable: a new session, no failure
+        (errors.NotLeaderOrFollowerError.code, False),  # stale metadata: refreshed, reopened
+        (errors.GroupAuthorizationFailedError.code, True),
+        (errors.InvalidRequestError.code, True),  # FATAL in the action table: not retried
+    ],
+)
+async def test_top_level_share_fetch_errors_follow_the_action_table(code: int, fatal: bool) -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        return _fetch_answer(h, error=code) if n == 1 else _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        for _ in range(300):
+            if len(connection.sent) >= 2 or h.outcomes:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await fetcher.close(1.0)
+    failures = [o for o in h.outcomes if isinstance(o, errors.KafkaError)]
+    assert [type(f).code for f in failures] == ([code] if fatal else [])  # type: ignore[attr-defined]
+    if not fatal:  # the session was opened again (epoch 0)
+        assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]

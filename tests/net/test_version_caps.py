@@ -40,7 +40,7 @@ async def test_a_kafka_4_broker_is_spoken_to_at_the_newest_reviewed_versions() -
             assert versions.version_for(ApiKey.PRODUCE) == 13
             assert versions.version_for(ApiKey.OFFSET_COMMIT) == 10
             assert versions.version_for(ApiKey.OFFSET_FETCH) == 10
-            assert versions.version_for(ApiKey.DESCRIBE_GROUPS) == 5
+            assert versions.version_for(ApiKey.DESCRIBE_GROUPS) == 6
             assert versions.version_for(ApiKey.TXN_OFFSET_COMMIT) == 6
             assert versions.version_for(ApiKey.CREATE_ACLS) == 3
             assert versions.version_for(ApiKey.SHARE_FETCH) == 2

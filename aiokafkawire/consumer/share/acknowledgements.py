@@ -105,6 +105,11 @@ class Acknowledgements:
         self._pending: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
         #: Offsets acknowledged client-side after their lock had already expired.
         self._expired: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
+        #: Held offsets the application renewed (KIP-1222): they count as acknowledged for
+        #: the explicit-mode check of a poll, yet stay held until accepted, released or rejected.
+        self._renewed: dict[TopicPartition, set[int]] = {}
+        #: Whether a RENEW was ever queued (the fetcher looks for RENEWs only then).
+        self.renewing = False
 
     # ------------------------------------------------------------------ acquired ranges
 
@@ -124,8 +129,11 @@ class Acknowledgements:
         entry = _Acquired(delivery_count, self._clock() + lock_timeout_ms / 1000)
         acquired = self._acquired.setdefault(tp, {})
         pending = self._pending.get(tp)
+        renewed = self._renewed.get(tp)
         for offset in range(first_offset, last_offset + 1):
             acquired[offset] = entry
+            if renewed:
+                renewed.discard(offset)
             if pending:
                 # Acquired again before the acknowledgement of the older delivery went out: its
                 # lock had expired, so that acknowledgement no longer applies.
@@ -167,7 +175,13 @@ class Acknowledgements:
         acknowledgement made after the lock's deadline.  Raises
         :class:`~aiokafkawire.errors.IllegalStateError` for an offset this consumer does not
         hold (never delivered to it, or already acknowledged).
+
+        ``RENEW`` keeps the offset held: it asks the broker to restart the record's lock
+        (:meth:`renewed` moves the client's deadline when the broker agreed).
         """
+        if ack_type is AcknowledgeType.RENEW:
+            self._renew(tp, offset, delivery_count)
+            return
         acquired = self._acquired.get(tp)
         entry = None if acquired is None else acquired.pop(offset, None)
         if entry is None:
@@ -182,6 +196,8 @@ class Acknowledgements:
             return
         if not acquired:
             del self._acquired[tp]
+        if self._renewed:
+            self._settle_renewed(tp, offset)
         # ``tp`` may be a plain (topic, partition) tuple: new keys are always TopicPartitions.
         if ack_type and self._clock() >= entry[1]:  # GAP (0) is never late
             target = self._expired
@@ -191,6 +207,54 @@ class Acknowledgements:
         if offsets is None:
             offsets = target[TopicPartition(*tp)] = {}
         offsets[offset] = ack_type
+
+    def _renew(self, tp: TopicPartition, offset: int, delivery_count: int | None) -> None:
+        acquired = self._acquired.get(tp)
+        entry = None if acquired is None else acquired.get(offset)
+        if entry is None:
+            raise errors.IllegalStateError(
+                f"{tp[0]}-{tp[1]} offset {offset} is not held by this share consumer "
+                "(never delivered to it, or already acknowledged): there is no lock to renew"
+            )
+        key = TopicPartition(*tp)
+        older_delivery = delivery_count is not None and delivery_count != entry[0]
+        if not older_delivery:
+            self._renewed.setdefault(key, set()).add(offset)
+        if older_delivery or self._clock() >= entry[1]:
+            # An older delivery, or a lock already past its deadline: nothing left to renew.
+            self._expired.setdefault(key, {})[offset] = AcknowledgeType.RENEW
+            return
+        pending = self._pending.get(tp)
+        if pending is None:
+            pending = self._pending[key] = {}
+        # A terminal acknowledgement queued for the offset already settles it: keep that one.
+        pending.setdefault(offset, AcknowledgeType.RENEW)
+        self.renewing = True
+
+    def _settle_renewed(self, tp: TopicPartition, offset: int) -> None:
+        renewed = self._renewed.get(tp)
+        if renewed is not None:
+            renewed.discard(offset)
+            if not renewed:
+                del self._renewed[tp]
+
+    def renewed(self, tp: TopicPartition, offsets: Iterable[int], lock_timeout_ms: int) -> None:
+        """The broker restarted the locks of ``offsets`` (a RENEW verdict without error, just
+        received): their deadlines move to ``lock_timeout_ms`` from now.  Offsets settled since
+        the RENEW left are skipped."""
+        acquired = self._acquired.get(tp)
+        if not acquired or lock_timeout_ms <= 0:
+            return
+        deadline = self._clock() + lock_timeout_ms / 1000
+        for offset in offsets:
+            entry = acquired.get(offset)
+            if entry is not None:
+                acquired[offset] = _Acquired(entry[0], deadline)
+
+    def deadline(self, tp: TopicPartition, offset: int) -> float | None:
+        """The client's lock deadline (clock seconds) of a held offset (``None`` if not held)."""
+        entry = self._acquired.get(tp, {}).get(offset)
+        return None if entry is None else entry.deadline
 
     def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
         """ACCEPT every record of one partition still held in the delivery handed out
@@ -228,10 +292,11 @@ class Acknowledgements:
         acquired = self._acquired.get(tp)
         if not acquired:
             return []
+        renewed = self._renewed.get(tp, ())
         out = []
         for record in records:
             entry = acquired.get(record[2])
-            if entry is not None and entry[0] == record[9]:
+            if entry is not None and entry[0] == record[9] and record[2] not in renewed:
                 out.append(record[2])
         return out
 
@@ -245,6 +310,7 @@ class Acknowledgements:
 
         Returns the forgotten offsets; pending acknowledgements stay queued.
         """
+        self._renewed.pop(tp, None)
         return sorted(self._acquired.pop(tp, {}))
 
     def forget_offset(self, tp: TopicPartition, offset: int) -> None:
@@ -254,6 +320,8 @@ class Acknowledgements:
             acquired.pop(offset, None)
             if not acquired:
                 del self._acquired[tp]
+        if self._renewed:
+            self._settle_renewed(tp, offset)
 
     def pending_partitions(self) -> list[TopicPartition]:
         """The partitions with acknowledgements waiting to be sent."""

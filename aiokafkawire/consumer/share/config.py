@@ -1,5 +1,5 @@
-"""The fetch-related share consumer options (apart from the fetcher, which the exchange and
-the wire helpers would otherwise import in a circle)."""
+"""The fetch-related share consumer options (apart from the fetcher, which the session requests and
+the codec helpers would otherwise import in a circle)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class ShareFetchConfig:
         "key_deserializer",
         "max_poll_records",
         "request_timeout_ms",
+        "retry_backoff_max_ms",
         "retry_backoff_ms",
         "value_deserializer",
     )
@@ -40,6 +41,7 @@ class ShareFetchConfig:
         value_deserializer: Callable[[bytes | None], Any] | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
     ) -> None:
         self.group_id = group_id
         #: ShareFetch v2 ``ShareAcquireMode``: 0 batch-optimized, 1 record-limit (KIP-1206).
@@ -53,3 +55,4 @@ class ShareFetchConfig:
         self.value_deserializer = value_deserializer
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms

@@ -73,6 +73,7 @@ _ACK_BY_NAME = {
     "accept": AcknowledgeType.ACCEPT,
     "release": AcknowledgeType.RELEASE,
     "reject": AcknowledgeType.REJECT,
+    "renew": AcknowledgeType.RENEW,
 }
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
@@ -171,6 +172,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             value_deserializer=value_deserializer,
             request_timeout_ms=common.request_timeout_ms,
             retry_backoff_ms=common.retry_backoff_ms,
+            retry_backoff_max_ms=common.retry_backoff_max_ms,
         )
         self._topics = list(topics)
         self._acks = Acknowledgements()
@@ -192,7 +194,11 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
     # ----------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Connect, check that the cluster serves share groups, and join with the topics given."""
+        """Connect, check that the cluster serves share groups, and join with the topics given.
+
+        A start that fails stops everything it started (loops, connections) before raising;
+        it may be called again.
+        """
         if self._started:
             return
         if self._closed:
@@ -206,31 +212,47 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
                     f"broker {connection.host}:{connection.port}",
                     "it has no ShareGroupHeartbeat API",
                 )
+            self._cluster = cluster
+            self._membership = ShareMembership(
+                cluster,
+                self._group_id,
+                on_assignment=self._assignment_changed,
+                on_fatal=self._set_fatal,
+                rack_id=self._client_rack,
+                retry_backoff_ms=self._common.retry_backoff_ms,
+                retry_backoff_max_ms=self._common.retry_backoff_max_ms,
+                request_timeout_ms=self._common.request_timeout_ms,
+            )
+            self._fetcher = ShareFetcher(
+                cluster,
+                self._fetch_config,
+                self._acks,
+                member_id=lambda: self._member_id,
+                on_outcomes=self._outcomes,
+                on_fatal=self._set_fatal,
+            )
+            self._fetcher.start()
+            self._started = True
+            if self._topics:
+                self.subscribe(self._topics)
         except BaseException:
-            await cluster.close()
+            await self._undo_start(cluster)
             raise
-        self._cluster = cluster
-        self._membership = ShareMembership(
-            cluster,
-            self._group_id,
-            on_assignment=self._assignment_changed,
-            on_fatal=self._set_fatal,
-            rack_id=self._client_rack,
-            retry_backoff_ms=self._common.retry_backoff_ms,
-            request_timeout_ms=self._common.request_timeout_ms,
-        )
-        self._fetcher = ShareFetcher(
-            cluster,
-            self._fetch_config,
-            self._acks,
-            member_id=lambda: self._member_id,
-            on_outcomes=self._outcomes,
-            on_fatal=self._set_fatal,
-        )
-        self._fetcher.start()
-        self._started = True
-        if self._topics:
-            self.subscribe(self._topics)
+
+    async def _undo_start(self, cluster: Cluster) -> None:
+        """Stop what a failed :meth:`start` started, in reverse order (never raises)."""
+        self._started = False
+        fetcher, membership = self._fetcher, self._membership
+        self._fetcher = self._membership = self._cluster = None
+        try:
+            if fetcher is not None:
+                await fetcher.close(0)
+            if membership is not None:
+                await membership.close(leave=True)  # only if a heartbeat joined already
+        except Exception:
+            log.exception("share consumer: stopping after a failed start")
+        finally:
+            await cluster.close()
 
     async def close(self, timeout_ms: int | None = None) -> None:
         """Acknowledge (implicit mode: accept the last poll's records), close the share
@@ -412,10 +434,20 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         self, record: ShareRecord, type: AcknowledgeType | str = AcknowledgeType.ACCEPT
     ) -> None:
         """Acknowledge one delivered record (explicit mode): ``"accept"``, ``"release"``
-        (deliver again, to any member) or ``"reject"`` (archive, never deliver again).
+        (deliver again, to any member), ``"reject"`` (archive, never deliver again) or
+        ``"renew"``.
 
         The acknowledgement goes out with the next request to the partition's leader (or at once
-        with :meth:`commit`).
+        with :meth:`commit`).  ``"renew"`` (KIP-1222, Kafka 4.2+ with the group config
+        ``share.renew.acknowledge.enable=true``) asks the broker, at once, to restart the
+        record's acquisition lock (:attr:`acquisition_lock_timeout_ms` long) while the
+        application is still working on it: the record stays this member's, is not handed out
+        again, and still needs a final ``"accept"``, ``"release"`` or ``"reject"``; the next
+        poll does not wait for that.  The broker's verdict comes to ``on_acknowledgement`` (or
+        :meth:`commit`); a refused renewal is an
+        :class:`~aiokafkawire.errors.InvalidRecordStateError` outcome.
+
+        An unknown type raises :class:`~aiokafkawire.errors.KafkaValueError`.
         """
         if not self._explicit or self._closed or self._fatal is not None:
             self._require_started()
@@ -433,6 +465,9 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             ack_type,
             record[9],
         )
+        if ack_type is AcknowledgeType.RENEW:
+            assert self._fetcher is not None
+            self._fetcher.wake_all()  # a renewal cannot wait for the next poll
 
     async def commit(self) -> dict[TopicPartition, errors.KafkaError | None]:
         """Send the acknowledgements made so far now and wait for the broker's verdicts.
@@ -478,7 +513,8 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
-        """The lock duration the broker announced with the last ShareFetch answer."""
+        """The acquisition lock duration the broker announced last (ShareFetch answers, and
+        ShareAcknowledge v2 answers, KIP-1222); ``None`` before the first answer."""
         return None if self._fetcher is None else self._fetcher.acquisition_lock_timeout_ms
 
     async def wait_assignment(self, timeout: float = 30.0) -> set[TopicPartition]:

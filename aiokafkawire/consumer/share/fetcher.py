@@ -27,21 +27,22 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.buffer import ShareRecordBuffer
+from aiokafkawire.consumer.share.codec import AckMap, has_renewals, merge_acks, without_renewals
 from aiokafkawire.consumer.share.config import ShareFetchConfig
-from aiokafkawire.consumer.share.exchange import (
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome, ShareRecord
+from aiokafkawire.consumer.share.session import SessionState, ShareSession
+from aiokafkawire.consumer.share.session_requests import (
     CommitRequest,
     FatalHandler,
     OutcomeHandler,
-    ShareExchange,
+    SessionRequests,
 )
-from aiokafkawire.consumer.share.records import AcknowledgementOutcome, ShareRecord
-from aiokafkawire.consumer.share.session import SessionState, ShareSession
-from aiokafkawire.consumer.share.wire import AckMap, merge_acks
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer.share")
@@ -85,7 +86,7 @@ class ShareFetcher:
         self._commits: dict[int, list[CommitRequest]] = {}
         self._changed = asyncio.Event()
         self.buffer = ShareRecordBuffer(self._wake)
-        self._exchange = ShareExchange(
+        self._requests = SessionRequests(
             cluster,
             config,
             acknowledgements,
@@ -132,12 +133,12 @@ class ShareFetcher:
         return self._cluster.metadata.leader_for(tp.topic, tp.partition)
 
     def _topic_id(self, topic: str) -> Any:
-        return self._exchange.topic_id(topic)
+        return self._requests.topic_id(topic)
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
         """The broker's acquisition lock timeout, from the latest ShareFetch answer."""
-        return self._exchange.acquisition_lock_timeout_ms
+        return self._requests.acquisition_lock_timeout_ms
 
     # ----------------------------------------------------------------- the buffer
 
@@ -237,8 +238,9 @@ class ShareFetcher:
     async def _node_loop(self, node: int) -> None:
         session = self._sessions[node]
         wake = self._wakes[node]
-        first_backoff = self._config.retry_backoff_ms / 1000
-        backoff = first_backoff
+        # Failed requests wait retry_backoff_ms doubling to retry_backoff_max_ms (never below
+        # the first wait, however large); an answered ShareFetch starts over.
+        backoff = Backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
         while not self._closing:
             wake.clear()
             try:
@@ -246,11 +248,10 @@ class ShareFetcher:
             except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
                 log.info("share request to broker %s failed: %s", node, exc)
                 self._cluster.request_update()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                await asyncio.sleep(backoff.next_delay())
                 continue
             if step is _Step.FETCHED:
-                backoff = first_backoff
+                backoff.reset()
                 continue
             if step is _Step.AGAIN or (
                 session.state is SessionState.OPEN
@@ -268,10 +269,10 @@ class ShareFetcher:
             if can_fetch:
                 # The opening request (epoch 0) may not carry acknowledgements: those
                 # wait for the next one.
-                await self._exchange.fetch(node, session, wanted, {}, [])
+                await self._requests.fetch(node, session, wanted, {}, [])
                 return _Step.FETCHED
             if self._pending_for(node) or self._commits.get(node):
-                self._exchange.fail(
+                self._requests.fail(
                     self._acks.take_pending(lambda tp: self._leader(tp) == node),
                     self._commits.pop(node, []),
                     errors.ShareSessionNotFoundError(
@@ -284,38 +285,40 @@ class ShareFetcher:
         for request in commits:
             merge_acks(acks, request.acks)
         wanted_set = set(wanted)
-        if acks and (commits or not can_fetch or any(tp not in wanted_set for tp in acks)):
+        # RENEWs (KIP-1222) go in a ShareAcknowledge: a ShareFetch carrying one fetches nothing.
+        alone = commits or not can_fetch or (self._acks.renewing and has_renewals(acks))
+        if acks and (alone or any(tp not in wanted_set for tp in acks)):
             # A commit waits for its verdicts (one request answers them all), no fetch is
-            # due, or partitions are outside the session's fetch set (a ShareFetch naming
-            # them would fetch them again): acknowledge now.
-            send_now = (
-                acks
-                if commits or not can_fetch
-                else {tp: a for tp, a in acks.items() if tp not in wanted_set}
-            )
+            # due, locks are renewed, or partitions are outside the session's fetch set (a
+            # ShareFetch naming them would fetch them again): acknowledge now.
+            send_now = acks if alone else {tp: a for tp, a in acks.items() if tp not in wanted_set}
             acks = {tp: a for tp, a in acks.items() if tp not in send_now}
-            await self._exchange.acknowledge(node, session, send_now, commits)
+            await self._requests.acknowledge(node, session, send_now, commits)
             commits = []
             if session.state is not SessionState.OPEN:
                 self._acks.put_back(acks)
                 return _Step.AGAIN
         if can_fetch:
-            await self._exchange.fetch(node, session, wanted, acks, commits)
+            await self._requests.fetch(node, session, wanted, acks, commits)
             return _Step.FETCHED
         return _Step.IDLE
 
     # ----------------------------------------------------------------- closing
 
     async def _close_session(self, node: int, session: ShareSession) -> None:
-        """Send the final request (epoch -1) with the last acknowledgements of this broker."""
+        """Send the final request (epoch -1) with the last acknowledgements of this broker.
+
+        RENEWs are dropped: closing the session releases every record it still holds."""
         acks = self._acks.take_pending(lambda tp: self._leader(tp) == node)
         commits = self._commits.pop(node, [])
         for request in commits:
             merge_acks(acks, request.acks)
+        if self._acks.renewing:
+            acks = without_renewals(acks)
         if session.state is not SessionState.OPEN:
             session.close()
             if acks or commits:
-                self._exchange.fail(
+                self._requests.fail(
                     acks,
                     commits,
                     errors.ShareSessionNotFoundError(
@@ -325,7 +328,7 @@ class ShareFetcher:
             return
         session.close()
         try:
-            await self._exchange.acknowledge(node, session, acks, commits)
+            await self._requests.acknowledge(node, session, acks, commits)
         except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
             log.info("closing the share session with broker %s failed: %s", node, exc)
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -34,18 +35,9 @@ JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 _HEARTBEAT = "heartbeat"
 
-_FENCED_CODES = frozenset((errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code))
-_FATAL_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.GroupAuthorizationFailedError,
-        errors.TopicAuthorizationFailedError,
-        errors.GroupMaxSizeReachedError,
-        errors.GroupIdNotFoundError,
-        errors.InvalidRequestError,
-        errors.InconsistentGroupProtocolError,
-    )
-)
+#: The answers that end this member's identity (not an error action: the membership's own
+#: rule, as KIP-848's): it rejoins with epoch 0 and a new assignment.
+_REJOIN_CODES = frozenset((errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code))
 
 
 def new_member_id() -> str:
@@ -81,6 +73,7 @@ class ShareMembership:
         on_fatal: FatalCallback,
         rack_id: str | None = None,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
         request_timeout_ms: int = 30_000,
     ) -> None:
         self._cluster = cluster
@@ -93,7 +86,10 @@ class ShareMembership:
         self._on_assignment = on_assignment
         self._on_fatal = on_fatal
         self._rack_id = rack_id
-        self._retry_backoff = retry_backoff_ms / 1000
+        #: Heartbeat retries wait ``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``
+        #: (never below the first wait, however large).
+        self._retry_backoff_ms = retry_backoff_ms
+        self._retry_backoff_max_ms = retry_backoff_max_ms
         self._request_timeout_ms = request_timeout_ms
         self._topics: list[str] = []
         self._topics_sent: list[str] | None = None
@@ -156,7 +152,7 @@ class ShareMembership:
     # ----------------------------------------------------------------- the loop
 
     async def _heartbeat_loop(self) -> None:
-        backoff = self._retry_backoff
+        backoff = Backoff(self._retry_backoff_ms, self._retry_backoff_max_ms)
         while True:
             self._wake.clear()
             try:
@@ -165,13 +161,12 @@ class ShareMembership:
                 log.info("share group %r: heartbeat failed: %s; retrying", self.group_id, exc)
                 self._cluster.invalidate_coordinator(self.group_id)
                 self._topics_sent = None
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                await asyncio.sleep(backoff.next_delay())
                 continue
-            backoff = self._retry_backoff
-            if interval_ms is None:  # retriable error: try again soon
-                await asyncio.sleep(self._retry_backoff)
+            if interval_ms is None:  # retriable error: try again after the backoff
+                await asyncio.sleep(backoff.next_delay())
                 continue
+            backoff.reset()
             await wait_event(self._wake, interval_ms / 1000)
 
     async def _send(self, epoch: int) -> object:
@@ -201,10 +196,11 @@ class ShareMembership:
         response = await self._send(epoch)
         code = response.error_code  # type: ignore[attr-defined]
         message = response.error_message  # type: ignore[attr-defined]
-        if code in errors.COORDINATOR_CODES:
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.FIND_COORDINATOR:
             self._cluster.invalidate_coordinator(self.group_id)
             return None
-        if code in _FENCED_CODES:
+        if code in _REJOIN_CODES:
             log.info("share group %r: member fenced (%s); rejoining", self.group_id, message)
             self.member_epoch = JOIN_EPOCH
             self._topics_sent = None
@@ -213,9 +209,9 @@ class ShareMembership:
             return None
         if code == errors.UnsupportedVersionError.code:
             raise share_groups_unsupported(f"the group coordinator of {self.group_id!r}", message)
-        if code in _FATAL_CODES:
+        if action is errors.ErrorAction.FATAL:
             errors.raise_for_code(code, message or f"share group {self.group_id!r}")
-        if code:
+        if code:  # retriable
             log.info("share group %r: heartbeat error %s (%s)", self.group_id, code, message)
             self._topics_sent = None
             return None

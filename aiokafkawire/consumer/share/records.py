@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any, NamedTuple
 
-from aiokafkawire.errors import KafkaError
+from aiokafkawire.errors import KafkaError, KafkaValueError
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AcknowledgeType", "AcknowledgementOutcome", "ShareRecord"]
@@ -15,30 +15,45 @@ class AcknowledgeType(enum.IntEnum):
     """How a delivered record is acknowledged (the wire values of ``AcknowledgeTypes``).
 
     ``GAP`` is only used by the client itself, for offsets of an acquired range that held no
-    record for the application (control records, compacted or aborted records).
+    record for the application (control records, compacted or aborted records).  ``RENEW``
+    (KIP-1222, ShareAcknowledge v2, Kafka 4.2+) extends a record's acquisition lock without
+    settling it: the record stays this member's until it is accepted, released or rejected.
     """
 
     GAP = 0
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4
 
     @classmethod
     def parse(cls, value: AcknowledgeType | str | int) -> AcknowledgeType:
-        """``"accept"`` / ``"release"`` / ``"reject"`` (any case), a member, or its number."""
+        """``"accept"`` / ``"release"`` / ``"reject"`` / ``"renew"`` (any case), a member, or its
+        number.
+
+        Anything else raises :class:`~aiokafkawire.errors.KafkaValueError` (a ``KafkaError``
+        and a ``ValueError``).
+        """
         if isinstance(value, AcknowledgeType):
             return value
         if isinstance(value, str):
             try:
                 member = cls[value.upper()]
             except KeyError:
-                raise ValueError(
-                    f"unknown acknowledgement {value!r}: use 'accept', 'release' or 'reject'"
+                raise KafkaValueError(
+                    f"unknown acknowledgement {value!r}: use 'accept', 'release', 'reject' or "
+                    "'renew'"
                 ) from None
         else:
-            member = cls(value)
+            try:
+                member = cls(value)
+            except (ValueError, TypeError):
+                raise KafkaValueError(
+                    f"unknown acknowledgement {value!r}: use AcknowledgeType.ACCEPT, RELEASE, "
+                    "REJECT or RENEW"
+                ) from None
         if member is cls.GAP:
-            raise ValueError("GAP is not an acknowledgement an application can give")
+            raise KafkaValueError("GAP is not an acknowledgement an application can give")
         return member
 
 

@@ -14,10 +14,7 @@ from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.buffer import ShareChunk, ShareRecordBuffer
-from aiokafkawire.consumer.share.membership import share_groups_unsupported
-from aiokafkawire.consumer.share.records import AcknowledgementOutcome
-from aiokafkawire.consumer.share.session import ShareSession
-from aiokafkawire.consumer.share.wire import (
+from aiokafkawire.consumer.share.codec import (
     AckMap,
     acknowledge_outcomes,
     answered_partitions,
@@ -25,8 +22,15 @@ from aiokafkawire.consumer.share.wire import (
     build_share_fetch,
     delivered_records,
     error_from,
+    has_renewals,
+    renewed_offsets,
     unanswered_outcomes,
+    without_renewals,
 )
+from aiokafkawire.consumer.share.membership import share_groups_unsupported
+from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
+from aiokafkawire.consumer.share.session import SessionState, ShareSession
+from aiokafkawire.protocol.messages import ShareAcknowledgeRequest
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -34,22 +38,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 
-__all__ = ["CommitRequest", "ShareExchange"]
+__all__ = ["CommitRequest", "SessionRequests"]
 
 OutcomeHandler = Callable[[list[AcknowledgementOutcome]], None]
 FatalHandler = Callable[[errors.KafkaError], None]
 
-_SESSION_CODES = frozenset(
-    (errors.ShareSessionNotFoundError.code, errors.InvalidShareSessionEpochError.code)
-)
-_FATAL_CODES = frozenset(
-    cls.code
-    for cls in (
-        errors.GroupAuthorizationFailedError,
-        errors.TopicAuthorizationFailedError,
-        errors.UnsupportedVersionError,
-    )
-)
+#: The first ShareAcknowledge version that carries RENEW acknowledgements (KIP-1222).
+_RENEW_VERSION = 2
 
 
 class CommitRequest:
@@ -62,7 +57,7 @@ class CommitRequest:
         self.future = future
 
 
-class ShareExchange:
+class SessionRequests:
     """Sends a share session's requests to its leader and applies their answers."""
 
     def __init__(
@@ -245,30 +240,33 @@ class ShareExchange:
         if code == errors.UnsupportedVersionError.code:
             error = share_groups_unsupported(f"broker {node}", message or "")
         self.fail(acks, commits, error)
-        if code in _SESSION_CODES:
-            log.info("share session with broker %s: %s; opening a new one", node, error)
-            self._session_lost(node, session, answered_error=True)
-            return
-        # Any other top-level error: the broker's view of the session is uncertain.
+        # Whatever the error, the broker's view of the session is uncertain: start over.
         self._session_lost(node, session, answered_error=True)
-        if code in _FATAL_CODES:
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.FATAL:
+            # Authorization, a version or request this broker refuses: trying again cannot help.
             self._on_fatal(error)
-        else:
-            log.info("share fetch from broker %s: %s", node, error)
+            return
+        # SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, a leader that moved, ...
+        log.info("share request to broker %s: %s; opening a new share session", node, error)
+        if action is errors.ErrorAction.REFRESH_METADATA:
+            self._cluster.request_update()
+            self._on_metadata_stale()
 
     def _partition_error(
         self, node: int, tp: TopicPartition, code: int, message: str | None
     ) -> None:
         error = error_from(code, message, tp)
-        if errors.action_for(code) is errors.ErrorAction.REFRESH_METADATA:
+        assert error is not None
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.REFRESH_METADATA:
             log.info("share fetch %s from broker %s: %s; refreshing metadata", tp, node, error)
             self._cluster.request_update()
             self._on_metadata_stale()
-        elif code in _FATAL_CODES:
-            assert error is not None
+        elif action is errors.ErrorAction.FATAL:
             self._on_fatal(error)
         else:
-            log.warning("share fetch %s from broker %s: %s", tp, node, error)
+            log.warning("share fetch %s from broker %s: %s; fetching it again", tp, node, error)
 
     async def acknowledge(
         self,
@@ -277,7 +275,16 @@ class ShareExchange:
         acks: AckMap,
         commits: list[CommitRequest],
     ) -> None:
-        """One ShareAcknowledge (the session's next epoch, or -1 when it is closing)."""
+        """One ShareAcknowledge (the session's next epoch, or -1 when it is closing).
+
+        RENEWs need ShareAcknowledge v2 (Kafka 4.2+): to an older broker they fail, as
+        outcomes, without a request."""
+        refused: list[AcknowledgementOutcome] = []
+        if has_renewals(acks):
+            acks, refused = await self._renewals_supported(node, acks)
+        if not acks and session.state is not SessionState.CLOSING:
+            self._report(refused, commits)
+            return
         request = build_share_acknowledge(
             self._config.group_id,
             member_id=self._member_id(),
@@ -285,11 +292,52 @@ class ShareExchange:
             topic_id=self.topic_id,
             acks=acks,
         )
-        response = await self._request(
-            node, session, request, acks, commits, what="acknowledgement", requeue_acks=False
-        )
-        if response is not None:
-            outcomes = acknowledge_outcomes(
-                response, self._topic_names(), acks, self._cluster.request_update
+        try:
+            response = await self._request(
+                node, session, request, acks, commits, what="acknowledgement", requeue_acks=False
             )
-            self._report(outcomes, commits)
+        except BaseException:
+            self._report(refused, [])
+            raise
+        if response is None:
+            self._report(refused, [])
+            return
+        outcomes = acknowledge_outcomes(
+            response, self._topic_names(), acks, self._cluster.request_update
+        )
+        self._apply_renewals(response.acquisition_lock_timeout_ms, outcomes)
+        self._report(refused + outcomes, commits)
+
+    async def _renewals_supported(
+        self, node: int, acks: AckMap
+    ) -> tuple[AckMap, list[AcknowledgementOutcome]]:
+        """``acks`` as they can be sent to ``node``, and outcomes for the RENEWs it cannot take."""
+        connection = await self._cluster.connection(node, purpose="share-fetch")
+        if connection.versions.supports(ShareAcknowledgeRequest.API_KEY, _RENEW_VERSION):
+            return acks, []
+        refused: list[AcknowledgementOutcome] = []
+        for tp, offsets in acks.items():
+            renewals = renewed_offsets(offsets)
+            if renewals:
+                refused.append(
+                    AcknowledgementOutcome(
+                        tp,
+                        dict.fromkeys(renewals, AcknowledgeType.RENEW),
+                        errors.UnsupportedVersionForBrokerError(
+                            f"{tp.topic}-{tp.partition}: broker {node} cannot renew acquisition "
+                            "locks (KIP-1222 needs ShareAcknowledge v2, Apache Kafka 4.2+)"
+                        ),
+                    )
+                )
+        return without_renewals(acks), refused
+
+    def _apply_renewals(self, lock_ms: int, outcomes: list[AcknowledgementOutcome]) -> None:
+        """A ShareAcknowledge answer: the broker's lock duration, and the renewed locks."""
+        if lock_ms > 0:  # v2+ answers say it; a v1 answer reads 0
+            self.acquisition_lock_timeout_ms = lock_ms
+        lock_ms = self.acquisition_lock_timeout_ms or 0
+        for outcome in outcomes:
+            if outcome.error is None:
+                renewals = renewed_offsets(outcome.offsets)
+                if renewals:
+                    self._acks.renewed(outcome.partition, renewals, lock_ms)

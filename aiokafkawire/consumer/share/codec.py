@@ -1,6 +1,7 @@
-"""ShareFetch / ShareAcknowledge on the wire: building requests, reading answers, decoding the
-acquired records.  Pure functions: the sending and the session bookkeeping stay in
-:mod:`aiokafkawire.consumer.share.fetcher`."""
+"""ShareFetch / ShareAcknowledge to and from the wire: building requests, reading answers,
+decoding the acquired records.  Pure functions: the sending and the session bookkeeping stay in
+:mod:`~aiokafkawire.consumer.share.session_requests` and
+:mod:`~aiokafkawire.consumer.share.fetcher`."""
 
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ def build_share_fetch(
 def build_share_acknowledge(
     group_id: str, *, member_id: str, epoch: int, topic_id: TopicIdOf, acks: AckMap
 ) -> ShareAcknowledgeRequest:
-    """One ShareAcknowledge carrying ``acks``."""
+    """One ShareAcknowledge carrying ``acks`` (``IsRenewAck`` set when one is a RENEW)."""
     topics: dict[Any, list[m_ack.AcknowledgePartition]] = {}
     for tp in sorted(acks):
         topics.setdefault(topic_id(tp.topic), []).append(
@@ -111,8 +112,32 @@ def build_share_acknowledge(
         group_id=group_id,
         member_id=member_id,
         share_session_epoch=epoch,
+        is_renew_ack=has_renewals(acks),
         topics=[m_ack.AcknowledgeTopic(topic_id=t, partitions=p) for t, p in topics.items()],
     )
+
+
+def has_renewals(acks: AckMap) -> bool:
+    """Whether ``acks`` hold a RENEW (KIP-1222: only a ShareAcknowledge v2+ may carry one)."""
+    renew = AcknowledgeType.RENEW
+    return any(renew in offsets.values() for offsets in acks.values())
+
+
+def without_renewals(acks: AckMap) -> AckMap:
+    """``acks`` without their RENEWs (partitions left with nothing are dropped)."""
+    renew = AcknowledgeType.RENEW
+    out: AckMap = {}
+    for tp, offsets in acks.items():
+        kept = {offset: t for offset, t in offsets.items() if t is not renew}
+        if kept:
+            out[tp] = kept
+    return out
+
+
+def renewed_offsets(offsets: Mapping[int, AcknowledgeType]) -> list[int]:
+    """The offsets of one partition's acknowledgements that are RENEWs."""
+    renew = AcknowledgeType.RENEW
+    return [offset for offset, ack_type in offsets.items() if ack_type is renew]
 
 
 def unanswered_outcomes(
