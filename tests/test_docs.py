@@ -48,6 +48,11 @@ PUBLIC_MODULES = (
     "aiokafkawire.metrics",
     "aiokafkawire.testing",
     "aiokafkawire.spark",
+    "aiokafkawire.compat",
+    "aiokafkawire.schema_registry",
+    "aiokafkawire.schema_registry.avro",
+    "aiokafkawire.schema_registry.json_schema",
+    "aiokafkawire.otel",
 )
 
 
