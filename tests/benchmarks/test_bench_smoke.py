@@ -33,6 +33,7 @@ def test_suite_tiny_run(tmp_path: Path) -> None:
         for name, module in (
             ("aiokafka", "aiokafka"),
             ("confluent-kafka", "confluent_kafka"),
+            ("confluent-kafka-aio", "confluent_kafka.aio"),
             ("kafka-python", "kafka"),
         )
         if _available(module)
@@ -76,7 +77,16 @@ def test_suite_tiny_run(tmp_path: Path) -> None:
         assert ours["runs"], (workload_id, ours["errors"])
         assert ours["median"] > 0
         assert set(entry["ratios"]) == set(clients) - {"aiokafkawire"}
-    assert len(report["targets"]) == 8
+    assert len(report["targets"]) == 12
+    # Every client's CPU per record (after the warm-up) and start-up CPU are measured.
+    # (A consumer's first fetch brings all of 2,000 records: nothing left to meter once warm.)
+    for client in clients:
+        medians = report["workloads"]["1"]["results"][client]["medians"]
+        assert medians["cpu_us_per_record"] > 0, client
+        assert medians["import_cpu_s"] > 0 and medians["interpreter_cpu_s"] > 0
+        assert medians["startup_cpu_s"] > medians["interpreter_cpu_s"] + medians["import_cpu_s"]
+    assert "Client CPU per record" in completed.stdout
+    assert "start-up CPU" in completed.stdout
 
     png = tmp_path / "latest.png"
     assert png.exists()
