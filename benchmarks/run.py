@@ -44,10 +44,13 @@ from workloads import (  # noqa: E402
     select,
 )
 
-CLIENTS = ["aiokafkawire", "aiokafka", "confluent-kafka", "kafka-python"]
+CLIENTS = ["aiokafkawire", "aiokafka", "confluent-kafka", "confluent-kafka-aio", "kafka-python"]
 OURS = "aiokafkawire"
+# With --baseline DIR: aiokafkawire imported from DIR (another checkout, extensions built), run
+# by the same workers, interleaved with the others: an A/B in one sitting, under one load.
+BASE = "aiokafkawire-base"
 PEERS = CLIENTS[1:]
-ASYNCIO_CLIENTS = {"aiokafkawire", "aiokafka"}
+ASYNCIO_CLIENTS = {"aiokafkawire", "aiokafka", "confluent-kafka-aio", BASE}
 QUICK_RECORDS = DEFAULT_RECORDS // 10
 ON_PAR = 0.9  # "on par" with confluent-kafka for consuming: at least this ratio
 
@@ -60,6 +63,11 @@ CLIENT_NOTES = {
     "consume runs with queued.min.messages=1000000 and fetch.queue.backoff.ms=0 (with the "
     "defaults librdkafka pauses fetching for 1 s whenever 100,000 records are queued: ~150k/s); "
     "many senders = the same produce() calls from one thread; latency consumer in a thread",
+    "confluent-kafka-aio": "confluent_kafka.aio.AIOProducer/AIOConsumer with their defaults "
+    "(produce() buffers 1,000 records or 1 s in Python, then hands them to librdkafka on a "
+    "thread pool); the same librdkafka settings as confluent-kafka; the web-service pattern "
+    "runs with batch_size=1, as 500 awaiting handlers never fill a 1,000-record buffer; no "
+    "latency workload yet",
     "kafka-python": "KafkaProducer/KafkaConsumer (optional peer); many senders = the same "
     "send() calls from one thread; latency consumer in a thread",
 }
@@ -94,15 +102,15 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def git_revision() -> str | None:
+def git_revision(where: Path = HERE) -> str | None:
     """The repository's HEAD commit, with "+dirty" when the working tree has changes."""
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=HERE,
+            cwd=where,
             capture_output=True,
             text=True,
             timeout=10,
@@ -110,6 +118,18 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return (head + ("+dirty" if dirty else "")) or None
+
+
+def compile_library(package: Path) -> None:
+    """Write a package's bytecode, as an install does, so that start-up is measured as users see it.
+
+    Under PYTHONDONTWRITEBYTECODE an uninstalled checkout is compiled again by every worker
+    (about 0.7 s of CPU for aiokafkawire), while the peers come from site-packages with their
+    bytecode.
+    """
+    import compileall
+
+    compileall.compile_dir(str(package), quiet=1)
 
 
 def median(values: list[float]) -> float | None:
@@ -200,6 +220,33 @@ class Suite:
             except Exception as exc:  # best effort: only frees broker memory
                 self.log(f"  (deleting topics failed: {exc})")
 
+    async def settle(self, names: list[str], partitions: int) -> float:
+        """Wait until every partition's leader serves it; returns the seconds waited.
+
+        A just-created topic is in the metadata before its leader serves it (Produce then gets
+        NOT_LEADER_OR_FOLLOWER and retries after a backoff); on a loaded machine that lasts
+        seconds.  The cold-client workload measures the client, so it starts once a ListOffsets
+        to every partition succeeds (at most 60 s; then it runs anyway, and says so).
+        """
+        from aiokafkawire import errors
+        from aiokafkawire.admin import OffsetSpec
+        from aiokafkawire.structs import TopicPartition
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        latest = OffsetSpec.latest()
+        specs = {TopicPartition(n, p): latest for n in names for p in range(partitions)}
+        last: Exception | None = None
+        while loop.time() < started + 60:
+            try:
+                await self.admin.list_offsets(specs)
+                return loop.time() - started
+            except errors.KafkaError as exc:
+                last = exc
+                await asyncio.sleep(0.2)
+        self.log(f"  (topics not all served after 60 s: {last})")
+        return loop.time() - started
+
     async def end_offsets(self, names: list[str], partitions: int) -> int:
         """Records in the partitions, from the high watermarks of Fetch responses.
 
@@ -233,8 +280,9 @@ class Suite:
     async def run_child(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Run one worker process; returns its result or ``{"error": ...}``."""
         env = dict(os.environ)
+        library = [str(self.args.baseline)] if spec["client"] == BASE else []
         env["PYTHONPATH"] = os.pathsep.join(
-            [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+            [str(HERE), *library, *filter(None, [os.environ.get("PYTHONPATH")])]
         )
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -325,12 +373,17 @@ class Suite:
             spec["topic"] = created[0]
             if workload.kind == "senders":
                 expected = spec["senders"] * spec["per_sender"]
-            elif workload.kind == "produce":
+            elif workload.kind in ("produce", "websvc"):
                 expected = spec["records"]
+        settled = None
         if created:
             await self.create(created, workload.partitions)
+            if workload.kind == "scale":
+                settled = await self.settle(created, workload.partitions)
         try:
             result = await self.run_child(spec)
+            if settled is not None:
+                result["topics_settled_s"] = settled
             if "error" not in result and expected:
                 written = await self.end_offsets(created, workload.partitions)
                 result["records_written"] = written
@@ -363,10 +416,14 @@ class Suite:
             text += f" ({mb:.1f} MB/s; {result['records']:,} in {result['seconds']:.2f} s)"
         if workload.kind == "latency":
             text = f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
+        if workload.kind == "websvc":
+            text += f", p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
         if workload.kind == "consume" and result.get("first_record_s") is not None:
             text += f", first record after {result['first_record_s']:.2f} s"
         if workload.metric == "rss_growth_mib":
             text += f" (peak {result['rss_peak_kb'] / 1024:.0f} MiB)"
+        if result.get("cpu_us_per_record") is not None:
+            text += f"; CPU {result['cpu_us_per_record']:.2f} us/record"
         return text
 
     async def run_workload(self, workload: Workload) -> None:
@@ -386,6 +443,8 @@ class Suite:
         }
         for rep in range(self.args.repetitions):
             for client in self.clients:
+                if client in workload.without:
+                    continue  # no equivalent in that client
                 result = await self.run_one(workload, client, rep, source)
                 self.log(
                     f"[{workload.id}] rep {rep + 1}/{self.args.repetitions} {client:16s} "
@@ -453,6 +512,22 @@ def evaluate_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
         entry = results.get(wid)
         return entry["results"].get(OURS, {}).get("median") if entry else None
 
+    def cpu(wid: str, peer: str) -> float | None:
+        entry = results.get(wid)
+        if not entry:
+            return None
+        values = [entry["results"].get(c, {}).get("medians", {}).get(CPU_KEY) for c in (OURS, peer)]
+        return cpu_ratio(values[0], values[1])
+
+    def p99_ratio(wid: str, peer: str) -> float | None:
+        entry = results.get(wid)
+        if not entry:
+            return None
+        values = [
+            entry["results"].get(c, {}).get("medians", {}).get("p99_ms") for c in (OURS, peer)
+        ]
+        return cpu_ratio(values[0], values[1])  # theirs/ours, as for CPU
+
     senders, single = ours("6"), ours("1")
     growth = ours("8")
     limit_mib = 2 * BUFFER_MEMORY / 2**20
@@ -474,6 +549,20 @@ def evaluate_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
             "x",
         ),
         ("scale (7) no slower than aiokafka", r("7", "aiokafka"), 1.0, "x"),
+        ("web-service pattern (9) >= 5x aiokafka", r("9", "aiokafka"), 5.0, "x"),
+        ("web-service pattern (9) p99 lower than aiokafka's", p99_ratio("9", "aiokafka"), 1.0, "x"),
+        (
+            "client CPU per record, produce (1): at most half of confluent-kafka's",
+            cpu("1", "confluent-kafka"),
+            2.0,
+            "x",
+        ),
+        (
+            "client CPU per record, consume (4m): at most half of confluent-kafka's",
+            cpu("4m", "confluent-kafka"),
+            2.0,
+            "x",
+        ),
     ]
     out = []
     for name, value, threshold, unit in targets:
@@ -491,6 +580,77 @@ def evaluate_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
         }
     )
     return out
+
+
+CPU_KEY = "cpu_us_per_record"
+
+
+def cpu_ratio(ours: float | None, theirs: float | None) -> float | None:
+    """How much less CPU per record aiokafkawire uses (> 1: less)."""
+    if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+        return None
+    return theirs / ours
+
+
+def render_cpu(report: dict[str, Any]) -> list[str]:
+    """The client CPU per record table and the start-up line (empty without CPU figures)."""
+    clients = report["clients"]
+    peers = [c for c in clients if c != OURS]
+    header = ["#", "workload", *clients, *(f"vs {p}" for p in peers)]
+    rows = [header]
+    for wid, entry in report["workloads"].items():
+        values = {c: entry["results"][c].get("medians", {}).get(CPU_KEY) for c in clients}
+        if all(v is None for v in values.values()):
+            continue
+        cells = [wid, entry["title"]]
+        cells += ["-" if values[c] is None else f"{values[c]:.2f}" for c in clients]
+        for peer in peers:
+            value = cpu_ratio(values[OURS], values[peer])
+            cells.append("-" if value is None else f"{value:.2f}x")
+        rows.append(cells)
+    lines: list[str] = []
+    if len(rows) > 1:
+        lines += [
+            "",
+            "Client CPU per record, us (user + system, every thread of the client's process, "
+            "after a warm-up; lower is better):",
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        for n, row in enumerate(rows):
+            lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        lines.append("ratios: theirs/ours (> 1 means aiokafkawire uses less CPU per record).")
+    startup = startup_cpu(report)
+    if startup:
+        lines.append(
+            "start-up CPU, ms (interpreter + client imports and extensions + start and first "
+            "connect, until the topic's metadata is known; workload "
+            f"{startup[0]}'s processes): "
+            + ", ".join(
+                f"{c} {t[0]:.0f} + {t[1]:.0f} + {t[2]:.0f} = {sum(t):.0f}"
+                for c, t in startup[1].items()
+            )
+        )
+    return lines
+
+
+def startup_cpu(report: dict[str, Any]) -> tuple[str, dict[str, tuple[float, float, float]]] | None:
+    """Start-up CPU (ms) per client from the first producing workload that measured it."""
+    for wid, entry in report["workloads"].items():
+        found: dict[str, tuple[float, float, float]] = {}
+        for client in report["clients"]:
+            medians = entry["results"][client].get("medians", {})
+            ready, interpreter, imports = (
+                medians.get(k) for k in ("startup_cpu_s", "interpreter_cpu_s", "import_cpu_s")
+            )
+            if ready is None or interpreter is None or imports is None:
+                continue
+            connect = ready - interpreter - imports
+            found[client] = (interpreter * 1e3, imports * 1e3, connect * 1e3)
+        if found:
+            return wid, found
+    return None
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -533,6 +693,16 @@ def render_table(report: dict[str, Any]) -> str:
         ]
         if parts:
             lines.append("latency (5) p50: " + ", ".join(parts))
+    if "9" in report["workloads"]:
+        extra = report["workloads"]["9"]["results"]
+        parts = [
+            f"{c} p50/p99 {extra[c]['medians'].get('p50_ms', 0):.1f}/"
+            f"{extra[c]['medians'].get('p99_ms', 0):.1f} ms"
+            for c in clients
+            if extra[c]["median"] is not None
+        ]
+        if parts:
+            lines.append("web-service pattern (9) send_and_wait latency: " + ", ".join(parts))
     for wid in ("4m", "4g"):
         if wid not in report["workloads"]:
             continue
@@ -545,6 +715,7 @@ def render_table(report: dict[str, Any]) -> str:
         ]
         if parts:
             lines.append(f"consume ({wid}) time to the first record: " + ", ".join(parts))
+    lines += render_cpu(report)
     lines.append("")
     lines.append("Targets:")
     for target in report["targets"]:
@@ -564,7 +735,10 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
 
     entries = list(report["workloads"].items())
     clients = report["clients"]
-    colours = dict(zip(CLIENTS, ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"], strict=True))
+    colours = dict(
+        zip(CLIENTS, ["#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd"], strict=True)
+    )
+    colours[BASE] = "#ff9896"
     columns = min(3, len(entries))
     rows = (len(entries) + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
@@ -633,6 +807,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="tansu",
         help="embedded Tansu (default) or a 1-broker Apache Kafka 4.x (KafkaCluster)",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help=f"also run aiokafkawire imported from DIR (another checkout) as {BASE!r}",
+    )
     parser.add_argument("--output-dir", type=Path, default=HERE / "results")
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG")
     parser.add_argument(
@@ -653,6 +833,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown or OURS not in args.clients:
         parser.error(f"--clients: choose from {CLIENTS} (aiokafkawire included); not {unknown}")
     args.clients = [c for c in CLIENTS if c in args.clients]
+    if args.baseline is not None:
+        if not (args.baseline / "aiokafkawire" / "__init__.py").is_file():
+            parser.error(f"--baseline: no aiokafkawire package in {args.baseline}")
+        args.baseline = args.baseline.resolve()
+        args.clients.insert(1, BASE)
     try:
         args.selected = select(args.workloads.split(",") if args.workloads else None)
     except ValueError as exc:
@@ -683,6 +868,11 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     revision = git_revision()  # before the runs: others may commit while the suite runs
+    import aiokafkawire
+
+    compile_library(Path(aiokafkawire.__file__).parent)
+    if args.baseline is not None:
+        compile_library(args.baseline / "aiokafkawire")
     load_before = os.getloadavg()
     suite = Suite(args)
     asyncio.run(suite.run())
@@ -718,6 +908,9 @@ def main(argv: list[str] | None = None) -> int:
         "libraries": library_versions(),
         "git_revision": revision,
         "git_revision_at_end": git_revision(),
+        "baseline": None
+        if args.baseline is None
+        else {"path": str(args.baseline), "git_revision": git_revision(args.baseline)},
         "clients": args.clients,
         "client_notes": {c: CLIENT_NOTES[c] for c in args.clients if c in CLIENT_NOTES},
         "workloads": suite.results,

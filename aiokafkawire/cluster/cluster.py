@@ -1,9 +1,11 @@
 """The cluster manager: bootstrap, metadata cache and refresh, routing, coordinator lookup.
 
 Metadata is refreshed on demand (a stale-metadata error, a socket error to a leader, an unknown
-topic) and every ``metadata_max_age_ms``; concurrent triggers coalesce into one request, with
-``retry_backoff_ms`` between refreshes.  While an *awaited* topic (one a consumer subscribed to)
-is missing, refreshes repeat with exponential backoff from ``retry_backoff_ms`` up to
+topic) and every ``metadata_max_age_ms``; concurrent triggers coalesce into one request.  A
+refresh for topics the client has not asked about yet goes out at once, as the Java client's
+``requestUpdateForNewTopics`` does; other refreshes, and any refresh after a failed one, wait
+``retry_backoff_ms`` since the previous one.  While an *awaited* topic (one a consumer subscribed
+to) is missing, refreshes repeat with exponential backoff from ``retry_backoff_ms`` up to
 ``retry_backoff_max_ms``, as the Java client does; while all topics are wanted (pattern
 subscriptions) an interval shorter than ``metadata_max_age_ms`` may bound how late a new topic is
 seen.  Coordinators (group and transaction) are cached until a coordinator error invalidates them.
@@ -89,6 +91,11 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
         self._reschedule: asyncio.Future[None] | None = None
         self._refresh: asyncio.Future[ClusterMetadata] | None = None
         self._last_refresh = 0.0
+        # Topics added since the last request was sent: the next refresh skips the backoff.
+        self._new_topics = False
+        self._last_refresh_failed = False
+        # The topics the request under way asked for (None: not sent yet, or all topics).
+        self._asked: frozenset[str] | None = None
         self._updated: asyncio.Condition | None = None
         self.coordinators = CoordinatorCache(
             self.any_connection,
@@ -188,7 +195,9 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
         """Track more topics; returns True when any was new (a refresh is then due)."""
         before = len(self._topics)
         self._topics.update(topics)
-        return len(self._topics) != before
+        added = len(self._topics) != before
+        self._new_topics = self._new_topics or added
+        return added
 
     def set_topics(self, topics: Iterable[str]) -> None:
         """Replace the tracked topics."""
@@ -222,33 +231,49 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
     # ---------------------------------------------------------------- metadata
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
-        """Refresh now (or join a refresh already under way); returns the new snapshot."""
-        if topics is not None:
-            self.add_topics(topics)
+        """Refresh now (or join a refresh already under way); returns the new snapshot.
+
+        A request already sent without some of ``topics`` is waited out, then one new refresh
+        asks for them (and for whatever other callers added meanwhile).
+        """
+        wanted = frozenset(topics) if topics is not None else frozenset()
+        self.add_topics(wanted)
         if self._closed:
             raise errors.ClientClosedError("the cluster client is closed")
         refresh = self._refresh
+        asked = self._asked
+        if refresh is not None and not refresh.done() and asked is not None and wanted - asked:
+            await asyncio.wait([refresh])  # its outcome is its own waiters'; ours comes next
+            refresh = self._refresh
         if refresh is None or refresh.done():
-            refresh = asyncio.get_running_loop().create_future()
-            self._refresh = refresh
-            self._tasks.start(_REFRESH_REQUEST, self._run_refresh(refresh))
+            refresh = self._start_refresh()
         return await asyncio.shield(refresh)
 
     def request_update(self) -> None:
         """Schedule a refresh without waiting (e.g. after a NotLeaderOrFollower error)."""
         if self._closed or (self._refresh is not None and not self._refresh.done()):
             return
-        refresh = asyncio.get_running_loop().create_future()
+        self._start_refresh()
+
+    def _start_refresh(self) -> asyncio.Future[ClusterMetadata]:
+        refresh: asyncio.Future[ClusterMetadata] = asyncio.get_running_loop().create_future()
         self._refresh = refresh
+        self._asked = None  # until its request is sent, it takes every topic added
         self._tasks.start(_REFRESH_REQUEST, self._run_refresh(refresh))
+        return refresh
 
     async def _run_refresh(self, result: asyncio.Future[ClusterMetadata]) -> None:
         try:
-            wait = self.retry_backoff_ms / 1000 - (time.monotonic() - self._last_refresh)
-            if wait > 0:
-                await asyncio.sleep(wait)
+            # New topics go out at once (Java's requestUpdateForNewTopics); a retry after a
+            # failure or a stale-metadata error waits out the backoff since the last request.
+            if self._last_refresh_failed or not self._new_topics:
+                wait = self.retry_backoff_ms / 1000 - (time.monotonic() - self._last_refresh)
+                if wait > 0:
+                    await asyncio.sleep(wait)
             metadata = await self._fetch_metadata()
         except BaseException as exc:
+            self._last_refresh_failed = True
+            self._last_refresh = time.monotonic()
             if not result.done():
                 # Waiters get a typed error, never a CancelledError that is not theirs.
                 failure: BaseException = exc
@@ -266,12 +291,15 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
+        self._last_refresh_failed = False
         if not result.done():
             result.set_result(metadata)
 
     async def _fetch_metadata(self) -> ClusterMetadata:
         full = self._want_all_topics
         topics = sorted(self._topics)
+        self._new_topics = False
+        self._asked = None if full else frozenset(topics)
         last_error: Exception | None = None
         for host, port, node_id in self._metadata_candidates():
             try:
@@ -368,7 +396,7 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
 
         async def look() -> TopicInfo:
             nonlocal last_code
-            info = (await self.refresh_metadata()).topics.get(topic)
+            info = (await self.refresh_metadata([topic])).topics.get(topic)
             if info is not None:
                 if info.error_code == 0 and info.partitions:
                     return info

@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from workloads.common import (
     GROUP_SESSION_TIMEOUT_MS,
     POOL_MASK,
+    CpuMeter,
     Pacer,
     consumed,
     latency_summary,
@@ -20,6 +21,7 @@ from workloads.common import (
     rss_kb,
     stamp_ns,
     throughput,
+    warm_up_count,
 )
 
 ASYNC = True
@@ -43,21 +45,28 @@ def _producer(spec: dict[str, Any], **overrides: Any) -> AIOKafkaProducer:
 async def produce(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count = spec["topic"], spec["records"]
     values, keys = payloads(spec["value_size"], spec["key_size"])
+    meter = CpuMeter()
     producer = _producer(spec)
     await producer.start()
     try:
         await producer.partitions_for(topic)  # metadata known before the clock starts
+        meter.ready()
         rss_start = rss_kb()
         send = producer.send
+        for i in range(warm_up_count(count)):  # warm-up: not timed, not metered
+            await send(topic, values[i & POOL_MASK], key=keys[i & POOL_MASK])
+        await producer.flush()
+        meter.start()
         started = now()
         for i in range(count):
             await send(topic, values[i & POOL_MASK], key=keys[i & POOL_MASK])
         await producer.flush()
         elapsed = now() - started
+        cpu = meter.figures(count)
     finally:
         await producer.stop()
     result = throughput(count, count * (spec["value_size"] + spec["key_size"]), elapsed)
-    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb())
+    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 
@@ -77,23 +86,31 @@ async def senders(spec: dict[str, Any]) -> dict[str, Any]:
         for handle in handles:
             await handle
 
+    meter = CpuMeter()
+    count = tasks * each
     try:
         await producer.partitions_for(topic)
+        meter.ready()
+        for i in range(warm_up_count(count)):  # warm-up: not timed, not metered
+            await producer.send(topic, values[i & POOL_MASK], key=keys[i & POOL_MASK])
+        await producer.flush()
+        meter.start()
         started = now()
         await asyncio.gather(*(sender(n) for n in range(tasks)))
         await producer.flush()
         elapsed = now() - started
+        cpu = meter.figures(count)
     finally:
         await producer.stop()
-    count = tasks * each
     result = throughput(count, count * (spec["value_size"] + spec["key_size"]), elapsed)
-    result.update(rss_peak_kb=peak_rss_kb())
+    result.update(rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 
 async def consume(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
     partitions = [TopicPartition(topic, p) for p in range(spec["partitions"])]
+    meter = CpuMeter()
     started = now()  # cold: client start-up and offset lookup (or the group join) included
     if group:
         consumer = AIOKafkaConsumer(
@@ -119,6 +136,7 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
         received = payload = 0
         first = first_count = None
         limit = started + spec["time_limit_s"]
+        warm = count // 10  # the meter starts once this many records are in
         while received < count and now() < limit:
             batches = await consumer.getmany(timeout_ms=1000, max_records=10_000)
             for records in batches.values():
@@ -129,11 +147,14 @@ async def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 received += len(records)
             if first_count is None and first is not None:
                 first_count = received
+            if meter.started_s is None and received >= warm:
+                meter.start(received)
         elapsed = now() - started
+        cpu = meter.figures(received)
     finally:
         await consumer.stop()
     result = consumed(received, payload, elapsed, first, first_count)
-    result.update(rss_peak_kb=peak_rss_kb())
+    result.update(rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 
@@ -204,4 +225,38 @@ async def scale(spec: dict[str, Any]) -> dict[str, Any]:
     count = len(topics) * partitions
     result = throughput(count, count * spec["value_size"], elapsed)
     result.update(rss_peak_kb=peak_rss_kb())
+    return result
+
+
+async def websvc(spec: dict[str, Any]) -> dict[str, Any]:
+    """``tasks`` handlers, each awaiting ``send_and_wait`` in turn, ``records`` in all."""
+    topic, count, tasks = spec["topic"], spec["records"], spec["tasks"]
+    values, _ = payloads(spec["value_size"], 0)
+    meter = CpuMeter()
+    producer = _producer(spec)
+    await producer.start()
+    latencies: list[int] = []
+
+    async def handler(n: int, total: int, record: bool) -> None:
+        for i in range(n, total, tasks):
+            sent = stamp_ns()
+            await producer.send_and_wait(topic, values[i & POOL_MASK])
+            if record:
+                latencies.append(stamp_ns() - sent)
+
+    try:
+        await producer.partitions_for(topic)
+        meter.ready()
+        warm = warm_up_count(count)
+        await asyncio.gather(*(handler(n, warm, False) for n in range(tasks)))  # warm-up
+        meter.start()
+        started = now()
+        await asyncio.gather(*(handler(n, count, True) for n in range(tasks)))
+        elapsed = now() - started
+        cpu = meter.figures(count)
+    finally:
+        await producer.stop()
+    result = throughput(count, count * spec["value_size"], elapsed)
+    result.update(latency_summary(latencies))
+    result.update(rss_peak_kb=peak_rss_kb(), **cpu)
     return result

@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from workloads.common import (
     GROUP_SESSION_TIMEOUT_MS,
     POOL_MASK,
+    CpuMeter,
     Pacer,
     consumed,
     latency_summary,
@@ -25,12 +26,18 @@ from workloads.common import (
     rss_kb,
     stamp_ns,
     throughput,
+    warm_up_count,
 )
 
 ASYNC = False
 
 
 def _producer(spec: dict[str, Any]) -> Producer:
+    return Producer(_config(spec))
+
+
+def _config(spec: dict[str, Any]) -> dict[str, Any]:
+    """The producer configuration of a workload (also used by the asyncio classes' module)."""
     config: dict[str, Any] = {
         "bootstrap.servers": spec["bootstrap"],
         "acks": str(spec.get("acks", 1)),
@@ -42,7 +49,7 @@ def _producer(spec: dict[str, Any]) -> Producer:
     if spec.get("buffer_memory"):
         # librdkafka's bound on queued (undelivered) messages, the buffer_memory equivalent.
         config["queue.buffering.max.kbytes"] = spec["buffer_memory"] // 1024
-    return Producer(config)
+    return config
 
 
 def _flush(producer: Producer, spec: dict[str, Any]) -> None:
@@ -69,15 +76,21 @@ def _produce_loop(
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count = spec["topic"], spec["records"]
     values, keys = payloads(spec["value_size"], spec["key_size"])
+    meter = CpuMeter()
     producer = _producer(spec)
     producer.list_topics(topic, timeout=10)  # metadata known before the clock starts
+    meter.ready()
     rss_start = rss_kb()
+    _produce_loop(producer, topic, warm_up_count(count), values, keys)  # not timed or metered
+    _flush(producer, spec)
+    meter.start()
     started = now()
     _produce_loop(producer, topic, count, values, keys)
     _flush(producer, spec)
     elapsed = now() - started
+    cpu = meter.figures(count)
     result = throughput(count, count * (spec["value_size"] + spec["key_size"]), elapsed)
-    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb())
+    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 
@@ -113,6 +126,7 @@ def _consumer(spec: dict[str, Any], group: str | None, **extra: Any) -> Consumer
 
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
+    meter = CpuMeter()
     started = now()  # cold: client start-up and offset lookup (or the group join) included
     consumer = _consumer(spec, group, **BULK_READ)
     if group:
@@ -124,6 +138,7 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
     received = payload = 0
     first = first_count = None
     limit = started + spec["time_limit_s"]
+    warm = count // 10  # the meter starts once this many records are in
     try:
         while received < count and now() < limit:
             messages = consumer.consume(num_messages=10_000, timeout=1.0)
@@ -136,11 +151,14 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
             received += len(messages)
             if first_count is None and first is not None:
                 first_count = received
+            if meter.started_s is None and received >= warm:
+                meter.start(received)
         elapsed = now() - started
+        cpu = meter.figures(received)
     finally:
         consumer.close()
     result = consumed(received, payload, elapsed, first, first_count)
-    result.update(rss_peak_kb=peak_rss_kb())
+    result.update(rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 

@@ -11,6 +11,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from workloads.common import (
     GROUP_SESSION_TIMEOUT_MS,
     POOL_MASK,
+    CpuMeter,
     Pacer,
     consumed,
     latency_summary,
@@ -21,6 +22,7 @@ from workloads.common import (
     rss_kb,
     stamp_ns,
     throughput,
+    warm_up_count,
 )
 
 ASYNC = False
@@ -48,20 +50,27 @@ def _flush(producer: KafkaProducer, spec: dict[str, Any]) -> None:
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count = spec["topic"], spec["records"]
     values, keys = payloads(spec["value_size"], spec["key_size"])
+    meter = CpuMeter()
     producer = _producer(spec)
     try:
         producer.partitions_for(topic)
+        meter.ready()
         rss_start = rss_kb()
         send = producer.send
+        for i in range(warm_up_count(count)):  # warm-up: not timed, not metered
+            send(topic, values[i & POOL_MASK], key=keys[i & POOL_MASK])
+        _flush(producer, spec)
+        meter.start()
         started = now()
         for i in range(count):
             send(topic, values[i & POOL_MASK], key=keys[i & POOL_MASK])
         _flush(producer, spec)
         elapsed = now() - started
+        cpu = meter.figures(count)
     finally:
         producer.close(timeout=10)
     result = throughput(count, count * (spec["value_size"] + spec["key_size"]), elapsed)
-    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb())
+    result.update(rss_start_kb=rss_start, rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 
@@ -90,6 +99,7 @@ def _consumer(spec: dict[str, Any], group: str | None, *topics: str) -> KafkaCon
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
     topic, count, group = spec["topic"], spec["records"], spec.get("group_id")
     partitions = [TopicPartition(topic, p) for p in range(spec["partitions"])]
+    meter = CpuMeter()
     started = now()  # cold: client start-up and offset lookup (or the group join) included
     if group:
         consumer = _consumer(spec, group, topic)
@@ -100,6 +110,7 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
     received = payload = 0
     first = first_count = None
     limit = started + spec["time_limit_s"]
+    warm = count // 10  # the meter starts once this many records are in
     try:
         while received < count and now() < limit:
             batches = consumer.poll(timeout_ms=1000, max_records=10_000)
@@ -111,11 +122,14 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 received += len(records)
             if first_count is None and first is not None:
                 first_count = received
+            if meter.started_s is None and received >= warm:
+                meter.start(received)
         elapsed = now() - started
+        cpu = meter.figures(received)
     finally:
         consumer.close()
     result = consumed(received, payload, elapsed, first, first_count)
-    result.update(rss_peak_kb=peak_rss_kb())
+    result.update(rss_peak_kb=peak_rss_kb(), **cpu)
     return result
 
 

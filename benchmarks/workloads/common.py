@@ -46,6 +46,54 @@ def latency_value(value_size: int) -> tuple[bytes, int]:
     return b"x" * max(0, value_size - 8), 8
 
 
+def cpu_s() -> float:
+    """CPU seconds this process has used so far: user + system, all its threads (getrusage)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def warm_up_count(records: int) -> int:
+    """Records a producing workload sends (and flushes) before its clock and CPU meter start."""
+    return min(records, max(1_000, records // 20))
+
+
+class CpuMeter:
+    """The client process's CPU time: at start-up, and per record once warm.
+
+    ``ready()`` marks the end of start-up (client imported, started, first connection and the
+    topic's metadata in hand): CPU since the process began.  ``start(done)`` starts the steady-
+    state meter when ``done`` records are already behind it (the warm-up); ``figures(total)``
+    stops it and gives CPU per record over the records after the warm-up.  getrusage's
+    RUSAGE_SELF counts every thread of the process, so librdkafka's threads and executor
+    threads are included.
+    """
+
+    def __init__(self) -> None:
+        self.ready_s: float | None = None
+        self.started_s: float | None = None
+        self.started_records = 0
+
+    def ready(self) -> None:
+        self.ready_s = cpu_s()
+
+    def start(self, done: int = 0) -> None:
+        self.started_s = cpu_s()
+        self.started_records = done
+
+    def figures(self, total: int) -> dict[str, Any]:
+        used = cpu_s()
+        out: dict[str, Any] = {}
+        if self.ready_s is not None:
+            out["startup_cpu_s"] = self.ready_s
+        if self.started_s is not None:
+            measured = total - self.started_records
+            out["cpu_s"] = used - self.started_s
+            out["cpu_records"] = measured
+            if measured > 0:
+                out["cpu_us_per_record"] = (used - self.started_s) / measured * 1e6
+        return out
+
+
 def rss_kb() -> int:
     """The current resident set size in KiB (from /proc/self/statm)."""
     try:

@@ -17,18 +17,34 @@ import sys
 import traceback
 from typing import Any
 
+from workloads.common import cpu_s
+
 CLIENT_MODULES = {
     "aiokafkawire": "workloads.client_aiokafkawire",
+    "aiokafkawire-base": "workloads.client_aiokafkawire",  # from run.py --baseline's checkout
     "aiokafka": "workloads.client_aiokafka",
     "confluent-kafka": "workloads.client_confluent",
     "kafka-python": "workloads.client_kafka_python",
+    "confluent-kafka-aio": "workloads.client_confluent_aio",
 }
-KINDS = ("produce", "consume", "latency", "senders", "scale")
+KINDS = ("produce", "consume", "latency", "senders", "scale", "websvc")
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run ``spec["kind"]`` on ``spec["client"]`` and return its result dict."""
+    """Run ``spec["kind"]`` on ``spec["client"]`` and return its result dict.
+
+    Besides the workload's figures: ``interpreter_cpu_s``, the process's CPU before the client
+    library is imported, and ``import_cpu_s``, what importing it (extensions included) added.
+    """
+    before_import = cpu_s()
     module = importlib.import_module(CLIENT_MODULES[spec["client"]])
+    imported = cpu_s() - before_import
+    result = _run_kind(module, spec)
+    result.update(interpreter_cpu_s=before_import, import_cpu_s=imported)
+    return result
+
+
+def _run_kind(module: Any, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
     if kind not in KINDS:
         raise ValueError(f"unknown workload kind {kind!r}")

@@ -1,0 +1,149 @@
+"""Metadata refreshes for new topics go out at once; retries after errors still back off.
+
+Against a scripted broker with a long ``retry_backoff_ms`` (1 s), so that a refresh that waits
+out the backoff is told apart from one that does not by a wide margin, even on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from fake_broker import FakeBroker
+
+from aiokafkawire import errors
+from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.net.config import ConnectionConfig
+from aiokafkawire.protocol.messages import MetadataRequest, MetadataResponse
+from aiokafkawire.protocol.messages.metadata import (
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+CONFIG = ConnectionConfig(connect_timeout_ms=5000, request_timeout_ms=5000)
+BACKOFF_MS = 1000
+
+
+class TopicsBroker:
+    """Answers Metadata for every topic asked about (one partition each), as scripted."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.asked: list[list[str]] = []  # the topics of each Metadata request
+        self.delay_s = 0.0  # how long each answer takes
+        self.fail_next = 0  # this many next answers carry a top-level error
+        self.arrived = asyncio.Event()  # set at each Metadata request
+
+    async def __call__(self, header: Any, request: Any) -> Any:
+        assert isinstance(request, MetadataRequest)
+        names = [t.name for t in request.topics or []]
+        self.asked.append(names)
+        self.arrived.set()
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        code = 0
+        if self.fail_next:
+            self.fail_next -= 1
+            code = errors.ClusterAuthorizationFailedError.code
+        partition = MetadataResponsePartition(
+            partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1]
+        )
+        return MetadataResponse(
+            error_code=code,
+            brokers=[MetadataResponseBroker(node_id=1, host="127.0.0.1", port=self.port)],
+            cluster_id="fake",
+            controller_id=1,
+            topics=[MetadataResponseTopic(name=n, partitions=[partition]) for n in names],
+        )
+
+
+async def test_new_topics_one_after_another_cost_one_refresh_each_without_backoff() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            started = time.monotonic()
+            for i in range(5):
+                info = await cluster.wait_for_topic(f"t{i}")
+                assert info.partition_ids == [0]
+            elapsed = time.monotonic() - started
+    # Waiting out the backoff before each would take about 5 s.
+    assert elapsed < BACKOFF_MS / 1000, f"5 new topics took {elapsed:.2f} s"
+    assert len(script.asked) == 1 + 5  # the bootstrap refresh, then one per topic
+
+
+async def test_new_topics_asked_for_concurrently_share_one_refresh() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            started = time.monotonic()
+            names = [f"t{i}" for i in range(50)]
+            infos = await asyncio.gather(*(cluster.wait_for_topic(n) for n in names))
+            elapsed = time.monotonic() - started
+    assert [info.partition_ids for info in infos] == [[0]] * 50
+    assert len(script.asked) == 2  # bootstrap, then one request for all 50
+    assert sorted(script.asked[1]) == sorted(names)
+    assert elapsed < BACKOFF_MS / 1000, f"50 concurrent new topics took {elapsed:.2f} s"
+
+
+async def test_a_topic_missing_from_the_request_under_way_gets_the_next_refresh() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            script.delay_s = 0.1
+            script.arrived.clear()
+            first = asyncio.ensure_future(cluster.wait_for_topic("early"))
+            await asyncio.wait_for(script.arrived.wait(), 5)  # "early" is at the broker
+            started = time.monotonic()
+            late = await cluster.wait_for_topic("late")
+            elapsed = time.monotonic() - started
+            assert (await first).partition_ids == [0]
+    assert late.partition_ids == [0]
+    # Not the join-then-retry path (a retry backoff, then a refresh backoff: about 2 s).
+    assert elapsed < BACKOFF_MS / 1000, f"the late topic took {elapsed:.2f} s"
+    assert script.asked[1] == ["early"] and sorted(script.asked[2]) == ["early", "late"]
+    assert len(script.asked) == 3
+
+
+async def test_a_refresh_after_a_failed_one_still_backs_off() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            script.fail_next = 1
+            with pytest.raises(errors.ClusterAuthorizationFailedError):
+                await cluster.refresh_metadata(["a"])
+            failed_at = time.monotonic()
+            metadata = await cluster.refresh_metadata(["b"])  # new, but after an error
+            waited = time.monotonic() - failed_at
+            assert "b" in metadata.topics
+            # Once a refresh succeeded, new topics go out at once again.
+            started = time.monotonic()
+            await cluster.refresh_metadata(["c"])
+            prompt = time.monotonic() - started
+    assert waited >= BACKOFF_MS / 1000 * 0.95, f"the retry after an error waited {waited:.2f} s"
+    assert prompt < BACKOFF_MS / 1000, f"the next new topic waited {prompt:.2f} s"
+
+
+async def test_a_refresh_for_no_new_topic_waits_out_the_backoff() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            await cluster.refresh_metadata(["a"])
+            done_at = time.monotonic()
+            cluster.request_update()  # what a stale-metadata error does
+            await cluster.refresh_metadata()  # joins it
+            waited = time.monotonic() - done_at
+    assert waited >= BACKOFF_MS / 1000 * 0.95, f"a stale-metadata refresh waited {waited:.2f} s"
+    assert len(script.asked) == 3
