@@ -449,6 +449,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 request_timeout_ms=self.config.request_timeout_ms,
                 delivery_timeout_ms=self.delivery_timeout_ms,
                 retry_backoff_ms=self.config.retry_backoff_ms,
+                retry_backoff_max_ms=self.config.retry_backoff_max_ms,
                 metrics=self.config.metrics,
             )
             self._sender.start()
@@ -558,9 +559,20 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             timestamp = int(_wall_clock() * 1000)
         elif type(timestamp) is not int:
             timestamp = _checked_timestamp(timestamp)
-        return await self._accumulator.append(
+        accumulator = self._accumulator
+        handle = await accumulator.append(
             topic, partition, timestamp, key, value, header_list, size
         )
+        if accumulator.full_batch_waiting:
+            # A batch filled up: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.  The one place that pumps the sender eagerly.
+            accumulator.full_batch_waiting = False
+            sender = self._sender
+            assert sender is not None
+            sender.pump()
+            await asyncio.sleep(0)
+        return handle
 
     def _check_send(self, key: Any, value: Any) -> tuple[Any, Any]:
         if self._closed:
