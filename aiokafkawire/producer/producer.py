@@ -453,12 +453,24 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 metrics=self.config.metrics,
             )
             self._sender.start()
+            self._install_fast_append()
         except BaseException:
-            await cluster.close()
+            await self._abandon_start()
             raise
         self._started = True
         self._update_send_checks()
-        self._install_fast_append()
+
+    async def _abandon_start(self) -> None:
+        """After a failed or cancelled :meth:`start`: stop what it started, as if never begun."""
+        sender, cluster = self._sender, self._cluster
+        self._sender = self._txn = self._cluster = None
+        self._fast_append = None
+        try:
+            if sender is not None:
+                await sender.stop()
+        finally:
+            if cluster is not None:
+                await cluster.close()
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
