@@ -17,7 +17,7 @@ from aiokafkawire.producer._outcomes import BatchOutcomes
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._request import PRODUCE_KEY, ProduceRequestBuilder
 from aiokafkawire.producer._sink import BrokerSink, SinkPolicy
-from aiokafkawire.producer._txn import TransactionManager, TxnState
+from aiokafkawire.producer._txn import TransactionManager, TxnState, should_retry
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["PRODUCE_KEY", "Sender"]
@@ -300,7 +300,7 @@ class Sender:
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
-            if not (exc.retriable or isinstance(exc, errors.KafkaConnectionError)):
+            if not should_retry(exc):
                 # E.g. not authorised to be idempotent: no batch can ever be sent.
                 self.txn.set_fatal(exc)
                 return
@@ -337,18 +337,18 @@ class Sender:
     async def _add_partitions(self) -> None:
         txn = self.txn
         try:
-            await txn.add_partitions(set(txn.pending_partitions))
-            self._add_backoff.reset()
+            if await txn.add_partitions(set(txn.pending_partitions)):
+                self._add_backoff.reset()
+            else:
+                log.debug("AddPartitionsToTxn: some partitions not added yet; retrying")
+                await asyncio.sleep(self._add_backoff.next_delay())
         except errors.ProducerFencedClientError as exc:
             txn.set_fatal(exc)
-        except (
-            errors.ConcurrentTransactionsError,
-            errors.KafkaConnectionError,
-            errors.KafkaTimeoutError,
-        ) as exc:
-            log.debug("AddPartitionsToTxn: %s; retrying", exc)
-            await asyncio.sleep(self._add_backoff.next_delay())
         except errors.KafkaError as exc:
+            if should_retry(exc):
+                log.debug("AddPartitionsToTxn: %s; retrying", exc)
+                await asyncio.sleep(self._add_backoff.next_delay())
+                return
             # The transaction can only be aborted: fail the batches waiting for these partitions.
             for tp in list(txn.pending_partitions):
                 for batch in self.accumulator.batches.get(tp, ()):

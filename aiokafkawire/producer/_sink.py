@@ -210,8 +210,7 @@ class BrokerSink:
                 else:
                     outcomes.handle_response(batches, response, flight.topic_names)
             elif isinstance(error, errors.KafkaError):
-                if isinstance(error, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
-                    self._cluster.request_update()
+                self._cluster.request_update()  # no answer at all: the leader may have moved
                 for batch in batches:
                     outcomes.attempt_failed(batch, error)
             else:

@@ -112,6 +112,16 @@ TRANSACTION_STATES: TransitionTable[TxnState, TxnEvent] = TransitionTable.from_r
 )
 
 
+def should_retry(exc: BaseException) -> bool:
+    """Whether a request of the producer's identity or transaction is tried again after ``exc``
+    (the error table's answer: a fenced producer, for one, never is)."""
+    return errors.action_of(exc).retriable
+
+
+def _finds_coordinator(exc: BaseException) -> bool:
+    return errors.action_of(exc) is errors.ErrorAction.FIND_COORDINATOR
+
+
 def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
     """The typed error raised to the user when another producer took over our identity."""
     exc = errors.ProducerFencedClientError(
@@ -209,13 +219,6 @@ class TransactionManager:  # long: identity and every transactional request shar
                     raise fenced_error(error("InitProducerId"))
                 raise error("InitProducerId failed")
             return response
-
-        def should_retry(exc: BaseException) -> bool:
-            return isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)) or (
-                isinstance(exc, errors.KafkaError)
-                and not isinstance(exc, errors.ProducerFencedClientError)
-                and (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError))
-            )
 
         try:
             response = await retry(
@@ -334,17 +337,18 @@ class TransactionManager:  # long: identity and every transactional request shar
         """abort_transaction() starts: queued records are dropped, then EndTxn."""
         self._move(TxnEvent.ABORT)
 
-    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable.
+    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> bool:
+        """AddPartitionsToTxn for ``partitions``; whether all were added (else: try again).
 
-        Under transactions v2 the first Produce adds a partition, so they are only noted here.
+        A partition the coordinator refused for good makes the transaction abortable and is
+        raised.  Under transactions v2 the first Produce adds a partition: only noted here.
         """
         assert self.transactional_id is not None
         if self.transaction_v2:
             added = set(partitions)
             self.partitions_in_txn |= added
             self.pending_partitions -= added
-            return
+            return True
         wanted = sorted(partitions)
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
@@ -360,7 +364,7 @@ class TransactionManager:  # long: identity and every transactional request shar
         )
         response = await self._coordinator_request(request, ADD_PARTITIONS_MAX_VERSION)
         failed: BaseException | None = None
-        retry = False
+        added_all = True
         for topic_result in response.results_by_topic_v3_and_below:
             for result in topic_result.results_by_partition:
                 code = result.partition_error_code
@@ -372,20 +376,19 @@ class TransactionManager:  # long: identity and every transactional request shar
                 error = errors.error_for_code(code)
                 if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("AddPartitionsToTxn"))
-                if issubclass(error, errors.COORDINATOR_ERRORS):
+                action = errors.action_for(code)
+                if action is errors.ErrorAction.FIND_COORDINATOR:
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                    retry = True
-                elif error.retriable or issubclass(
-                    error, (errors.ConcurrentTransactionsError, errors.OperationNotAttemptedError)
-                ):
-                    retry = True
+                # OPERATION_NOT_ATTEMPTED: refused because another partition was; if that one
+                # failed for good, so does the transaction, else this one is tried again.
+                if action.retriable or error is errors.OperationNotAttemptedError:
+                    added_all = False
                 elif failed is None:
                     failed = error(f"AddPartitionsToTxn {tp.topic}-{tp.partition}")
         if failed is not None:
             self.set_abortable(failed)
             raise failed
-        if retry:
-            raise errors.ConcurrentTransactionsError("some partitions were not added yet")
+        return added_all
 
     async def _coordinator_request(
         self, request: Any, max_version: int, min_version: int = 0
@@ -405,20 +408,19 @@ class TransactionManager:  # long: identity and every transactional request shar
 
     def _forget_coordinator_after(self, exc: BaseException) -> None:
         """After a coordinator error, look the transaction coordinator up again."""
-        if isinstance(exc, errors.COORDINATOR_ERRORS) and self.transactional_id is not None:
+        if self.transactional_id is not None and _finds_coordinator(exc):
             self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
 
-    async def _retrying(self, operation: str, attempt: Any) -> Any:
-        """Run ``attempt()`` until it returns, retrying retriable and coordinator errors."""
+    async def _retrying(
+        self, operation: str, attempt: Any, forget: Callable[[BaseException], None] | None = None
+    ) -> Any:
+        """Run ``attempt()`` until it returns, retrying what the error table calls retriable.
+
+        ``forget(exc)`` forgets the coordinator after an error (default: the transaction's).
+        """
         assert self.transactional_id is not None
-
-        def should_retry(exc: BaseException) -> bool:
-            return isinstance(exc, errors.KafkaError) and (
-                isinstance(exc, errors.COORDINATOR_ERRORS)
-                or (not isinstance(exc, FENCING_ERRORS) and exc.retriable)
-                or isinstance(exc, errors.ConcurrentTransactionsError)
-            )
-
+        if forget is None:
+            forget = self._forget_coordinator_after
         try:
             return await retry(
                 attempt,
@@ -426,14 +428,14 @@ class TransactionManager:  # long: identity and every transactional request shar
                 deadline=Deadline.after_ms(self.request_timeout_ms),
                 backoff=Backoff(min(self.retry_backoff * 1000, 20), 500),
                 what=operation,
-                on_retry=self._forget_coordinator_after,
+                on_retry=forget,
             )
         except errors.KafkaError as exc:
             if isinstance(exc, FENCING_ERRORS):
                 raise fenced_error(exc) from exc
             if not should_retry(exc):
                 raise
-            self._forget_coordinator_after(exc)
+            forget(exc)
             raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
 
     async def end_transaction(self, commit: bool) -> None:
@@ -584,12 +586,13 @@ class TransactionManager:  # long: identity and every transactional request shar
                 name = names.get(topic.topic_id, topic.name) if names else topic.name
                 for part in topic.partitions:
                     if part.error_code:
+                        # Retried as the error table says (a coordinator error: after
+                        # forget_group_coordinator).
                         error = errors.error_for_code(part.error_code)
-                        if issubclass(error, errors.COORDINATOR_ERRORS):
-                            self.cluster.invalidate_coordinator(group_id, "group")
-                            raise errors.KafkaConnectionError(
-                                f"group coordinator moved: {error.name}"
-                            )
                         raise error(f"TxnOffsetCommit {name}-{part.partition_index}")
 
-        await self._retrying("TxnOffsetCommit", commit_offsets)
+        def forget_group_coordinator(exc: BaseException) -> None:
+            if _finds_coordinator(exc):
+                self.cluster.invalidate_coordinator(group_id, "group")
+
+        await self._retrying("TxnOffsetCommit", commit_offsets, forget_group_coordinator)
