@@ -14,7 +14,7 @@ from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._request import partition_results, too_large
-from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, fenced_error
+from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager
 
 __all__ = ["BatchOutcomes"]
 
@@ -131,8 +131,7 @@ class BatchOutcomes:
         batch.fail(exc)
         self.accumulator.release(batch)
         txn = self.txn
-        if txn.transactional:
-            txn.set_abortable(exc)
+        txn.batch_failed(exc)
         if self.idempotent and batch.base_sequence >= 0 and batch.attempts:
             # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
             self.cursors[batch.tp].resequence = True
@@ -156,9 +155,7 @@ class BatchOutcomes:
         self.returned(batch)
         txn = self.txn
         if isinstance(exc, FENCING_ERRORS):
-            fenced = fenced_error(exc)
-            txn.set_fatal(fenced)
-            batch.fail(fenced)
+            batch.fail(txn.fenced(exc))
             self.accumulator.release(batch)
             return
         action = errors.action_of(exc)

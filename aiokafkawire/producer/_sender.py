@@ -17,7 +17,7 @@ from aiokafkawire.producer._outcomes import BatchOutcomes
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._request import PRODUCE_KEY, ProduceRequestBuilder
 from aiokafkawire.producer._sink import BrokerSink, SinkPolicy
-from aiokafkawire.producer._txn import TransactionManager, TxnState, should_retry
+from aiokafkawire.producer._txn import TransactionManager, should_retry
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["PRODUCE_KEY", "Sender"]
@@ -178,14 +178,11 @@ class Sender:
     def _run_once(self, now: float) -> float | None:
         """One pass: housekeeping, then drain; returns seconds until something is due."""
         txn = self.txn
-        if txn.fatal is not None:
-            self.accumulator.abort_queued(txn.fatal)
-            return None
-        if txn.transactional and txn.state == TxnState.ABORTABLE_ERROR:
-            # Nothing more of this transaction can commit: do not make commit wait for it.
-            self.accumulator.abort_queued(
-                errors.IllegalStateError(f"the transaction must be aborted: {txn.abortable}")
-            )
+        failure = txn.queued_failure()
+        if failure is not None:
+            self.accumulator.abort_queued(failure)
+            if txn.fatal is not None:
+                return None
         if self.idempotent and not txn.has_producer_id:
             self._expire(now)
             # A transactional producer gets its new epoch from abort_transaction().
@@ -337,26 +334,16 @@ class Sender:
     async def _add_partitions(self) -> None:
         txn = self.txn
         try:
-            if await txn.add_partitions(set(txn.pending_partitions)):
-                self._add_backoff.reset()
-            else:
-                log.debug("AddPartitionsToTxn: some partitions not added yet; retrying")
-                await asyncio.sleep(self._add_backoff.next_delay())
-        except errors.ProducerFencedClientError as exc:
-            txn.set_fatal(exc)
-        except errors.KafkaError as exc:
-            if should_retry(exc):
-                log.debug("AddPartitionsToTxn: %s; retrying", exc)
-                await asyncio.sleep(self._add_backoff.next_delay())
-                return
-            # The transaction can only be aborted: fail the batches waiting for these partitions.
-            for tp in list(txn.pending_partitions):
-                for batch in self.accumulator.batches.get(tp, ()):
-                    batch.fail(exc)
-                    self.accumulator.release(batch)
-                queue = self.accumulator.batches.get(tp)
-                if queue is not None:
-                    queue.clear()
-            txn.pending_partitions.clear()
+            refused = await txn.add_pending_partitions(self._add_backoff)
+            if refused is not None:
+                # The transaction can only be aborted: fail the records waiting to join it.
+                for tp in txn.pending_partitions:
+                    queue = self.accumulator.batches.get(tp)
+                    if queue is not None:
+                        for batch in queue:
+                            batch.fail(refused)
+                            self.accumulator.release(batch)
+                        queue.clear()
+                txn.pending_partitions.clear()
         finally:
             self.wakeup.set()

@@ -16,10 +16,11 @@ transaction never mixes the two.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
@@ -336,6 +337,137 @@ class TransactionManager:  # long: identity and every transactional request shar
     def start_abort(self) -> None:
         """abort_transaction() starts: queued records are dropped, then EndTxn."""
         self._move(TxnEvent.ABORT)
+
+    # ---------------------------------------------------------------- what batches learn
+
+    def queued_failure(self) -> BaseException | None:
+        """The error that records not sent yet must fail with now, if any (the sender asks)."""
+        if self.fatal is not None:
+            return self.fatal
+        if self.state == TxnState.ABORTABLE_ERROR:
+            # Nothing more of this transaction can commit: do not make commit wait for it.
+            return errors.IllegalStateError(f"the transaction must be aborted: {self.abortable}")
+        return None
+
+    def fenced(self, cause: BaseException) -> errors.ProducerFencedClientError:
+        """A batch's answer says another producer took over: fatal; the error to fail it with."""
+        exc = fenced_error(cause)
+        self.set_fatal(exc)
+        return exc
+
+    def batch_failed(self, exc: BaseException) -> None:
+        """A batch failed for good: a transaction can then only be aborted."""
+        if self.transactional:
+            self.set_abortable(exc)
+
+    # ---------------------------------------------------------------- the user's operations
+
+    async def commit(self, deliver: Callable[[], Awaitable[None]]) -> None:
+        """``commit_transaction()``: ``deliver()`` the records, then EndTxn (commit).
+
+        If a record failed, nothing is committed: raises, and the transaction must be aborted.
+        """
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to commit (state {self.state.value})")
+        if self.state == TxnState.IN_TRANSACTION:
+            await deliver()
+        if self.fatal is not None:
+            raise self.fatal
+        if self.state == TxnState.ABORTABLE_ERROR:
+            cause = self.abortable
+            raise errors.IllegalStateError(
+                f"the transaction cannot commit, abort it: {cause}"
+            ) from cause
+        self.start_commit()
+        try:
+            await self.end_transaction(commit=True)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            self.set_abortable(exc)
+            raise
+
+    async def abort(
+        self,
+        drop_queued: Callable[[BaseException], None],
+        settle: Callable[[], Awaitable[None]],
+    ) -> None:
+        """``abort_transaction()``: ``drop_queued`` the records not sent, ``settle()`` (the
+        ones sent are decided, no AddPartitionsToTxn is under way), then EndTxn (abort)."""
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to abort (state {self.state.value})")
+        self.start_abort()
+        drop_queued(
+            errors.TransactionAbortedError("its transaction was aborted before the record was sent")
+        )
+        await settle()
+        if self.fatal is not None:
+            raise self.fatal
+        try:
+            await self.end_transaction(commit=False)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        if self.bump_needed:
+            await self.init_producer_id()
+
+    def can_abort(self) -> bool:
+        """Whether a transaction is open (or failed) and may be aborted."""
+        return self.fatal is None and self.state in (
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+        )
+
+    async def send_offsets_for_group(
+        self,
+        offsets: dict[TopicPartition, int | OffsetAndMetadata],
+        group_id: str | None,
+        group_metadata: Any,
+    ) -> None:
+        """``send_offsets_to_transaction()``: the group's offsets join the transaction."""
+        if self.state != TxnState.IN_TRANSACTION:
+            raise errors.IllegalStateError(
+                f"send_offsets_to_transaction needs an open transaction (state {self.state.value})"
+            )
+        generation_id, member_id, instance_id = -1, "", None
+        if group_metadata is not None:
+            group_id = group_metadata.group_id
+            generation_id = getattr(group_metadata, "generation_id", -1)
+            member_id = getattr(group_metadata, "member_id", "")
+            instance_id = getattr(group_metadata, "group_instance_id", None)
+        if not group_id:
+            raise errors.ConfigError("send_offsets_to_transaction needs group_id or group_metadata")
+        try:
+            await self.send_offsets(offsets, group_id, generation_id, member_id, instance_id)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            self.set_abortable(exc)
+            raise
+
+    async def add_pending_partitions(self, backoff: Backoff) -> BaseException | None:
+        """One AddPartitionsToTxn round for the partitions waiting to join the transaction.
+
+        Waits ``backoff`` when some could not be added yet (they are tried again by the
+        sender's next pass).  Returns the error the records waiting for them fail with when
+        the coordinator refused them for good (they are then no longer pending).
+        """
+        try:
+            if await self.add_partitions(set(self.pending_partitions)):
+                backoff.reset()
+            else:
+                log.debug("AddPartitionsToTxn: some partitions not added yet; retrying")
+                await asyncio.sleep(backoff.next_delay())
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+        except errors.KafkaError as exc:
+            if not should_retry(exc):
+                return exc
+            log.debug("AddPartitionsToTxn: %s; retrying", exc)
+            await asyncio.sleep(backoff.next_delay())
+        return None
 
     async def add_partitions(self, partitions: Iterable[TopicPartition]) -> bool:
         """AddPartitionsToTxn for ``partitions``; whether all were added (else: try again).
