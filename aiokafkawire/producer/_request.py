@@ -1,4 +1,4 @@
-"""Produce requests: building one from a flight's batches, and reading its answer by partition."""
+"""Produce requests: building one for some batches, and reading its answer by partition."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""Producer identity (idempotence) and transaction state.
-
-:class:`TransactionManager` holds the producer id and epoch (the sequence numbers, which count per
-identity, are the partitions' cursors') and, for a transactional producer, the transaction state
-machine.  It talks to the cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
-TxnOffsetCommit and EndTxn; the sender decides *when* (it never drains batches while an epoch bump
-is pending).
-
-Transactions v2 (KIP-890 part 2) is used when the transaction coordinator's broker has finalized
-the ``transaction.version`` feature at 2 or more and speaks EndTxn v5, as the Java client does:
-partitions join the transaction with their first Produce (v12+, no AddPartitionsToTxn), offsets
-with TxnOffsetCommit v5 (no AddOffsetsToTxn), and every EndTxn bumps the epoch, which its answer
-carries (sequence numbers restart under it).  The choice is made between transactions, so one
-transaction never mixes the two.
-"""
+"""Producer identity (idempotence) and transactions: the transaction manager."""
 
 from __future__ import annotations
 
