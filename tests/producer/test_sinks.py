@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from _producer_helpers import unique_topic
 
 from aiokafkawire.producer import Producer
 from aiokafkawire.producer._sink import BrokerSink, Flight
+from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
 
 
@@ -86,3 +88,28 @@ async def test_each_queue_is_owned_by_its_leaders_sink_only(mock_cluster: MockCl
         owners = _owners(producer)
         for cursor, holders in owners.items():
             assert holders == [cursor.leader] == [3 - cursor.tp.partition % 3]
+
+
+async def test_a_queue_without_a_leader_waits_with_the_sender_then_goes_to_its_sink(
+    mock_cluster: MockCluster,
+) -> None:
+    topic = unique_topic("leaderless")
+    mock_cluster.create_topic(topic, partitions=2)
+    mock_cluster.set_partition_leader(topic, 0, 1)
+    mock_cluster.set_partition_leader(topic, 1, -1)  # no leader
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, retry_backoff_ms=20
+    ) as producer:
+        await producer.send_and_wait(topic, b"led", partition=0)
+        handle = await producer.send(topic, b"waits", partition=1)
+        producer._accumulator.flush_batch_of(handle)
+        sender: Any = producer._sender
+        for _ in range(50):
+            await asyncio.sleep(0.02)
+        assert not handle.done()
+        cursor = producer._accumulator.batches[TopicPartition(topic, 1)]
+        assert _owners(producer)[cursor] == [None] and cursor.leader is None and len(cursor) == 1
+        mock_cluster.set_partition_leader(topic, 1, 2)  # found by the sender's refreshes
+        metadata = await asyncio.wait_for(handle, 10)
+        assert metadata.partition == 1 and metadata.offset == 0
+        assert _owners(producer)[cursor] == [2] and sender._sinks[2].cursors[cursor.tp] is cursor
