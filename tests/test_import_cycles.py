@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Packages whose modules must not import each other in a circle.
 PACKAGES = [
     "aiokafkawire.consumer",
+    "aiokafkawire.producer",
 ]
 
 

@@ -1,26 +1,10 @@
-"""The record accumulator: the one place that appends records to batches.
-
-It owns one queue of batches per partition, the buffer memory budget and the choice of each
-record's partition (the producer's partitioner, over the partitions its metadata cache knows).
-``Producer.send`` checks the record and calls :meth:`RecordAccumulator.append`, which appends it
-to the last open batch of its partition, or opens a new one.  The common case (default
-partitioner, plain bytes, an open batch) is also compiled: ``_cproducer.Appender``, whose bound
-``append`` :meth:`RecordAccumulator.fast_path` hands out; it declines (returns None) before any
-side effect whenever the record is not the plain case, and this module's path takes it.
-
-A new batch reserves a first slice of ``buffer_memory`` (``INITIAL_RESERVATION`` bytes, or the
-record's size if larger) and grows its reservation by doubling, while memory is available, up to
-``batch_size``; whatever it holds is returned when it is delivered or failed. Memory stays bounded,
-``send`` waits (up to ``max_block_ms``) only when it is used up, and a large ``batch_size`` costs
-nothing for the many partitions that only ever see a few records.
-"""
+"""The record accumulator: the one place that appends records to batches."""
 
 from __future__ import annotations
 
 import asyncio
 import bisect
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -28,6 +12,7 @@ from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
+from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._txn import TransactionManager
 from aiokafkawire.producer.partitioner import DefaultPartitioner, Partitioner, partition_for_key
 from aiokafkawire.protocol.records import RecordBatchBuilder
@@ -44,7 +29,14 @@ INITIAL_RESERVATION = 16384
 
 
 class RecordAccumulator:
-    """Per-partition batch queues, the memory budget, partition choice and appending."""
+    """Appends records to their partitions' batches, within the memory budget.
+
+    It finds each partition's queue (a :class:`PartitionCursor`, owned and drained by the sink
+    of the partition's leader) and appends to its open batch or opens a new one.  It never
+    calls the sender: a new partition is listed in ``fresh`` for the sender to route, a new
+    batch sets ``wakeup``, and a full batch waiting sets ``full_batch_waiting`` for
+    ``Producer.send`` to act on.
+    """
 
     def __init__(
         self,
@@ -64,7 +56,9 @@ class RecordAccumulator:
         self.max_block_ms = max_block_ms
         self.magic = 2
         self.builder_type: Any = RecordBatchBuilder  # the records builder a new batch uses
-        self.batches: dict[TopicPartition, deque[ProducerBatch]] = {}
+        # Every partition's queue, for appending (its owner is the sink of its leader).
+        self.batches: dict[TopicPartition, PartitionCursor] = {}
+        self.fresh: list[PartitionCursor] = []  # queues made since the sender last routed
         self.incomplete: set[ProducerBatch] = set()
         # Topic -> (all partition ids, available ones), valid for the metadata ``metadata_seen``.
         self.partitions: dict[str, tuple[list[int], list[int]]] = {}
@@ -81,8 +75,9 @@ class RecordAccumulator:
         self._cluster: Cluster | None = None
         self._txn: TransactionManager | None = None
         self._appender: Any = None  # the compiled common case (_cproducer.Appender), if any
-        self.wakeup: asyncio.Event | None = None  # wakes the sender (see connect_sender)
-        self._send_now: Callable[[], None] | None = None
+        self.wakeup = asyncio.Event()  # set when a batch is opened, made full or flushed
+        # A send opened a new batch while a full one of its partition waits to be sent.
+        self.full_batch_waiting = False
         self.closed = False
 
     def start(self, cluster: Cluster, txn: TransactionManager, magic: int) -> None:
@@ -90,11 +85,6 @@ class RecordAccumulator:
         self._cluster = cluster
         self._txn = txn
         self.magic = magic
-
-    def connect_sender(self, wakeup: asyncio.Event, send_now: Callable[[], None]) -> None:
-        """How to reach the sender: ``wakeup`` when a batch is ready, ``send_now`` when full."""
-        self.wakeup = wakeup
-        self._send_now = send_now
 
     def fast_path(self, clock: Callable[[], float], max_record_size: int, overhead: int) -> Any:
         """The compiled ``append(topic, value, key, partition, timestamp, headers)``, or None.
@@ -185,8 +175,7 @@ class RecordAccumulator:
         """Send the batch of ``handle`` without lingering (nothing more is coming for it)."""
         if not handle.done():
             handle._batch.full = True
-            if self.wakeup is not None:
-                self.wakeup.set()
+            self.wakeup.set()
 
     def _cached_partitions(self, topic: str) -> tuple[list[int], list[int]] | None:
         metadata = self._cluster.metadata  # type: ignore[union-attr]
@@ -259,17 +248,10 @@ class RecordAccumulator:
         batch = self.new_batch(tp, reserve, time.monotonic())
         batch.builder.append(timestamp, key, value, headers)
         batch.count = 1
-        wakeup, send_now = self.wakeup, self._send_now
-        assert wakeup is not None and send_now is not None
-        wakeup.set()
-        handle = DeliveryHandle(batch, 0, timestamp)
+        self.wakeup.set()
         if len(self.batches[tp]) > 1:
-            # A full batch is waiting: write it now, then give the loop a turn (answers, other
-            # tasks), so that a tight send loop overlaps with the network instead of buffering
-            # everything first.
-            send_now()
-            await asyncio.sleep(0)
-        return handle
+            self.full_batch_waiting = True  # Producer.send ships it before returning
+        return DeliveryHandle(batch, 0, timestamp)
 
     # ---------------------------------------------------------------- memory
 
@@ -287,8 +269,7 @@ class RecordAccumulator:
             if self._memory_freed is None:
                 self._memory_freed = asyncio.Event()
             self._memory_freed.clear()
-            if self.wakeup is not None:
-                self.wakeup.set()  # make sure full batches are on their way
+            self.wakeup.set()  # make sure full batches are on their way
             timer = asyncio.get_running_loop().call_later(remaining, self._memory_freed.set)
             try:
                 await self._memory_freed.wait()
@@ -343,16 +324,15 @@ class RecordAccumulator:
         batch = ProducerBatch(tp, builder, self.magic, future, created, self._order, reserved)
         queue = self.batches.get(tp)
         if queue is None:
-            queue = self.batches[tp] = deque()
+            queue = self.batches[tp] = PartitionCursor(tp)
+            self.fresh.append(queue)
         queue.append(batch)
         self.incomplete.add(batch)
         return batch
 
     def reenqueue(self, batch: ProducerBatch) -> None:
         """Put a batch back for a retry, before every batch created after it."""
-        queue = self.batches.get(batch.tp)
-        if queue is None:
-            queue = self.batches[batch.tp] = deque()
+        queue = self.batches[batch.tp]
         orders = [b.order for b in queue]
         queue.insert(bisect.bisect_left(orders, batch.order), batch)
 

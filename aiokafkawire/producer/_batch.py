@@ -1,10 +1,4 @@
-"""Producer batches, delivery handles and record metadata.
-
-One :class:`ProducerBatch` per (partition, batch) holds a record builder and one asyncio future.
-Each ``send`` returns a tiny :class:`DeliveryHandle` (batch + record index + timestamp): awaiting it
-awaits the batch's future and derives the record's offset from the batch's base offset, so the hot
-path creates no future and no coroutine per record.
-"""
+"""Producer batches (one future per batch), delivery handles and record metadata."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""What becomes of a sent batch: delivered, retried in order, or failed for good.
-
-One :class:`BatchOutcomes` per producer, shared by its sinks (which hear the answers) and the
-sender (which expires batches): the statistics, the metrics hook and the retry policy live
-here, and the per-partition state they update lives in each partition's
-:class:`~aiokafkawire.producer._partition.PartitionCursor`.
-"""
+"""What becomes of a sent batch: delivered, retried in order, or failed for good."""
 
 from __future__ import annotations
 
@@ -20,8 +14,7 @@ from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._request import partition_results, too_large
-from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager, fenced_error
-from aiokafkawire.structs import TopicPartition
+from aiokafkawire.producer._txn import FENCING_ERRORS, TransactionManager
 
 __all__ = ["BatchOutcomes"]
 
@@ -38,7 +31,6 @@ class BatchOutcomes:
         cluster: Cluster,
         accumulator: RecordAccumulator,
         txn: TransactionManager,
-        cursors: dict[TopicPartition, PartitionCursor],
         *,
         idempotent: bool,
         retry_backoff: float,
@@ -50,7 +42,7 @@ class BatchOutcomes:
         self.cluster = cluster
         self.accumulator = accumulator
         self.txn = txn
-        self.cursors = cursors  # every partition's cursor (each owned by one sink)
+        self.cursors = accumulator.batches  # every partition's queue and send state
         self.idempotent = idempotent
         self.retry_backoff = retry_backoff
         self.delivery_timeout = delivery_timeout
@@ -83,9 +75,7 @@ class BatchOutcomes:
     def returned(self, batch: ProducerBatch) -> None:
         """``batch`` is no longer in flight: its partition may send again."""
         batch.in_flight = False
-        cursor = self.cursors.get(batch.tp)
-        if cursor is not None:
-            cursor.returned()
+        self.cursors[batch.tp].returned()
 
     def succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         """The leader wrote ``batch`` (at ``base_offset``, -1 when it does not say)."""
@@ -141,8 +131,7 @@ class BatchOutcomes:
         batch.fail(exc)
         self.accumulator.release(batch)
         txn = self.txn
-        if txn.transactional:
-            txn.set_abortable(exc)
+        txn.batch_failed(exc)
         if self.idempotent and batch.base_sequence >= 0 and batch.attempts:
             # Its sequence numbers may or may not be in the log: only a new epoch resolves that.
             self.cursors[batch.tp].resequence = True
@@ -166,9 +155,7 @@ class BatchOutcomes:
         self.returned(batch)
         txn = self.txn
         if isinstance(exc, FENCING_ERRORS):
-            fenced = fenced_error(exc)
-            txn.set_fatal(fenced)
-            batch.fail(fenced)
+            batch.fail(txn.fenced(exc))
             self.accumulator.release(batch)
             return
         action = errors.action_of(exc)

@@ -1,22 +1,11 @@
-"""One partition's send state: a :class:`PartitionCursor`, owned by the sink of its leader.
-
-The accumulator owns the partition's queue of batches (it is the one place that appends); the
-cursor holds what the sender must remember between requests to keep the partition in order:
-how many of its batches are in flight, whether one waits for a retry, the sequence numbers it
-handed out and the ones its leader acknowledged.  The sink of the partition's current leader
-owns the cursor (``BrokerSink.cursors``); when the leader changes, the cursor moves to the new
-leader's sink whole, its in-flight count, retry hold and sequences intact.
-"""
+"""One partition's queue of batches and send state: a :class:`PartitionCursor`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import deque
 
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.structs import TopicPartition
-
-if TYPE_CHECKING:
-    from aiokafkawire.producer._sink import BrokerSink
 
 __all__ = ["PartitionCursor"]
 
@@ -26,23 +15,29 @@ SEQUENCE_MASK = 0x7FFFFFFF  # sequence numbers wrap around at 2**31
 Identity = tuple[int, int, int]
 
 
-class PartitionCursor:
-    """The send state of one partition, kept across requests, leader changes and retries."""
+class PartitionCursor(deque[ProducerBatch]):
+    """One partition: its batches, oldest first, and the send state kept across requests.
+
+    The deque holds the partition's batches not yet sent (a retried one goes back before every
+    younger batch); the accumulator appends to the last one.  ``leader`` is the node of the sink
+    that owns it (drains it), None while no leader is known.
+    """
 
     __slots__ = (
         "acked_next",
         "confirmed",
         "gated",
         "in_flight",
+        "leader",
         "next",
         "resequence",
-        "sink",
         "tp",
     )
 
     def __init__(self, tp: TopicPartition) -> None:
+        super().__init__()
         self.tp = tp
-        self.sink: BrokerSink | None = None  # the sink of the leader it was last sent to
+        self.leader: int | None = None  # the node whose sink owns (drains) it
         self.in_flight = 0  # batches sent and not decided yet
         # A batch waits for retry: nothing more is drained until nothing is in flight.
         self.gated = False
@@ -65,19 +60,16 @@ class PartitionCursor:
         self.resequence = False
 
     def __repr__(self) -> str:
-        node = self.sink.node if self.sink is not None else None
         return (
-            f"<PartitionCursor {self.tp[0]}-{self.tp[1]} leader={node} "
-            f"in_flight={self.in_flight} gated={self.gated} acked_next={self.acked_next}>"
+            f"<PartitionCursor {self.tp[0]}-{self.tp[1]} leader={self.leader} "
+            f"queued={len(self)} in_flight={self.in_flight} gated={self.gated} "
+            f"acked_next={self.acked_next}>"
         )
 
-    def move_to(self, sink: BrokerSink) -> None:
-        """Make ``sink`` (the new leader's) the owner, taking every field along."""
-        old = self.sink
-        if old is not None:
-            old.cursors.pop(self.tp, None)
-        sink.cursors[self.tp] = self
-        self.sink = sink
+    # A queue with state: equal only to itself (a deque compares its items).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
     def returned(self) -> None:
         """One of the partition's batches came back (decided, or to be retried)."""

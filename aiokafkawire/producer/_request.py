@@ -1,9 +1,9 @@
-"""Produce requests: building one from a flight's batches, and reading its answer by partition."""
+"""Produce requests: building one for some batches, and reading its answer by partition."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
@@ -11,9 +11,6 @@ from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._txn import TransactionManager
 from aiokafkawire.protocol.messages import ProduceRequest
 from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
-
-if TYPE_CHECKING:
-    from aiokafkawire.producer._sink import Flight
 
 __all__ = ["ProduceRequestBuilder", "partition_results", "too_large"]
 
@@ -41,10 +38,14 @@ class ProduceRequestBuilder:
         self.acks = acks
         self.request_timeout_ms = request_timeout_ms
 
-    def __call__(self, flight: Flight, connection: Any) -> tuple[ProduceRequest, int]:
-        """The Produce request carrying the flight's batches (each counts one more attempt)."""
-        batches = flight.batches
-        version = self._version(flight.node, batches[0].magic, connection)
+    def __call__(
+        self, node: int, batches: list[ProducerBatch], connection: Any
+    ) -> tuple[ProduceRequest, int, dict[uuid.UUID, str]]:
+        """The Produce request carrying ``batches`` to ``node`` (each counts one more attempt).
+
+        Also returns the names of the topics it names by id (v13+), to read its answer by.
+        """
+        version = self._version(node, batches[0].magic, connection)
         by_topic: dict[str, list[PartitionProduceData]] = {}
         for batch in batches:
             if batch.payload is None:
@@ -69,17 +70,17 @@ class ProduceRequestBuilder:
                 TopicProduceData(topic_id=topic_ids[t], partition_data=p)
                 for t, p in by_topic.items()
             ]
-            flight.topic_names = {topic_id: name for name, topic_id in topic_ids.items()}
+            topic_names = {topic_id: name for name, topic_id in topic_ids.items()}
         else:
             topic_data = [TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]
-            flight.topic_names = {}
+            topic_names = {}
         request = ProduceRequest(
             transactional_id=self.txn.transactional_id,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=topic_data,
         )
-        return request, version
+        return request, version, topic_names
 
     def _version(self, node: int, magic: int, connection: Any) -> int:
         """The Produce version to speak with ``connection`` for record format ``magic``."""

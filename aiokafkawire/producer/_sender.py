@@ -1,22 +1,4 @@
-"""The sender loop: decides what is ready and hands it to the sink of each partition's leader.
-
-One supervised loop per producer decides what is ready (full, lingered long enough, flushed or
-retrying after backoff), groups it by partition leader and gives each leader's
-:class:`~aiokafkawire.producer._sink.BrokerSink` its batches to send, at most
-``max_in_flight_requests_per_connection`` requests at a time.  Ordering within a partition
-survives retries: a retried batch goes back before every newer batch of its partition, and the
-partition is not drained again until all its in-flight batches have come back.  Without
-idempotence a partition has at most one batch in flight; with it, up to five, and sequence
-numbers let the broker drop duplicates.
-
-Each partition's send state is a :class:`~aiokafkawire.producer._partition.PartitionCursor`,
-owned by the sink of its current leader: when a metadata refresh names another leader, the
-drain moves the cursor to that broker's sink whole (in-flight count, retry hold, sequences).
-A request's answer is handled inside the connection's receive path by its sink
-(:meth:`BrokerSink.answered`); :class:`~aiokafkawire.producer._outcomes.BatchOutcomes` decides
-each batch's fate.  Together with ``BrokerConnection.receive_now`` this keeps the broker busy while
-thousands of coroutines append records in one loop turn.
-"""
+"""The sender loop: routes each partition's queue to its leader's sink and runs the drains."""
 
 from __future__ import annotations
 
@@ -26,16 +8,16 @@ import time
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import Backoff
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import ClientMetrics, ProducerStats
 from aiokafkawire.producer._accumulator import RecordAccumulator
-from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer._outcomes import BatchOutcomes
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._request import PRODUCE_KEY, ProduceRequestBuilder
-from aiokafkawire.producer._sink import BrokerSink
-from aiokafkawire.producer._txn import TransactionManager, TxnState
+from aiokafkawire.producer._sink import BrokerSink, SinkPolicy
+from aiokafkawire.producer._txn import TransactionManager, should_retry
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["PRODUCE_KEY", "Sender"]
@@ -43,10 +25,13 @@ __all__ = ["PRODUCE_KEY", "Sender"]
 log = logging.getLogger("aiokafkawire.producer")
 
 IDEMPOTENT_MAX_IN_FLIGHT = 5
+# The first wait after AddPartitionsToTxn could not add every partition yet (as the Java
+# client's, CONCURRENT_TRANSACTIONS being the common case right after the previous EndTxn).
+ADD_PARTITIONS_FIRST_BACKOFF_MS = 20
 
 
 class Sender:
-    """The sender loop of one producer: readiness, leaders, metadata, expiry, producer ids."""
+    """The sender loop of one producer: routing, expiry, producer ids; sinks drain."""
 
     def __init__(
         self,
@@ -62,6 +47,7 @@ class Sender:
         request_timeout_ms: int,
         delivery_timeout_ms: int,
         retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
         metrics: ClientMetrics | None = None,
     ) -> None:
         self.metrics = metrics if metrics is not None and metrics.hooks else None
@@ -69,22 +55,14 @@ class Sender:
         self.accumulator = accumulator
         self.txn = txn
         self.idempotent = idempotent
-        self.linger = linger_ms / 1000
-        self.max_request_size = max_request_size
-        self.max_in_flight = max_in_flight
         self.retry_backoff = retry_backoff_ms / 1000
         self.delivery_timeout = delivery_timeout_ms / 1000
-        self.partition_limit = min(IDEMPOTENT_MAX_IN_FLIGHT, max_in_flight) if idempotent else 1
-        self.wakeup = asyncio.Event()
-        accumulator.connect_sender(self.wakeup, self.send_now)
+        self.wakeup = accumulator.wakeup
         self.flushing = 0
-        # Every partition's cursor, whichever sink owns it now (the one of its last leader).
-        self.cursors: dict[TopicPartition, PartitionCursor] = {}
         self.outcomes = BatchOutcomes(
             cluster,
             accumulator,
             txn,
-            self.cursors,
             idempotent=idempotent,
             retry_backoff=self.retry_backoff,
             delivery_timeout=self.delivery_timeout,
@@ -93,13 +71,26 @@ class Sender:
         self.build_request = ProduceRequestBuilder(
             cluster, txn, acks=acks, request_timeout_ms=request_timeout_ms
         )
-        self.request_timeout_ms = request_timeout_ms
+        self.policy = SinkPolicy(
+            idempotent=idempotent,
+            linger=linger_ms / 1000,
+            partition_limit=min(IDEMPOTENT_MAX_IN_FLIGHT, max_in_flight) if idempotent else 1,
+            max_in_flight=max_in_flight,
+            max_request_size=max_request_size,
+            request_timeout_ms=request_timeout_ms,
+        )
+        self._init_backoff = Backoff(retry_backoff_ms, retry_backoff_max_ms)
+        self._add_backoff = Backoff(
+            min(retry_backoff_ms, ADD_PARTITIONS_FIRST_BACKOFF_MS), retry_backoff_max_ms
+        )
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self._forget_acknowledged
         self.tasks = TaskSupervisor("producer-sender", self._task_failed)
         self._add_task: asyncio.Task[None] | None = None
-        self._eager = False  # inside send_now(): answers read there do not start another one
         self._sinks: dict[int, BrokerSink] = {}  # by broker node id
+        # Every queue is owned by one sink (its ``leader``'s), or by this while none is known.
+        self._unrouted: dict[TopicPartition, PartitionCursor] = {}
+        self._routed_for: Any = None  # the metadata snapshot the queues were routed by
 
     @property
     def stats(self) -> ProducerStats:
@@ -112,7 +103,7 @@ class Sender:
         return self.outcomes.closing
 
     def _forget_acknowledged(self) -> None:
-        for cursor in self.cursors.values():
+        for cursor in self.accumulator.batches.values():
             cursor.acked_next = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -148,11 +139,13 @@ class Sender:
         if sink is None:
             sink = self._sinks[node] = BrokerSink(
                 node,
-                self,
-                self.build_request,
-                max_in_flight=self.max_in_flight,
-                max_request_size=self.max_request_size,
-                request_timeout_ms=self.request_timeout_ms,
+                cluster=self.cluster,
+                txn=self.txn,
+                outcomes=self.outcomes,
+                tasks=self.tasks,
+                wakeup=self.wakeup,
+                build_request=self.build_request,
+                policy=self.policy,
             )
         return sink
 
@@ -185,14 +178,11 @@ class Sender:
     def _run_once(self, now: float) -> float | None:
         """One pass: housekeeping, then drain; returns seconds until something is due."""
         txn = self.txn
-        if txn.fatal is not None:
-            self.accumulator.abort_queued(txn.fatal)
-            return None
-        if txn.transactional and txn.state == TxnState.ABORTABLE_ERROR:
-            # Nothing more of this transaction can commit: do not make commit wait for it.
-            self.accumulator.abort_queued(
-                errors.IllegalStateError(f"the transaction must be aborted: {txn.abortable}")
-            )
+        failure = txn.queued_failure()
+        if failure is not None:
+            self.accumulator.abort_queued(failure)
+            if txn.fatal is not None:
+                return None
         if self.idempotent and not txn.has_producer_id:
             self._expire(now)
             # A transactional producer gets its new epoch from abort_transaction().
@@ -211,8 +201,7 @@ class Sender:
 
     def _expire(self, now: float) -> None:
         limit = self.delivery_timeout
-        accumulator = self.accumulator
-        for queue in accumulator.batches.values():
+        for queue in self.accumulator.batches.values():
             while queue and now - queue[0].created >= limit:
                 batch = queue.popleft()
                 unknown = (
@@ -236,106 +225,85 @@ class Sender:
             return None
         return max(oldest + self.delivery_timeout - now, 0.0)
 
-    def _drain(self, now: float) -> float | None:  # long: the per-record hot loop, inlined
-        """Send what is ready through the sinks of the partitions' leaders; seconds until due."""
+    def _route(self) -> bool:
+        """Give each new queue, and after a metadata change every queue, to its leader's sink.
+
+        Returns whether a queue with batches has no known leader (metadata is then refreshed).
+        """
+        accumulator = self.accumulator
         metadata = self.cluster.metadata
-        linger = self.linger
+        if metadata is not self._routed_for:
+            self._routed_for = metadata
+            accumulator.fresh.clear()
+            moving = list(accumulator.batches.values())
+        elif accumulator.fresh or self._unrouted:
+            moving = [*accumulator.fresh, *self._unrouted.values()]
+            accumulator.fresh.clear()
+        else:
+            return False
+        for cursor in moving:
+            tp = cursor.tp
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader == cursor.leader and (leader is not None or tp in self._unrouted):
+                continue
+            if cursor.leader is not None:
+                del self._sinks[cursor.leader].cursors[tp]
+            else:
+                self._unrouted.pop(tp, None)
+            cursor.leader = leader
+            if leader is None:
+                self._unrouted[tp] = cursor
+            else:
+                # The whole queue moves: batches, in-flight count, retry hold and sequences.
+                self._sink(leader).cursors[tp] = cursor
+        return any(self._unrouted.values())
+
+    def _drain(self, now: float) -> float | None:
+        """Each sink sends what is ready of its queues; seconds until something is due."""
         force = self.flushing > 0 or self.closing
         next_due: float | None = None
-        by_sink: dict[BrokerSink, list[ProducerBatch]] = {}
-        need_metadata = False
-        transactional = self.txn.transactional
-        in_txn = self.txn.partitions_in_txn
-        cursors = self.cursors
-        limit = self.partition_limit
-        producer_id = self.txn.producer_id
-        for tp, queue in self.accumulator.batches.items():
-            if not queue:
-                continue
-            batch = queue[0]
-            if batch.retry_at > now:
-                due = batch.retry_at - now
-                next_due = due if next_due is None else min(next_due, due)
-                continue
-            if not (batch.full or batch.closed or force or len(queue) > 1):
-                due = batch.created + linger - now
-                if due > 0:
-                    next_due = due if next_due is None else min(next_due, due)
-                    continue
-            cursor = cursors.get(tp)
-            if cursor is None:
-                cursor = cursors[tp] = PartitionCursor(tp)
-            elif cursor.in_flight:
-                # At the limit, behind a retry (sent once nothing is in flight), or the leader
-                # may not know this producer yet (see ``confirmed``): wait for the answers.
-                if cursor.in_flight >= limit or cursor.gated or cursor.confirmed != producer_id:
-                    continue
-            elif cursor.gated:
-                cursor.gated = False
-            if transactional and tp not in in_txn:
-                continue  # AddPartitionsToTxn first
-            leader = metadata.leader_for(tp.topic, tp.partition)
-            if leader is None:
-                need_metadata = True
-                continue
-            sink = cursor.sink
-            if sink is None or sink.node != leader:
-                sink = self._sink(leader)
-                cursor.move_to(sink)  # a new leader: its sink takes the partition's state
-            ready = by_sink.get(sink)
-            if ready is None:
-                by_sink[sink] = [batch]
-            else:
-                ready.append(batch)
-        if need_metadata:
+        if self._route():
             self.cluster.request_update()
-            next_due = self.retry_backoff if next_due is None else min(next_due, self.retry_backoff)
-        for sink, ready in by_sink.items():
-            # Several requests when max_request_size cuts one short (large batches), as long
-            # as the broker's in-flight limit allows.
-            while ready and sink.has_room():
-                ready = sink.send(ready)
+            next_due = self.retry_backoff
+        for sink in self._sinks.values():
+            due = sink.drain(now, force)
+            if due is not None and (next_due is None or due < next_due):
+                next_due = due
         # Expiry is checked again by the next pass that anything wakes.
         return next_due
 
-    def send_now(self) -> None:
+    def pump(self) -> None:
         """Handle answers already received, then drain and write what is ready, before returning.
 
-        ``send()`` calls this when a batch fills up, and every answer calls it.  Otherwise
-        answers are read, and requests go out, only when the event loop gets a turn: with
-        1,000 concurrent senders, that is after all of them have appended everything, and the
-        broker idles meanwhile.  A request that cannot be written at once (no open connection,
-        no free slot) waits in its broker's queue for the writer task.
+        ``Producer.send`` calls this (and only it) when a batch fills up: otherwise answers are
+        read, and requests go out, only when the event loop gets a turn, i.e. with 1,000
+        concurrent senders after all of them have appended everything, while the broker idles.
+        An answer read here only wakes the loop; the drain below sends what it freed.
         """
-        if self._eager:
-            return  # an answer read by the outer call: it drains when the reads are done
-        self._eager = True
-        try:
-            for sink in self._sinks.values():
-                if sink.flights:
-                    for connection in {flight.connection for flight in sink.flights}:
-                        if connection is not None:
-                            connection.receive_now()
-            self._run_once(time.monotonic())
-        finally:
-            self._eager = False
+        for sink in self._sinks.values():
+            if sink.flights:
+                for connection in {flight.connection for flight in sink.flights}:
+                    if connection is not None:
+                        connection.receive_now()
+        self._run_once(time.monotonic())
 
     # ---------------------------------------------------------------- identity / transactions
 
     async def _init_producer_id(self) -> None:
         try:
             await self.txn.init_producer_id()
+            self._init_backoff.reset()
             self._restart_sequences()
         except errors.ProducerFencedClientError as exc:
             self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
-            if not (exc.retriable or isinstance(exc, errors.KafkaConnectionError)):
+            if not should_retry(exc):
                 # E.g. not authorised to be idempotent: no batch can ever be sent.
                 self.txn.set_fatal(exc)
                 return
             # Retried by the next pass, after a pause so a dead cluster is not hammered.
             log.warning("InitProducerId failed: %s", exc)
-            await asyncio.sleep(self.retry_backoff)
+            await asyncio.sleep(self._init_backoff.next_delay())
         finally:
             self.wakeup.set()
 
@@ -351,43 +319,31 @@ class Sender:
         can be written before the old ones are resolved (the broker would then fence the old
         epoch).
         """
-        cursors = self.cursors
-        for tp, queue in self.accumulator.batches.items():
-            if not queue or queue[0].base_sequence < 0:
+        cursors = self.accumulator.batches.values()
+        for cursor in cursors:
+            if not cursor or cursor[0].base_sequence < 0:
                 continue  # retried batches come first: none here
-            cursor = cursors.get(tp)
-            if cursor is None:
-                continue
             if cursor.resequence:
-                for batch in queue:
+                for batch in cursor:
                     batch.base_sequence = -1
             else:
                 cursor.confirmed = None
-        for cursor in cursors.values():
+        for cursor in cursors:
             cursor.resequence = False
 
     async def _add_partitions(self) -> None:
         txn = self.txn
         try:
-            await txn.add_partitions(set(txn.pending_partitions))
-        except errors.ProducerFencedClientError as exc:
-            txn.set_fatal(exc)
-        except (
-            errors.ConcurrentTransactionsError,
-            errors.KafkaConnectionError,
-            errors.KafkaTimeoutError,
-        ) as exc:
-            log.debug("AddPartitionsToTxn: %s; retrying", exc)
-            await asyncio.sleep(min(self.retry_backoff, 0.02))
-        except errors.KafkaError as exc:
-            # The transaction can only be aborted: fail the batches waiting for these partitions.
-            for tp in list(txn.pending_partitions):
-                for batch in self.accumulator.batches.get(tp, ()):
-                    batch.fail(exc)
-                    self.accumulator.release(batch)
-                queue = self.accumulator.batches.get(tp)
-                if queue is not None:
-                    queue.clear()
-            txn.pending_partitions.clear()
+            refused = await txn.add_pending_partitions(self._add_backoff)
+            if refused is not None:
+                # The transaction can only be aborted: fail the records waiting to join it.
+                for tp in txn.pending_partitions:
+                    queue = self.accumulator.batches.get(tp)
+                    if queue is not None:
+                        for batch in queue:
+                            batch.fail(refused)
+                            self.accumulator.release(batch)
+                        queue.clear()
+                txn.pending_partitions.clear()
         finally:
             self.wakeup.set()

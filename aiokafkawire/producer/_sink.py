@@ -1,19 +1,4 @@
-"""One broker's side of the sender: its partitions' cursors and its Produce requests.
-
-A :class:`BrokerSink` owns the :class:`~aiokafkawire.producer._partition.PartitionCursor` of every
-partition this broker leads (the sender moves a cursor, whole, when the leader changes).  The sender
-decides which batches are ready and gives each leader's sink its own; the sink packs them into
-:class:`Flight` requests (:meth:`BrokerSink.send`: sequence numbers, in-flight counts) and hears
-their answers (:meth:`BrokerSink.answered`), whose fate
-:class:`~aiokafkawire.producer._outcomes.BatchOutcomes` decides.  A sink writes a request at once
-when its connection is open, has a free slot and takes the bytes, and nothing of this broker waits
-before it; otherwise the request joins the sink's queue, which one supervised writer task (key
-``("writer", node)``) writes in order.  So requests to one broker leave in the order they were
-drained whatever the event loop's scheduling: an idempotent partition's sequence numbers must reach
-the broker in order.  (Relying on tasks waking in the order they went to sleep failed on uvloop.) A
-request's answer goes to its flight's callback, inside the connection's receive path: the partition
-is free again, and its next full batch written, before anything else runs.
-"""
+"""One broker's side of the sender: the partitions it leads and its Produce requests."""
 
 from __future__ import annotations
 
@@ -22,23 +7,40 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.producer._batch import ProducerBatch
+from aiokafkawire.producer._outcomes import BatchOutcomes
 from aiokafkawire.producer._partition import PartitionCursor
+from aiokafkawire.producer._txn import TransactionManager
 from aiokafkawire.protocol.messages import ProduceRequest
 from aiokafkawire.structs import TopicPartition
 
-if TYPE_CHECKING:
-    from aiokafkawire.producer._sender import Sender
-
-__all__ = ["BrokerSink", "Flight"]
+__all__ = ["BrokerSink", "Flight", "SinkPolicy"]
 
 log = logging.getLogger("aiokafkawire.producer")
 
 _Prepared = tuple[Any, ProduceRequest, int]  # connection, request, version: built, not written
-RequestBuilder = Callable[["Flight", Any], tuple[ProduceRequest, int]]
+# (node, batches, connection) -> (request, version, topic id -> name of the topics it names by id)
+RequestBuilder = Callable[
+    [int, list[ProducerBatch], Any], tuple[ProduceRequest, int, dict[uuid.UUID, str]]
+]
+
+
+@dataclass(frozen=True)
+class SinkPolicy:
+    """What every sink of a producer drains by (the producer's options)."""
+
+    idempotent: bool
+    linger: float  # seconds a batch that is not full may wait for more records
+    partition_limit: int  # batches of one partition in flight (1 without idempotence)
+    max_in_flight: int  # requests to one broker in flight
+    max_request_size: int
+    request_timeout_ms: int
 
 
 class Flight:
@@ -69,30 +71,37 @@ _Unwritten = tuple[Flight, "_Prepared | None", "Exception | None"]
 
 
 class BrokerSink:
-    """One broker: the cursors of the partitions it leads, its requests in flight and unwritten."""
+    """One broker: the queues of the partitions it leads, its requests in flight and unwritten.
+
+    Only the sink drains its queues (:meth:`drain`); the sender only decides which sink owns a
+    queue (the partition's leader's).  An answer is handled in the connection's receive path,
+    and only wakes the sender for the next drain (as franz-go's ``maybeDrain``): nothing is
+    drained or written from inside a receive callback.
+    """
 
     def __init__(
         self,
         node: int,
-        sender: Sender,
-        build_request: RequestBuilder,
         *,
-        max_in_flight: int,
-        max_request_size: int,
-        request_timeout_ms: int,
+        cluster: Cluster,
+        txn: TransactionManager,
+        outcomes: BatchOutcomes,
+        tasks: TaskSupervisor,
+        wakeup: asyncio.Event,
+        build_request: RequestBuilder,
+        policy: SinkPolicy,
     ) -> None:
         self.node = node
         self.cursors: dict[TopicPartition, PartitionCursor] = {}  # the partitions it leads
         self.flights: set[Flight] = set()  # requests made and not yet answered
         self.in_flight = 0  # requests made and not yet answered (written or queued)
-        self._sender = sender
-        self._cluster = sender.cluster
-        self._tasks = sender.tasks
-        self._outcomes = sender.outcomes
+        self._cluster = cluster
+        self._txn = txn
+        self._outcomes = outcomes
+        self._tasks = tasks
+        self._wakeup = wakeup
         self._build_request = build_request
-        self._max_in_flight = max_in_flight
-        self._max_request_size = max_request_size
-        self._request_timeout_ms = request_timeout_ms
+        self._policy = policy
         self._rotation = 0
         self._unwritten: deque[_Unwritten] = deque()
         self._writer: asyncio.Task[Any] | None = None
@@ -102,20 +111,56 @@ class BrokerSink:
         """The supervisor key of this sink's writer task."""
         return ("writer", self.node)
 
-    def has_room(self) -> bool:
-        """Whether another request may be made (the broker's in-flight limit)."""
-        return self.in_flight < self._max_in_flight
+    def drain(self, now: float, force: bool) -> float | None:  # long: the per-batch hot loop
+        """Send what is ready of this sink's queues; seconds until one is due (None: none).
 
-    def send(self, ready: list[ProducerBatch]) -> list[ProducerBatch]:
-        """Send one request with as many of ``ready`` as fit; returns the batches left over.
-
-        Every batch's partition cursor is this sink's (the sender moved it here).
+        Ready: full, lingered ``linger``, ``force`` (flush or close) or a retry whose backoff
+        is over; and allowed: under the partition's in-flight limit, not behind a retry, and
+        (transactions) added to the transaction.
         """
-        sender = self._sender
-        txn = sender.txn
-        idempotent = sender.idempotent
-        queues = sender.accumulator.batches
-        cursors = self.cursors
+        policy = self._policy
+        linger = policy.linger
+        limit = policy.partition_limit
+        txn = self._txn
+        transactional = txn.transactional
+        in_txn = txn.partitions_in_txn
+        producer_id = txn.producer_id
+        next_due: float | None = None
+        ready: list[PartitionCursor] = []
+        for cursor in self.cursors.values():
+            if not cursor:
+                continue
+            batch = cursor[0]
+            if batch.retry_at > now:
+                due = batch.retry_at - now
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            if not (batch.full or batch.closed or force or len(cursor) > 1):
+                due = batch.created + linger - now
+                if due > 0:
+                    next_due = due if next_due is None else min(next_due, due)
+                    continue
+            if cursor.in_flight:
+                # At the limit, behind a retry (sent once nothing is in flight), or the leader
+                # may not know this producer yet (see ``confirmed``): wait for the answers.
+                if cursor.in_flight >= limit or cursor.gated or cursor.confirmed != producer_id:
+                    continue
+            elif cursor.gated:
+                cursor.gated = False
+            if transactional and cursor.tp not in in_txn:
+                continue  # AddPartitionsToTxn first
+            ready.append(cursor)
+        # Several requests when max_request_size cuts one short (large batches), as long as the
+        # broker's in-flight limit allows.
+        while ready and self.in_flight < policy.max_in_flight:
+            ready = self._send(ready)
+        return next_due
+
+    def _send(self, ready: list[PartitionCursor]) -> list[PartitionCursor]:
+        """Send one request with the first batch of as many of ``ready`` as fit; the rest."""
+        txn = self._txn
+        idempotent = self._policy.idempotent
+        max_request_size = self._policy.max_request_size
         if len(ready) > 1:
             # Start at a different partition each time, so that when max_request_size cuts a
             # request short, the same partitions are not always the ones left behind.
@@ -124,17 +169,17 @@ class BrokerSink:
             ready = ready[start:] + ready[:start]
         batches: list[ProducerBatch] = []
         size = 0
-        left: list[ProducerBatch] = []
-        for position, batch in enumerate(ready):
+        left: list[PartitionCursor] = []
+        for position, cursor in enumerate(ready):
+            batch = cursor[0]
             estimate = batch.estimated_size()
-            if batches and size + estimate > self._max_request_size:
+            if batches and size + estimate > max_request_size:
                 left = ready[position:]
                 break
             size += estimate
-            queues[batch.tp].popleft()
+            cursor.popleft()
             batch.closed = True
             batch.in_flight = True
-            cursor = cursors[batch.tp]
             if idempotent and batch.base_sequence < 0:
                 # A retried batch keeps its producer id, epoch and sequence (it may be in the
                 # log already): only a new batch, or one _restart_sequences cleared, takes some.
@@ -152,9 +197,11 @@ class BrokerSink:
         """A Produce request's outcome: its answer, or why there is none."""
         if flight.done:
             return  # settled by stop() already
+        # First: the sender's next pass is then scheduled before the coroutines that this
+        # answer's deliveries wake, and sends what the answered partitions have waiting.
+        self._wakeup.set()
         batches = flight.batches
         outcomes = self._outcomes
-        sender = self._sender
         try:
             if error is None:
                 if response is None:  # acks=0: written is all we learn
@@ -163,8 +210,7 @@ class BrokerSink:
                 else:
                     outcomes.handle_response(batches, response, flight.topic_names)
             elif isinstance(error, errors.KafkaError):
-                if isinstance(error, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
-                    self._cluster.request_update()
+                self._cluster.request_update()  # no answer at all: the leader may have moved
                 for batch in batches:
                     outcomes.attempt_failed(batch, error)
             else:
@@ -178,11 +224,6 @@ class BrokerSink:
                     outcomes.fail_batch(batch, exc)
         finally:
             self.settle(flight)
-            sender.wakeup.set()
-        if not outcomes.closing and sender.txn.fatal is None:
-            # The partitions just answered may have full batches waiting: send them now,
-            # before the coroutines this answer woke up (maybe thousands) take their turn.
-            sender.send_now()
 
     def settle(self, flight: Flight) -> None:
         """The request is over (answered, or abandoned while stopping): free its counts."""
@@ -241,8 +282,11 @@ class BrokerSink:
         connection = self._cluster.pool.cached(broker.host, broker.port, "produce")
         if connection is None:
             return None
-        request, version = self._build_request(flight, connection)
-        if connection.try_submit(request, version, flight, timeout_ms=self._request_timeout_ms):
+        request, version, flight.topic_names = self._build_request(
+            self.node, flight.batches, connection
+        )
+        timeout_ms = self._policy.request_timeout_ms
+        if connection.try_submit(request, version, flight, timeout_ms=timeout_ms):
             flight.connection = connection
             return None
         return connection, request, version  # no free slot: the writer waits for one
@@ -258,11 +302,13 @@ class BrokerSink:
                     raise failure
                 if prepared is None:
                     connection = await self._cluster.connection(self.node, purpose="produce")
-                    request, version = self._build_request(flight, connection)
+                    request, version, flight.topic_names = self._build_request(
+                        self.node, flight.batches, connection
+                    )
                 else:
                     connection, request, version = prepared
                 await connection.submit(
-                    request, version, flight, timeout_ms=self._request_timeout_ms
+                    request, version, flight, timeout_ms=self._policy.request_timeout_ms
                 )
                 flight.connection = connection
             except asyncio.CancelledError:

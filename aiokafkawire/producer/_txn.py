@@ -1,25 +1,12 @@
-"""Producer identity (idempotence) and transaction state.
-
-:class:`TransactionManager` holds the producer id and epoch (the sequence numbers, which count per
-identity, are the partitions' cursors') and, for a transactional producer, the transaction state
-machine.  It talks to the cluster for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
-TxnOffsetCommit and EndTxn; the sender decides *when* (it never drains batches while an epoch bump
-is pending).
-
-Transactions v2 (KIP-890 part 2) is used when the transaction coordinator's broker has finalized
-the ``transaction.version`` feature at 2 or more and speaks EndTxn v5, as the Java client does:
-partitions join the transaction with their first Produce (v12+, no AddPartitionsToTxn), offsets
-with TxnOffsetCommit v5 (no AddOffsetsToTxn), and every EndTxn bumps the epoch, which its answer
-carries (sequence numbers restart under it).  The choice is made between transactions, so one
-transaction never mixes the two.
-"""
+"""Producer identity (idempotence) and transactions: the transaction manager."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
@@ -110,6 +97,16 @@ TRANSACTION_STATES: TransitionTable[TxnState, TxnEvent] = TransitionTable.from_r
         *((state, _E.FATAL, _S.FATAL_ERROR) for state in TxnState),
     ],
 )
+
+
+def should_retry(exc: BaseException) -> bool:
+    """Whether a request of the producer's identity or transaction is tried again after ``exc``
+    (the error table's answer: a fenced producer, for one, never is)."""
+    return errors.action_of(exc).retriable
+
+
+def _finds_coordinator(exc: BaseException) -> bool:
+    return errors.action_of(exc) is errors.ErrorAction.FIND_COORDINATOR
 
 
 def fenced_error(cause: BaseException) -> errors.ProducerFencedClientError:
@@ -209,13 +206,6 @@ class TransactionManager:  # long: identity and every transactional request shar
                     raise fenced_error(error("InitProducerId"))
                 raise error("InitProducerId failed")
             return response
-
-        def should_retry(exc: BaseException) -> bool:
-            return isinstance(exc, (errors.KafkaConnectionError, errors.KafkaTimeoutError)) or (
-                isinstance(exc, errors.KafkaError)
-                and not isinstance(exc, errors.ProducerFencedClientError)
-                and (exc.retriable or isinstance(exc, errors.ConcurrentTransactionsError))
-            )
 
         try:
             response = await retry(
@@ -334,17 +324,149 @@ class TransactionManager:  # long: identity and every transactional request shar
         """abort_transaction() starts: queued records are dropped, then EndTxn."""
         self._move(TxnEvent.ABORT)
 
-    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """AddPartitionsToTxn for ``partitions`` (retried); failures make the txn abortable.
+    # ---------------------------------------------------------------- what batches learn
 
-        Under transactions v2 the first Produce adds a partition, so they are only noted here.
+    def queued_failure(self) -> BaseException | None:
+        """The error that records not sent yet must fail with now, if any (the sender asks)."""
+        if self.fatal is not None:
+            return self.fatal
+        if self.state == TxnState.ABORTABLE_ERROR:
+            # Nothing more of this transaction can commit: do not make commit wait for it.
+            return errors.IllegalStateError(f"the transaction must be aborted: {self.abortable}")
+        return None
+
+    def fenced(self, cause: BaseException) -> errors.ProducerFencedClientError:
+        """A batch's answer says another producer took over: fatal; the error to fail it with."""
+        exc = fenced_error(cause)
+        self.set_fatal(exc)
+        return exc
+
+    def batch_failed(self, exc: BaseException) -> None:
+        """A batch failed for good: a transaction can then only be aborted."""
+        if self.transactional:
+            self.set_abortable(exc)
+
+    # ---------------------------------------------------------------- the user's operations
+
+    async def commit(self, deliver: Callable[[], Awaitable[None]]) -> None:
+        """``commit_transaction()``: ``deliver()`` the records, then EndTxn (commit).
+
+        If a record failed, nothing is committed: raises, and the transaction must be aborted.
+        """
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to commit (state {self.state.value})")
+        if self.state == TxnState.IN_TRANSACTION:
+            await deliver()
+        if self.fatal is not None:
+            raise self.fatal
+        if self.state == TxnState.ABORTABLE_ERROR:
+            cause = self.abortable
+            raise errors.IllegalStateError(
+                f"the transaction cannot commit, abort it: {cause}"
+            ) from cause
+        self.start_commit()
+        try:
+            await self.end_transaction(commit=True)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            self.set_abortable(exc)
+            raise
+
+    async def abort(
+        self,
+        drop_queued: Callable[[BaseException], None],
+        settle: Callable[[], Awaitable[None]],
+    ) -> None:
+        """``abort_transaction()``: ``drop_queued`` the records not sent, ``settle()`` (the
+        ones sent are decided, no AddPartitionsToTxn is under way), then EndTxn (abort)."""
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to abort (state {self.state.value})")
+        self.start_abort()
+        drop_queued(
+            errors.TransactionAbortedError("its transaction was aborted before the record was sent")
+        )
+        await settle()
+        if self.fatal is not None:
+            raise self.fatal
+        try:
+            await self.end_transaction(commit=False)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        if self.bump_needed:
+            await self.init_producer_id()
+
+    def can_abort(self) -> bool:
+        """Whether a transaction is open (or failed) and may be aborted."""
+        return self.fatal is None and self.state in (
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+        )
+
+    async def send_offsets_for_group(
+        self,
+        offsets: dict[TopicPartition, int | OffsetAndMetadata],
+        group_id: str | None,
+        group_metadata: Any,
+    ) -> None:
+        """``send_offsets_to_transaction()``: the group's offsets join the transaction."""
+        if self.state != TxnState.IN_TRANSACTION:
+            raise errors.IllegalStateError(
+                f"send_offsets_to_transaction needs an open transaction (state {self.state.value})"
+            )
+        generation_id, member_id, instance_id = -1, "", None
+        if group_metadata is not None:
+            group_id = group_metadata.group_id
+            generation_id = getattr(group_metadata, "generation_id", -1)
+            member_id = getattr(group_metadata, "member_id", "")
+            instance_id = getattr(group_metadata, "group_instance_id", None)
+        if not group_id:
+            raise errors.ConfigError("send_offsets_to_transaction needs group_id or group_metadata")
+        try:
+            await self.send_offsets(offsets, group_id, generation_id, member_id, instance_id)
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+            raise
+        except errors.KafkaError as exc:
+            self.set_abortable(exc)
+            raise
+
+    async def add_pending_partitions(self, backoff: Backoff) -> BaseException | None:
+        """One AddPartitionsToTxn round for the partitions waiting to join the transaction.
+
+        Waits ``backoff`` when some could not be added yet (they are tried again by the
+        sender's next pass).  Returns the error the records waiting for them fail with when
+        the coordinator refused them for good (they are then no longer pending).
+        """
+        try:
+            if await self.add_partitions(set(self.pending_partitions)):
+                backoff.reset()
+            else:
+                log.debug("AddPartitionsToTxn: some partitions not added yet; retrying")
+                await asyncio.sleep(backoff.next_delay())
+        except errors.ProducerFencedClientError as exc:
+            self.set_fatal(exc)
+        except errors.KafkaError as exc:
+            if not should_retry(exc):
+                return exc
+            log.debug("AddPartitionsToTxn: %s; retrying", exc)
+            await asyncio.sleep(backoff.next_delay())
+        return None
+
+    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> bool:
+        """AddPartitionsToTxn for ``partitions``; whether all were added (else: try again).
+
+        A partition the coordinator refused for good makes the transaction abortable and is
+        raised.  Under transactions v2 the first Produce adds a partition: only noted here.
         """
         assert self.transactional_id is not None
         if self.transaction_v2:
             added = set(partitions)
             self.partitions_in_txn |= added
             self.pending_partitions -= added
-            return
+            return True
         wanted = sorted(partitions)
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
@@ -360,7 +482,7 @@ class TransactionManager:  # long: identity and every transactional request shar
         )
         response = await self._coordinator_request(request, ADD_PARTITIONS_MAX_VERSION)
         failed: BaseException | None = None
-        retry = False
+        added_all = True
         for topic_result in response.results_by_topic_v3_and_below:
             for result in topic_result.results_by_partition:
                 code = result.partition_error_code
@@ -372,20 +494,19 @@ class TransactionManager:  # long: identity and every transactional request shar
                 error = errors.error_for_code(code)
                 if issubclass(error, FENCING_ERRORS):
                     raise fenced_error(error("AddPartitionsToTxn"))
-                if issubclass(error, errors.COORDINATOR_ERRORS):
+                action = errors.action_for(code)
+                if action is errors.ErrorAction.FIND_COORDINATOR:
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                    retry = True
-                elif error.retriable or issubclass(
-                    error, (errors.ConcurrentTransactionsError, errors.OperationNotAttemptedError)
-                ):
-                    retry = True
+                # OPERATION_NOT_ATTEMPTED: refused because another partition was; if that one
+                # failed for good, so does the transaction, else this one is tried again.
+                if action.retriable or error is errors.OperationNotAttemptedError:
+                    added_all = False
                 elif failed is None:
                     failed = error(f"AddPartitionsToTxn {tp.topic}-{tp.partition}")
         if failed is not None:
             self.set_abortable(failed)
             raise failed
-        if retry:
-            raise errors.ConcurrentTransactionsError("some partitions were not added yet")
+        return added_all
 
     async def _coordinator_request(
         self, request: Any, max_version: int, min_version: int = 0
@@ -405,20 +526,19 @@ class TransactionManager:  # long: identity and every transactional request shar
 
     def _forget_coordinator_after(self, exc: BaseException) -> None:
         """After a coordinator error, look the transaction coordinator up again."""
-        if isinstance(exc, errors.COORDINATOR_ERRORS) and self.transactional_id is not None:
+        if self.transactional_id is not None and _finds_coordinator(exc):
             self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
 
-    async def _retrying(self, operation: str, attempt: Any) -> Any:
-        """Run ``attempt()`` until it returns, retrying retriable and coordinator errors."""
+    async def _retrying(
+        self, operation: str, attempt: Any, forget: Callable[[BaseException], None] | None = None
+    ) -> Any:
+        """Run ``attempt()`` until it returns, retrying what the error table calls retriable.
+
+        ``forget(exc)`` forgets the coordinator after an error (default: the transaction's).
+        """
         assert self.transactional_id is not None
-
-        def should_retry(exc: BaseException) -> bool:
-            return isinstance(exc, errors.KafkaError) and (
-                isinstance(exc, errors.COORDINATOR_ERRORS)
-                or (not isinstance(exc, FENCING_ERRORS) and exc.retriable)
-                or isinstance(exc, errors.ConcurrentTransactionsError)
-            )
-
+        if forget is None:
+            forget = self._forget_coordinator_after
         try:
             return await retry(
                 attempt,
@@ -426,14 +546,14 @@ class TransactionManager:  # long: identity and every transactional request shar
                 deadline=Deadline.after_ms(self.request_timeout_ms),
                 backoff=Backoff(min(self.retry_backoff * 1000, 20), 500),
                 what=operation,
-                on_retry=self._forget_coordinator_after,
+                on_retry=forget,
             )
         except errors.KafkaError as exc:
             if isinstance(exc, FENCING_ERRORS):
                 raise fenced_error(exc) from exc
             if not should_retry(exc):
                 raise
-            self._forget_coordinator_after(exc)
+            forget(exc)
             raise errors.KafkaTimeoutError(f"{operation} did not succeed: {exc}") from exc
 
     async def end_transaction(self, commit: bool) -> None:
@@ -584,12 +704,13 @@ class TransactionManager:  # long: identity and every transactional request shar
                 name = names.get(topic.topic_id, topic.name) if names else topic.name
                 for part in topic.partitions:
                     if part.error_code:
+                        # Retried as the error table says (a coordinator error: after
+                        # forget_group_coordinator).
                         error = errors.error_for_code(part.error_code)
-                        if issubclass(error, errors.COORDINATOR_ERRORS):
-                            self.cluster.invalidate_coordinator(group_id, "group")
-                            raise errors.KafkaConnectionError(
-                                f"group coordinator moved: {error.name}"
-                            )
                         raise error(f"TxnOffsetCommit {name}-{part.partition_index}")
 
-        await self._retrying("TxnOffsetCommit", commit_offsets)
+        def forget_group_coordinator(exc: BaseException) -> None:
+            if _finds_coordinator(exc):
+                self.cluster.invalidate_coordinator(group_id, "group")
+
+        await self._retrying("TxnOffsetCommit", commit_offsets, forget_group_coordinator)

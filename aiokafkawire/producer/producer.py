@@ -456,15 +456,28 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 request_timeout_ms=self.config.request_timeout_ms,
                 delivery_timeout_ms=self.delivery_timeout_ms,
                 retry_backoff_ms=self.config.retry_backoff_ms,
+                retry_backoff_max_ms=self.config.retry_backoff_max_ms,
                 metrics=self.config.metrics,
             )
             self._sender.start()
+            self._install_fast_append()
         except BaseException:
-            await cluster.close()
+            await self._abandon_start()
             raise
         self._started = True
         self._update_send_checks()
-        self._install_fast_append()
+
+    async def _abandon_start(self) -> None:
+        """After a failed or cancelled :meth:`start`: stop what it started, as if never begun."""
+        sender, cluster = self._sender, self._cluster
+        self._sender = self._txn = self._cluster = None
+        self._fast_append = None
+        try:
+            if sender is not None:
+                await sender.stop()
+        finally:
+            if cluster is not None:
+                await cluster.close()
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
@@ -565,9 +578,20 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             timestamp = int(_wall_clock() * 1000)
         elif type(timestamp) is not int:
             timestamp = _checked_timestamp(timestamp)
-        return await self._accumulator.append(
+        accumulator = self._accumulator
+        handle = await accumulator.append(
             topic, partition, timestamp, key, value, header_list, size
         )
+        if accumulator.full_batch_waiting:
+            # A batch filled up: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.  The one place that pumps the sender eagerly.
+            accumulator.full_batch_waiting = False
+            sender = self._sender
+            assert sender is not None
+            sender.pump()
+            await asyncio.sleep(0)
+        return handle
 
     def _check_send(self, key: Any, value: Any) -> tuple[Any, Any]:
         if self._closed:
@@ -720,77 +744,39 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         If any record failed, the transaction is aborted instead and the error is raised.
         """
         txn = self._transaction_manager("commit_transaction")
-        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
-            raise errors.IllegalStateError(f"no transaction to commit (state {txn.state.value})")
-        if txn.state == TxnState.IN_TRANSACTION:
-            await self._flush(None)
-        if txn.fatal is not None:
-            raise txn.fatal
-        if txn.state == TxnState.ABORTABLE_ERROR:
-            cause = txn.abortable
-            raise errors.IllegalStateError(
-                f"the transaction cannot commit, abort it: {cause}"
-            ) from cause
-        txn.start_commit()
-        try:
-            await txn.end_transaction(commit=True)
-        except errors.ProducerFencedClientError as exc:
-            txn.set_fatal(exc)
-            raise
-        except errors.KafkaError as exc:
-            txn.set_abortable(exc)
-            raise
+        await txn.commit(lambda: self._flush(None))
 
     async def abort_transaction(self) -> None:
         """Drop the transaction's unsent records and abort it (its records stay invisible)."""
         txn = self._transaction_manager("abort_transaction")
-        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
-            raise errors.IllegalStateError(f"no transaction to abort (state {txn.state.value})")
-        sender = self._sender
+        accumulator, sender = self._accumulator, self._sender
         assert sender is not None
-        txn.start_abort()
-        self._accumulator.abort_queued(
-            errors.TransactionAbortedError("its transaction was aborted before the record was sent")
-        )
-        in_flight = [b.future for b in self._accumulator.incomplete]
-        if in_flight:
-            await asyncio.wait(in_flight)
-        # An AddPartitionsToTxn under way would otherwise reopen the transaction after EndTxn.
-        await sender.wait_add_partitions()
-        if txn.fatal is not None:
-            raise txn.fatal
-        try:
-            await txn.end_transaction(commit=False)
-        except errors.ProducerFencedClientError as exc:
-            txn.set_fatal(exc)
-            raise
-        if txn.bump_needed:
-            await txn.init_producer_id()
+
+        async def settle() -> None:
+            in_flight = [batch.future for batch in accumulator.incomplete]
+            if in_flight:
+                await asyncio.wait(in_flight)
+            # An AddPartitionsToTxn under way would otherwise reopen the transaction.
+            await sender.wait_add_partitions()
+
+        await txn.abort(accumulator.abort_queued, settle)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:
         """``async with producer.transaction():`` commits on success, aborts on an exception."""
         await self.begin_transaction()
+        txn = self._txn
+        assert txn is not None
         try:
             yield self
         except BaseException:
-            txn = self._txn
-            if (
-                txn is not None
-                and txn.fatal is None
-                and txn.state
-                in (
-                    TxnState.IN_TRANSACTION,
-                    TxnState.ABORTABLE_ERROR,
-                )
-            ):
+            if txn.can_abort():
                 await self.abort_transaction()
             raise
         try:
             await self.commit_transaction()
         except errors.KafkaError:
-            txn = self._txn
-            if txn is not None and txn.fatal is None and txn.state == TxnState.ABORTABLE_ERROR:
+            if txn.can_abort() and txn.state == TxnState.ABORTABLE_ERROR:
                 await self.abort_transaction()  # leave the producer ready for the next one
             raise
 
@@ -807,26 +793,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         ``generation_id``, ``member_id`` and ``group_instance_id``) for fencing of zombie members.
         """
         txn = self._transaction_manager("send_offsets_to_transaction")
-        if txn.state != TxnState.IN_TRANSACTION:
-            raise errors.IllegalStateError(
-                f"send_offsets_to_transaction needs an open transaction (state {txn.state.value})"
-            )
-        generation_id, member_id, instance_id = -1, "", None
-        if group_metadata is not None:
-            group_id = group_metadata.group_id
-            generation_id = getattr(group_metadata, "generation_id", -1)
-            member_id = getattr(group_metadata, "member_id", "")
-            instance_id = getattr(group_metadata, "group_instance_id", None)
-        if not group_id:
-            raise errors.ConfigError("send_offsets_to_transaction needs group_id or group_metadata")
-        try:
-            await txn.send_offsets(offsets, group_id, generation_id, member_id, instance_id)
-        except errors.ProducerFencedClientError as exc:
-            txn.set_fatal(exc)
-            raise
-        except errors.KafkaError as exc:
-            txn.set_abortable(exc)
-            raise
+        await txn.send_offsets_for_group(offsets, group_id, group_metadata)
 
     # ---------------------------------------------------------------- batches (aiokafka API)
 

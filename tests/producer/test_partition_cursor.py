@@ -1,4 +1,4 @@
-"""PartitionCursor: one partition's send state, owned by its leader's sink and moved whole."""
+"""PartitionCursor: one partition's queue and send state, owned by its leader's sink."""
 
 from __future__ import annotations
 
@@ -15,26 +15,24 @@ from aiokafkawire.testing import MockCluster
 TP = TopicPartition("t", 0)
 
 
-def _sink(node: int) -> Any:
-    return SimpleNamespace(node=node, cursors={})
-
-
 def _batch(producer_id: int, epoch: int, base_sequence: int, count: int) -> Any:
     return SimpleNamespace(
         producer_id=producer_id, producer_epoch=epoch, base_sequence=base_sequence, count=count
     )
 
 
-def test_a_cursor_moves_to_the_new_leaders_sink_with_its_state() -> None:
-    old, new = _sink(1), _sink(2)
+def test_a_cursor_is_its_partitions_queue_and_keeps_its_state_when_emptied() -> None:
     cursor = PartitionCursor(TP)
-    cursor.move_to(old)
+    batches = [_batch(7, 0, -1, 1), _batch(7, 0, -1, 1)]
+    cursor.extend(batches)
     cursor.in_flight, cursor.gated, cursor.confirmed = 2, True, 7
     cursor.take_sequences(7, 0, 10)
-    cursor.move_to(new)
-    assert old.cursors == {} and new.cursors == {TP: cursor} and cursor.sink is new
-    assert (cursor.in_flight, cursor.gated, cursor.confirmed) == (2, True, 7)
+    assert cursor.popleft() is batches[0] and list(cursor) == batches[1:]
+    cursor.clear()
+    assert not cursor and (cursor.in_flight, cursor.gated, cursor.confirmed) == (2, True, 7)
     assert cursor.take_sequences(7, 0, 5) == 10  # numbering goes on where it was
+    # A queue with state is equal to itself only (a deque compares items) and hashable.
+    assert cursor != PartitionCursor(TP) and {cursor: 1}[cursor] == 1
 
 
 def test_sequences_restart_for_another_identity_and_wrap() -> None:
@@ -77,15 +75,15 @@ async def test_a_leader_change_moves_the_partitions_cursor_between_sinks(
     ) as producer:
         await producer.send_and_wait(topic, b"before", partition=0)
         sender: Any = producer._sender
-        cursor = sender.cursors[tp]
-        first_sink = cursor.sink
+        cursor = producer._accumulator.batches[tp]
+        first_sink = sender._sinks[cursor.leader]
         assert first_sink.node == 1 and first_sink.cursors[tp] is cursor
         identity = sender.txn.producer_id, sender.txn.producer_epoch
         assert cursor.acked_next == (*identity, 1)
         mock_cluster.set_partition_leader(topic, 0, 2)
         await producer.send_and_wait(topic, b"after", partition=0)
-        assert sender.cursors[tp] is cursor  # the same cursor, now the new leader's
-        assert cursor.sink.node == 2 and cursor.sink.cursors[tp] is cursor
+        assert producer._accumulator.batches[tp] is cursor  # the same cursor, the new leader's
+        assert cursor.leader == 2 and sender._sinks[2].cursors[tp] is cursor
         assert tp not in first_sink.cursors
         # Its sequences went on under the new leader: the second batch was sequence 1.
         assert cursor.acked_next == (*identity, 2)

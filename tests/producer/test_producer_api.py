@@ -12,6 +12,7 @@ from busy_loop import block_loop, require_direct_reads
 
 from aiokafkawire import errors
 from aiokafkawire.producer import Producer, RecordMetadata
+from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._sink import BrokerSink
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
@@ -67,6 +68,62 @@ async def test_send_before_start_and_after_close(mock_cluster: MockCluster, topi
 
 
 # ---------------------------------------------------------------- sending
+
+
+def _running_tasks(before: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
+    """Tasks started since ``before`` that have not finished."""
+    return [task for task in asyncio.all_tasks() - before if not task.done()]
+
+
+async def test_a_failed_start_stops_everything_it_started(
+    mock_cluster: MockCluster, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever step fails (here the last one, after the sender loop started), start() stops
+    the loop and the cluster before raising; a later start() begins afresh."""
+    before = asyncio.all_tasks()
+    producer = Producer(bootstrap_servers=mock_cluster.bootstrap_servers)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("no fast path today")
+
+    monkeypatch.setattr(RecordAccumulator, "fast_path", broken)
+    with pytest.raises(RuntimeError, match="no fast path today"):
+        await producer.start()
+    assert _running_tasks(before) == []
+    assert producer._sender is None and producer._cluster is None
+    monkeypatch.undo()
+    async with producer:
+        assert (await producer.send_and_wait(topic, b"after", partition=0)).offset >= 0
+
+
+async def test_a_start_that_cannot_get_a_producer_id_leaves_nothing_running(
+    mock_cluster: MockCluster,
+) -> None:
+    before = asyncio.all_tasks()
+    init_producer_id, coordinator_load_in_progress = 22, 14
+    mock_cluster.push_request_errors(init_producer_id, [coordinator_load_in_progress] * 1000)
+    try:
+        producer = Producer(
+            bootstrap_servers=mock_cluster.bootstrap_servers,
+            transactional_id=unique_topic("txn"),
+            max_block_ms=300,
+            retry_backoff_ms=10,
+        )
+        with pytest.raises(errors.KafkaTimeoutError, match="InitProducerId"):
+            await producer.start()
+        assert _running_tasks(before) == []
+        # Cancelled while it retries: the same.
+        producer = Producer(
+            bootstrap_servers=mock_cluster.bootstrap_servers,
+            transactional_id=unique_topic("txn"),
+            max_block_ms=10_000,
+            retry_backoff_ms=10,
+        )
+        with pytest.raises((TimeoutError, asyncio.TimeoutError)):
+            await asyncio.wait_for(producer.start(), 0.3)
+        assert _running_tasks(before) == []
+    finally:
+        mock_cluster.clear_request_errors(init_producer_id)
 
 
 async def test_send_and_wait_does_not_linger(mock_cluster: MockCluster, topic: str) -> None:

@@ -197,3 +197,34 @@ async def test_records_still_queued_at_abort_fail_with_transaction_aborted(
         await producer.abort_transaction()
         with pytest.raises(errors.TransactionAbortedError):
             await handle
+
+
+async def test_txn_offset_commit_retries_a_moved_group_coordinator_with_its_own_error(
+    mock_cluster: MockCluster,
+) -> None:
+    """A coordinator error of TxnOffsetCommit is retried as the error table says (after the
+    group's coordinator is looked up again), and the error given up on is the broker's own."""
+    topic = unique_topic("txnoffsets")
+    mock_cluster.create_topic(topic, partitions=1)
+    txn_offset_commit = 28
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        transactional_id=_txn_id(),
+        request_timeout_ms=1500,
+        retry_backoff_ms=10,
+    ) as producer:
+        await producer.begin_transaction()
+        await producer.send_and_wait(topic, b"x", partition=0)
+        offsets: dict[TopicPartition, int | OffsetAndMetadata] = {TopicPartition(topic, 0): 1}
+        # Twice NOT_COORDINATOR, then accepted: the offsets are committed with the transaction.
+        mock_cluster.push_request_errors(txn_offset_commit, [errors.NotCoordinatorError.code] * 2)
+        await producer.send_offsets_to_transaction(offsets, "group-a")
+        # Always NOT_COORDINATOR: given up at request_timeout_ms, the broker's error as cause.
+        mock_cluster.push_request_errors(txn_offset_commit, [errors.NotCoordinatorError.code] * 500)
+        try:
+            with pytest.raises(errors.KafkaTimeoutError, match="TxnOffsetCommit") as info:
+                await producer.send_offsets_to_transaction(offsets, "group-a")
+        finally:
+            mock_cluster.clear_request_errors(txn_offset_commit)
+        assert isinstance(info.value.__cause__, errors.NotCoordinatorError)
+        await producer.abort_transaction()
