@@ -1,0 +1,105 @@
+"""A Spark driver for the exactly-once tests, run as its own process so the test can SIGKILL it.
+
+    python _eos_driver.py MODE BOOTSTRAP SOURCE SINK CHECKPOINT PREFIX [--fail-first]
+                          [--master M] [--conf k=v ...]
+
+MODE: ``stream`` (processing-time trigger, runs until killed), ``drain`` (availableNow, exits when
+done) or ``batch`` (one batch write of SOURCE to SINK).  ``--fail-first`` makes the first attempt
+of every write task die half-way (its Python worker exits, leaving its transaction open), so Spark
+retries it.  Prints ``READY`` once the query runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+
+def _transform(fail_first: bool, slow: float) -> Any:
+    """A mapInArrow function: pass batches on; maybe die in a first attempt, maybe slowly."""
+
+    def transform(batches: Any) -> Any:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        first = fail_first and context is not None and context.attemptNumber() == 0
+        for i, batch in enumerate(batches):
+            for start in range(0, batch.num_rows, 10):
+                if slow:
+                    time.sleep(slow)
+                yield batch.slice(start, 10)
+            if first and i == 0:
+                time.sleep(1)  # let the first records reach the broker, then die without a word
+                os._exit(17)
+
+    return transform
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["stream", "drain", "batch"])
+    parser.add_argument("bootstrap")
+    parser.add_argument("source")
+    parser.add_argument("sink")
+    parser.add_argument("checkpoint")
+    parser.add_argument("prefix")
+    parser.add_argument("--fail-first", action="store_true")
+    parser.add_argument("--master", default="local[2,4]")
+    parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--conf", action="append", default=[])
+    args = parser.parse_args()
+
+    from aiokafkawire.spark import register
+    from aiokafkawire.testing.spark import local_spark_session
+
+    config = dict(item.split("=", 1) for item in args.conf)
+    config["spark.master"] = args.master
+    spark = local_spark_session(app_name="eos-driver", config=config)
+    register(spark)
+    reader = spark.readStream if args.mode != "batch" else spark.read
+    df = (
+        reader.format("aiokafkawire")
+        .option("kafka.bootstrap.servers", args.bootstrap)
+        .option("subscribe", args.source)
+        .option("startingOffsets", "earliest")
+        .options(**({} if args.mode == "batch" else {"maxOffsetsPerTrigger": "40"}))
+        .load()
+        .selectExpr("key", "value")
+    )
+    if args.fail_first or args.slow:
+        df = df.mapInArrow(_transform(args.fail_first, args.slow), df.schema)
+    options = {
+        "kafka.bootstrap.servers": args.bootstrap,
+        "topic": args.sink,
+        "exactlyOnce": "true",
+        "transactionalIdPrefix": args.prefix,
+        "transactionTimeoutMs": "60000",
+    }
+    if args.mode == "batch":
+        writer = df.write.format("aiokafkawire").mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        print("READY", flush=True)
+        writer.save()
+        print("DONE", flush=True)
+        return
+    writer = df.writeStream.format("aiokafkawire").option("checkpointLocation", args.checkpoint)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    if args.mode == "drain":
+        query = writer.trigger(availableNow=True).start()
+    else:
+        query = writer.trigger(processingTime="500 milliseconds").start()
+    print("READY", flush=True)
+    query.awaitTermination()
+    if query.exception() is not None:
+        print(f"FAILED {query.exception()}", flush=True)
+        sys.exit(1)
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()
