@@ -18,24 +18,26 @@ import time
 from typing import Any
 
 
-def _transform(fail_first: bool, slow: float) -> Any:
-    """A mapInArrow function: pass batches on; maybe die in a first attempt, maybe slowly."""
+def _passthrough(fail_first: bool, slow: float) -> Any:
+    """A row-at-a-time Python UDF (no pandas): the value unchanged, maybe slowly; with
+    ``fail_first``, the first attempt of a task dies at its 120th row (the rows before it have
+    reached the writer by then: Python UDF rows go out in hundreds, Arrow batches of 10)."""
+    seen = {"rows": 0}
 
-    def transform(batches: Any) -> Any:
+    def passthrough(value: Any) -> Any:
         from pyspark import TaskContext
 
+        seen["rows"] += 1
+        if slow:
+            time.sleep(slow)
         context = TaskContext.get()
-        first = fail_first and context is not None and context.attemptNumber() == 0
-        for i, batch in enumerate(batches):
-            for start in range(0, batch.num_rows, 10):
-                if slow:
-                    time.sleep(slow)
-                yield batch.slice(start, 10)
-            if first and i == 0:
-                time.sleep(1)  # let the first records reach the broker, then die without a word
+        if fail_first and seen["rows"] == 120 and context is not None:
+            if context.attemptNumber() == 0:
+                time.sleep(2)  # let the writer send what it has, then die without a word
                 os._exit(17)
+        return value
 
-    return transform
+    return passthrough
 
 
 def main() -> None:
@@ -56,6 +58,7 @@ def main() -> None:
     from aiokafkawire.testing.spark import local_spark_session
 
     config = dict(item.split("=", 1) for item in args.conf)
+    config.setdefault("spark.sql.execution.arrow.maxRecordsPerBatch", "10")
     config["spark.master"] = args.master
     spark = local_spark_session(app_name="eos-driver", config=config)
     register(spark)
@@ -65,12 +68,15 @@ def main() -> None:
         .option("kafka.bootstrap.servers", args.bootstrap)
         .option("subscribe", args.source)
         .option("startingOffsets", "earliest")
-        .options(**({} if args.mode == "batch" else {"maxOffsetsPerTrigger": "40"}))
+        .options(**({} if args.mode == "batch" else {"maxOffsetsPerTrigger": "400"}))
         .load()
         .selectExpr("key", "value")
     )
     if args.fail_first or args.slow:
-        df = df.mapInArrow(_transform(args.fail_first, args.slow), df.schema)
+        from pyspark.sql import functions as F
+
+        passthrough = F.udf(_passthrough(args.fail_first, args.slow), "binary", useArrow=False)
+        df = df.select("key", passthrough("value").alias("value"))
     options = {
         "kafka.bootstrap.servers": args.bootstrap,
         "topic": args.sink,

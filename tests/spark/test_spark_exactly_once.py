@@ -31,7 +31,7 @@ from aiokafkawire.spark._exactly_once import (
 )
 from aiokafkawire.spark._options import parse_options
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 DRIVER = str(Path(__file__).with_name("_eos_driver.py"))
 
@@ -201,14 +201,19 @@ def _driver(*args: str, conf: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     command = [sys.executable, DRIVER, *args]
     for item in conf:
         command += ["--conf", item]
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ},
-        start_new_session=True,
-    )
+    log = Path(args[4]).parent / f"driver-{time.monotonic_ns()}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ},
+            start_new_session=True,
+        )
+    process.log = log  # type: ignore[attr-defined]
+    return process
 
 
 def _wait_ready(process: subprocess.Popen[str], timeout: float) -> None:
@@ -238,7 +243,9 @@ def _finish(process: subprocess.Popen[str], timeout: float) -> str:
     except subprocess.TimeoutExpired:
         _kill(process)
         raise
-    assert process.returncode == 0, out
+    if process.returncode != 0:
+        errors = [line for line in process.log.read_text().splitlines() if "Error" in line]  # type: ignore[attr-defined]
+        raise AssertionError(f"driver exit {process.returncode}: {out}\n" + "\n".join(errors[-30:]))
     return out
 
 
@@ -252,12 +259,12 @@ def test_streaming_driver_killed_at_random_moments(bootstrap: str, tmp_path: Pat
     for _ in range(3):
         process = _driver(*args)
         try:
-            _wait_ready(process, 180)
+            _wait_ready(process, 600)
             time.sleep(randomness.uniform(2.0, 12.0))
         finally:
             _kill(process)
     drain = _driver("drain", *args[1:])
-    _finish(drain, 300)
+    _finish(drain, 900)
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
 
@@ -266,10 +273,10 @@ def test_streaming_driver_killed_at_random_moments(bootstrap: str, tmp_path: Pat
 def test_task_failing_on_its_first_attempt(bootstrap: str, tmp_path: Path, mode: str) -> None:
     source = create_topic(bootstrap, 2, "eos-retry-in")
     sink = create_topic(bootstrap, 2, "eos-retry-out")
-    expected = produce_values(bootstrap, source, 120)
+    expected = produce_values(bootstrap, source, 300)
     prefix = unique("eos-retry")
     drain = _driver(mode, bootstrap, source, sink, str(tmp_path / "ckpt"), prefix, "--fail-first")
-    _finish(drain, 300)
+    _finish(drain, 900)
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
 
@@ -297,7 +304,7 @@ def test_speculation_on(bootstrap: str, tmp_path: Path) -> None:
         "0.02",
         conf=speculation,
     )
-    _finish(run, 300)
+    _finish(run, 900)
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
 
@@ -310,13 +317,13 @@ def test_batch_killed_mid_write_and_run_again(bootstrap: str, tmp_path: Path) ->
     args = ("batch", bootstrap, source, sink, str(tmp_path / "ckpt"), prefix)
     process = _driver(*args, "--slow", "0.05")
     try:
-        _wait_ready(process, 180)
+        _wait_ready(process, 600)
         time.sleep(random.Random(7).uniform(4.0, 8.0))
     finally:
         _kill(process)
-    _finish(_driver(*args), 300)
+    _finish(_driver(*args), 900)
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
     # A third run of the same named write writes nothing.
-    _finish(_driver(*args), 300)
+    _finish(_driver(*args), 900)
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)

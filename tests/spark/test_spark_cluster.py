@@ -1,0 +1,83 @@
+"""The Spark format on a Spark standalone cluster (master and two workers, separate processes).
+
+Drivers run as their own processes (:mod:`_cluster_read`, :mod:`_eos_driver`); one cluster serves
+the whole module and is stopped at its end.  Nothing may rely on driver and executors sharing a
+process: options, offsets and transactions travel only through pickles and Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _spark_helpers import create_topic, unique
+from test_spark_exactly_once import open_transactions, produce_values, read_committed
+
+from aiokafkawire.testing._errors import BrokerUnavailableError
+from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from aiokafkawire.testing.spark import StandaloneCluster
+
+    try:
+        started = StandaloneCluster(workers=2, cores=1).start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable("a Spark standalone cluster", exc)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _run(*args: str, timeout: float = 600) -> str:
+    result = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return result.stdout
+
+
+def test_batch_read_runs_on_both_workers(cluster: Any, bootstrap: str) -> None:
+    topic = create_topic(bootstrap, 2, "cluster-read")
+    produce_values(bootstrap, topic, 400)
+    out = _run(str(HERE / "_cluster_read.py"), cluster.url, bootstrap, topic)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["records"] == sorted([p, o] for p in range(2) for o in range(200))
+    workers = {
+        str(d) for d in cluster.worker_dirs if any(c.startswith(str(d)) for c in result["cwds"])
+    }
+    assert len(workers) == 2, result["cwds"]
+
+
+@pytest.mark.parametrize("mode", ["drain", "batch"])
+def test_exactly_once_on_the_cluster(
+    cluster: Any, bootstrap: str, tmp_path: Path, mode: str
+) -> None:
+    source = create_topic(bootstrap, 2, "cluster-eos-in")
+    sink = create_topic(bootstrap, 2, "cluster-eos-out")
+    expected = produce_values(bootstrap, source, 300)
+    prefix = unique("cluster-eos")
+    _run(
+        str(HERE / "_eos_driver.py"), mode, bootstrap, source, sink, str(tmp_path / "ckpt"),
+        prefix, "--fail-first", "--master", cluster.url,
+        "--conf", "spark.task.maxFailures=4", "--conf", "spark.executor.memory=512m",
+        "--conf", "spark.cores.max=2",
+    )  # fmt: skip
+    assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
+    assert open_transactions(bootstrap, prefix) == []
