@@ -332,13 +332,19 @@ class TransactionCompleter:
 
     async def _commit(self, transactions: list[TransactionRef], batch: int) -> bool:
         entry = await self._recover()
-        if entry is not None and entry.batch >= batch:
+        if entry is not None and entry.batch > batch:
+            await self._end_all(transactions, commit=False)
+            raise errors.IllegalStateError(
+                f"the commit log {self._opts.commit_log_topic!r} says the writer "
+                f"{self._prefix!r} committed batch {entry.batch}, after batch {batch} that Spark "
+                "commits now: the checkpoint was reset or another query uses this prefix. Set a "
+                "new transactionalIdPrefix (or checkpointLocation) for a new query"
+            )
+        if entry is not None and entry.batch == batch:
             log.info(
-                "exactly-once sink %r: batch %d was committed before (log at %d): its replay "
-                "is aborted",
+                "exactly-once sink %r: batch %d was committed before: its replay is aborted",
                 self._prefix,
                 batch,
-                entry.batch,
             )
             await self._end_all(transactions, commit=False)
             await self._fence_leftovers(keep=())

@@ -18,19 +18,23 @@ import time
 from typing import Any
 
 
-def _passthrough(fail_first: bool, slow: float) -> Any:
+def _passthrough(fail_first: bool, slow: float, slow_first: bool = False) -> Any:
     """A row-at-a-time Python UDF (no pandas): the value unchanged, maybe slowly; with
     ``fail_first``, the first attempt of a task dies at its 120th row (the rows before it have
-    reached the writer by then: Python UDF rows go out in hundreds, Arrow batches of 10)."""
+    reached the writer by then: Python UDF rows go out in hundreds, Arrow batches of 10).
+    ``slow_first``: only the first attempt of partition 0 is slow (a speculative copy wins)."""
     seen = {"rows": 0}
 
     def passthrough(value: Any) -> Any:
         from pyspark import TaskContext
 
         seen["rows"] += 1
-        if slow:
-            time.sleep(slow)
         context = TaskContext.get()
+        if slow and (
+            not slow_first
+            or (context is not None and context.partitionId() == 0 and context.attemptNumber() == 0)
+        ):
+            time.sleep(slow)
         if fail_first and seen["rows"] == 120 and context is not None:
             if context.attemptNumber() == 0:
                 time.sleep(2)  # let the writer send what it has, then die without a word
@@ -51,6 +55,7 @@ def main() -> None:
     parser.add_argument("--fail-first", action="store_true")
     parser.add_argument("--master", default="local[2,4]")
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--slow-first-partition", action="store_true")
     parser.add_argument("--conf", action="append", default=[])
     args = parser.parse_args()
 
@@ -75,7 +80,11 @@ def main() -> None:
     if args.fail_first or args.slow:
         from pyspark.sql import functions as F
 
-        passthrough = F.udf(_passthrough(args.fail_first, args.slow), "binary", useArrow=False)
+        passthrough = F.udf(
+            _passthrough(args.fail_first, args.slow, args.slow_first_partition),
+            "binary",
+            useArrow=False,
+        )
         df = df.select("key", passthrough("value").alias("value"))
     options = {
         "kafka.bootstrap.servers": args.bootstrap,

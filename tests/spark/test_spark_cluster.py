@@ -17,7 +17,12 @@ from typing import Any
 
 import pytest
 from _spark_helpers import create_topic, unique
-from test_spark_exactly_once import open_transactions, produce_values, read_committed
+from test_spark_exactly_once import (
+    committed_transactional_ids,
+    open_transactions,
+    produce_values,
+    read_committed,
+)
 
 from aiokafkawire.testing._errors import BrokerUnavailableError
 from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
@@ -81,3 +86,25 @@ def test_exactly_once_on_the_cluster(
     )  # fmt: skip
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
+
+
+def test_exactly_once_with_speculation(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
+    """The first attempt of task 0 is slow: a speculative copy on the other worker wins; the
+    slow original's transaction must not show, nor stay open."""
+    source = create_topic(bootstrap, 2, "cluster-spec-in")
+    sink = create_topic(bootstrap, 2, "cluster-spec-out")
+    expected = produce_values(bootstrap, source, 300)
+    prefix = unique("cluster-spec")
+    _run(
+        str(HERE / "_eos_driver.py"), "batch", bootstrap, source, sink, str(tmp_path / "ckpt"),
+        prefix, "--slow", "0.5", "--slow-first-partition", "--master", cluster.url,
+        "--conf", "spark.speculation=true", "--conf", "spark.speculation.interval=200ms",
+        "--conf", "spark.speculation.quantile=0.5", "--conf", "spark.speculation.multiplier=1.5",
+        "--conf", "spark.speculation.minTaskRuntime=1s", "--conf", "spark.cores.max=2",
+        "--conf", "spark.executor.memory=512m",
+    )  # fmt: skip
+    assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
+    assert open_transactions(bootstrap, prefix) == []
+    # The committed transaction of Spark partition 0 is a second attempt: the speculative copy.
+    committed = committed_transactional_ids(bootstrap, prefix, "aiokafkawire-spark-commits")
+    assert f"{prefix}-0-1" in committed, committed
