@@ -15,6 +15,8 @@ from typing import Any
 
 def main() -> None:
     master, bootstrap, topic = sys.argv[1:4]
+    from pyspark.sql import functions as F
+
     from aiokafkawire.spark import register
     from aiokafkawire.testing.spark import local_spark_session
 
@@ -33,18 +35,16 @@ def main() -> None:
         .select("partition", "offset")
     )
 
-    def where(batches: Any) -> Any:
+    def where(partition: Any) -> str:
         import os
         import time
 
-        import pyarrow as pa
+        time.sleep(0.02)  # tasks long enough that both executors take some
+        return os.getcwd()
 
-        for batch in batches:
-            time.sleep(0.5)  # tasks long enough that both executors take some
-            cwd = pa.array([os.getcwd()] * batch.num_rows)
-            yield pa.RecordBatch.from_arrays([*batch.columns, cwd], [*batch.schema.names, "cwd"])
-
-    rows = df.mapInArrow(where, "partition int, offset long, cwd string").collect()
+    # A plain (pickled rows) Python UDF: it runs in the task that read the rows, no pandas.
+    cwd = F.udf(where, "string", useArrow=False)
+    rows = df.select("partition", "offset", cwd("partition").alias("cwd")).collect()
     print(
         json.dumps(
             {

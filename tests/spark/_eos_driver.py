@@ -91,7 +91,8 @@ def main() -> None:
         "topic": args.sink,
         "exactlyOnce": "true",
         "transactionalIdPrefix": args.prefix,
-        "transactionTimeoutMs": "60000",
+        # Above the slowest task of the tests (a slow first attempt, a loaded machine).
+        "transactionTimeoutMs": "300000",
     }
     if args.mode == "batch":
         writer = df.write.format("aiokafkawire").mode("append")

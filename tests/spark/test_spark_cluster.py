@@ -97,7 +97,7 @@ def test_exactly_once_with_speculation(cluster: Any, bootstrap: str, tmp_path: P
     prefix = unique("cluster-spec")
     _run(
         str(HERE / "_eos_driver.py"), "batch", bootstrap, source, sink, str(tmp_path / "ckpt"),
-        prefix, "--slow", "0.5", "--slow-first-partition", "--master", cluster.url,
+        prefix, "--slow", "0.3", "--slow-first-partition", "--master", cluster.url,
         "--conf", "spark.speculation=true", "--conf", "spark.speculation.interval=200ms",
         "--conf", "spark.speculation.quantile=0.5", "--conf", "spark.speculation.multiplier=1.5",
         "--conf", "spark.speculation.minTaskRuntime=1s", "--conf", "spark.cores.max=2",
