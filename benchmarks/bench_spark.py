@@ -1,13 +1,17 @@
 """Spark on Kafka: the ``aiokafkawire`` format against Spark's JVM connector (``kafka``).
 
-Reads N records (default 1,000,000) from 6 partitions in a Spark ``local[2]`` session, once into a
-``count()`` and once into an aggregate (records and value bytes per key bucket), with each format;
-then one aiokafkawire consumer process reads the same records into the same aggregate.  Writes N
-records with each format and with one aiokafkawire producer process.  Prints rows/s and the ratios,
+Reads N records (default 1,000,000) from 6 partitions in a Spark ``local[2]`` session (or, with
+``--cluster``, on a standalone cluster of a master and two workers), once into a ``count()`` and
+once into an aggregate (records and value bytes per key bucket), with each format; then one
+aiokafkawire consumer process reads the same records into the same aggregate.  Reads the last 1%
+of the topic by timestamp (``where timestamp >= t``: pushed down to offset ranges by aiokafkawire,
+a full scan for the JVM connector).  Writes N records with each format, with aiokafkawire's
+``exactlyOnce`` too, and with one aiokafkawire producer process.  Prints rows/s and the ratios,
 and writes ``results/spark.json``::
 
     python benchmarks/bench_spark.py                      # starts Apache Kafka (KafkaCluster)
     python benchmarks/bench_spark.py --records 200000 --repetitions 1
+    python benchmarks/bench_spark.py --cluster            # Spark standalone cluster, 2 workers
     python benchmarks/bench_spark.py --bootstrap-servers host:9092
 
 Needs the ``spark`` extra, Java 17 and Maven (for the broker and for Spark's connector jars).
@@ -114,21 +118,37 @@ def _spark_reads(spark: Any, fmt: str, bootstrap: str, topic: str) -> dict[str, 
     }
 
 
-def _spark_write(spark: Any, fmt: str, bootstrap: str, topic: str, count: int) -> float:
+def _spark_write(
+    spark: Any, fmt: str, bootstrap: str, topic: str, count: int, *, exactly_once: bool = False
+) -> float:
     df = spark.range(count).selectExpr(
         "cast(concat('k', cast(id as string)) as binary) as key",
         f"cast(repeat('v', {VALUE_SIZE}) as binary) as value",
     )
-    seconds, _ = _timed(
-        lambda: (
-            df.write.format(fmt)
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", topic)
-            .mode("append")
-            .save()
-        )
+    writer = (
+        df.write.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .mode("append")
     )
+    if exactly_once:
+        writer = writer.option("exactlyOnce", "true").option("transactionalIdPrefix", topic)
+    seconds, _ = _timed(writer.save)
     return seconds
+
+
+def _last_percent(spark: Any, fmt: str, bootstrap: str, topic: str, cut: Any) -> tuple[float, int]:
+    """Seconds and rows of ``count()`` over the records at or after ``cut`` (a timestamp)."""
+    from pyspark.sql import functions as F
+
+    frame = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .where(F.col("timestamp") >= F.lit(cut))
+    )
+    return _timed(frame.count)
 
 
 def _rate(records: int, seconds: float) -> float:
@@ -139,17 +159,29 @@ def _fmt(rate: float) -> str:
     return f"{rate / 1e6:.2f}M" if rate >= 1e6 else f"{rate / 1e3:.1f}k"
 
 
-def run(bootstrap: str, records: int, repetitions: int) -> dict[str, Any]:
+def run(  # long: one benchmark session, each measurement in turn
+    bootstrap: str, records: int, repetitions: int, cluster: Any = None
+) -> dict[str, Any]:
+    import datetime
+
     from aiokafkawire.spark import register
     from aiokafkawire.testing.spark import local_spark_session, spark_kafka_connector_jars
 
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
     asyncio.run(_create_topic(bootstrap, topic, PARTITIONS))
-    produce_rate = asyncio.run(_produce(bootstrap, topic, records))
+    # The last 1% is written a second after the rest: its records' timestamps follow ``cut``.
+    tail = records // 100
+    produce_rate = asyncio.run(_produce(bootstrap, topic, records - tail))
+    time.sleep(1.1)
+    cut = datetime.datetime.now(datetime.timezone.utc)
+    asyncio.run(_produce(bootstrap, topic, tail))
     print(f"wrote {records:,} records into {PARTITIONS} partitions ({_fmt(produce_rate)}/s)")
 
     jars = spark_kafka_connector_jars()
-    spark = local_spark_session(app_name="bench-spark", jars=jars, driver_memory="2g")
+    if cluster is not None:
+        spark = cluster.session(app_name="bench-spark", jars=jars)
+    else:
+        spark = local_spark_session(app_name="bench-spark", jars=jars, driver_memory="2g")
     register(spark)
     results: dict[str, Any] = {"reads": {}, "writes": {}}
     try:
@@ -173,14 +205,24 @@ def run(bootstrap: str, records: int, repetitions: int) -> dict[str, Any]:
             aggregates["kafka"],
         )
         results["reads"]["one consumer process"] = [{"rate": rate} for rate, _ in single]
-        for fmt in ("kafka", "aiokafkawire"):
-            results["writes"][fmt] = []
+        results["last 1%"] = {"kafka": [], "aiokafkawire": []}
         for _ in range(repetitions):
             for fmt in ("kafka", "aiokafkawire"):
+                seconds, rows = _last_percent(spark, fmt, bootstrap, topic, cut)
+                assert rows == tail, (fmt, rows, tail)
+                results["last 1%"][fmt].append({"seconds": seconds, "rows": rows})
+        writes = ("kafka", "aiokafkawire", "aiokafkawire exactlyOnce")
+        for fmt in writes:
+            results["writes"][fmt] = []
+        for _ in range(repetitions):
+            for name in writes:
                 target = f"{topic}-w-{uuid.uuid4().hex[:4]}"
                 asyncio.run(_create_topic(bootstrap, target, PARTITIONS))
-                seconds = _spark_write(spark, fmt, bootstrap, target, records)
-                results["writes"][fmt].append({"seconds": seconds})
+                fmt = name.split()[0]
+                seconds = _spark_write(
+                    spark, fmt, bootstrap, target, records, exactly_once=name != fmt
+                )
+                results["writes"][name].append({"seconds": seconds})
         results["writes"]["one producer process"] = [
             {"rate": asyncio.run(_produce(bootstrap, topic, records))} for _ in range(repetitions)
         ]
@@ -203,6 +245,13 @@ def summarize(results: dict[str, Any], records: int) -> dict[str, Any]:
         summary[f"write, {fmt}"] = statistics.median(
             _rate(records, r["seconds"]) for r in results["writes"][fmt]
         )
+    for fmt in ("kafka", "aiokafkawire"):
+        summary[f"read last 1% by timestamp, {fmt}"] = statistics.median(
+            _rate(records, r["seconds"]) for r in results["last 1%"][fmt]
+        )
+    summary["write, aiokafkawire exactlyOnce"] = statistics.median(
+        _rate(records, r["seconds"]) for r in results["writes"]["aiokafkawire exactlyOnce"]
+    )
     summary["read aggregate, one aiokafkawire consumer process"] = statistics.median(
         r["rate"] for r in reads["one consumer process"]
     )
@@ -217,6 +266,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--bootstrap-servers", default=None)
+    parser.add_argument(
+        "--cluster", action="store_true", help="run Spark on a standalone cluster (2 workers)"
+    )
     parser.add_argument("--output", default=str(HERE / "results" / "spark.json"))
     args = parser.parse_args()
 
@@ -227,9 +279,16 @@ def main() -> None:
 
         cluster = KafkaCluster().start()
         bootstrap = cluster.bootstrap_servers
+    spark_cluster = None
     try:
-        results = run(bootstrap, args.records, args.repetitions)
+        if args.cluster:
+            from aiokafkawire.testing.spark import StandaloneCluster
+
+            spark_cluster = StandaloneCluster(workers=2, cores=1).start()
+        results = run(bootstrap, args.records, args.repetitions, spark_cluster)
     finally:
+        if spark_cluster is not None:
+            spark_cluster.stop()
         if cluster is not None:
             cluster.stop()
     summary = summarize(results, args.records)
@@ -238,15 +297,23 @@ def main() -> None:
         "read aggregate": summary["read aggregate, aiokafkawire"]
         / summary["read aggregate, kafka"],
         "write": summary["write, aiokafkawire"] / summary["write, kafka"],
+        "read last 1% by timestamp (pushdown)": summary["read last 1% by timestamp, aiokafkawire"]
+        / summary["read last 1% by timestamp, kafka"],
+        "write exactlyOnce": summary["write, aiokafkawire exactlyOnce"] / summary["write, kafka"],
+        "write exactlyOnce / at-least-once, both aiokafkawire": summary[
+            "write, aiokafkawire exactlyOnce"
+        ]
+        / summary["write, aiokafkawire"],
     }
     print(
-        f"\n{args.records:,} records, {PARTITIONS} partitions, Spark local[2], median of "
+        f"\n{args.records:,} records, {PARTITIONS} partitions, Spark "
+        f"{'standalone cluster (2 workers x 1 core)' if args.cluster else 'local[2]'}, median of "
         f"{args.repetitions}"
     )
     for name, rate in summary.items():
         print(f"  {name:55s} {_fmt(rate):>8s} rows/s")
     for name, ratio in ratios.items():
-        print(f"  ratio aiokafkawire / JVM connector, {name:25s} {ratio:.2f}")
+        print(f"  ratio {name:60s} {ratio:.2f}")
     import pyspark
 
     document = {
@@ -259,6 +326,8 @@ def main() -> None:
         "python": platform.python_version(),
         "pyspark": pyspark.__version__,
         "broker": "external" if args.bootstrap_servers else "KafkaCluster (Apache Kafka)",
+        "spark": "standalone cluster, 2 workers x 1 core" if args.cluster else "local[2]",
+        "load_average": os.getloadavg(),
         "runs": results,
         "median_rows_per_s": summary,
         "ratios_vs_jvm_connector": ratios,

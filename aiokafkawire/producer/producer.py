@@ -19,6 +19,7 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from time import time as _wall_clock
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -239,6 +240,21 @@ def _parse_acks(acks: int | str) -> int:
     if acks in (0, 1, "0", "1"):
         return int(acks)
     raise errors.ConfigError(f"acks must be 0, 1 or 'all' (-1), not {acks!r}")
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """An open transaction, named as EndTxn needs it (see :meth:`Producer.prepare_transaction`).
+
+    ``transaction_v2``: the transaction runs under transactions v2 (KIP-890), so it must be
+    ended with EndTxn v5+, which bumps the epoch.
+    """
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    transaction_v2: bool
+    partitions: tuple[TopicPartition, ...]
 
 
 class Producer:  # long: the public API (send, transactions, batches, metrics) and its checks
@@ -745,6 +761,35 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """
         txn = self._transaction_manager("commit_transaction")
         await txn.commit(lambda: self._flush(None))
+
+    async def prepare_transaction(self) -> PreparedTransaction:
+        """Deliver the open transaction's records and return its identity, leaving it open.
+
+        For a two-phase commit decided elsewhere (as KIP-939's ``prepareTransaction``): whoever
+        holds the :class:`PreparedTransaction` ends the transaction with EndTxn, commit or
+        abort, from any connection.  This producer must not send in, commit or abort the
+        transaction afterwards: close it (closing does not end a transaction).  Raises the
+        delivery error if a record failed (then only an abort is possible).
+        """
+        txn = self._transaction_manager("prepare_transaction")
+        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            raise errors.IllegalStateError(f"no transaction to prepare (state {txn.state.value})")
+        await self._flush(None)
+        if txn.fatal is not None:
+            raise txn.fatal
+        if txn.state == TxnState.ABORTABLE_ERROR:
+            cause = txn.abortable
+            raise errors.IllegalStateError(
+                f"the transaction cannot be prepared, abort it: {cause}"
+            ) from cause
+        assert txn.transactional_id is not None
+        return PreparedTransaction(
+            transactional_id=txn.transactional_id,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            transaction_v2=txn.transaction_v2,
+            partitions=tuple(sorted(txn.partitions_in_txn)),
+        )
 
     async def abort_transaction(self) -> None:
         """Drop the transaction's unsent records and abort it (its records stay invisible)."""

@@ -23,15 +23,32 @@ from aiokafkawire.spark._options import KafkaOptions, parse_options
 if TYPE_CHECKING:
     from aiokafkawire.spark._source import KafkaDataSource
 
-__all__ = ["FORMAT_NAME", "KafkaDataSource", "KafkaOptions", "parse_options", "register"]
+__all__ = [
+    "FORMAT_NAME",
+    "PUSHDOWN_CONF",
+    "KafkaDataSource",
+    "KafkaOptions",
+    "parse_options",
+    "register",
+]
 
 FORMAT_NAME = "aiokafkawire"
 
 
+#: Spark refuses a Python reader that accepts filters while this is off (pyspark 4.1+).
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: Any) -> None:
-    """Register the ``aiokafkawire`` format with a ``SparkSession``."""
+    """Register the ``aiokafkawire`` format with a ``SparkSession``.
+
+    Also turns on ``spark.sql.python.filterPushdown.enabled`` in the session: the batch reader
+    accepts filters on ``topic``, ``partition``, ``offset`` and ``timestamp`` (see
+    ``docs/spark.md``), and Spark refuses such a reader while the setting is off.
+    """
     from aiokafkawire.spark._source import KafkaDataSource
 
+    spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(KafkaDataSource)
 
 

@@ -201,11 +201,39 @@ class OffsetResolver:
         """The end of each partition: the high watermark, or the LSO with ``read_committed``."""
         return self._run(self._list(dict.fromkeys(partitions, LATEST)))
 
+    def offsets_for_time(
+        self, partitions: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int]:
+        """The first offset at or after ``timestamp_ms`` in each partition (-1: none)."""
+        specs = dict.fromkeys(partitions, timestamp_ms)
+        return self._run(self._list(specs, allow_missing=True))
+
     async def _list(
         self, specs: Mapping[TopicPartition, int], *, allow_missing: bool = False
     ) -> dict[TopicPartition, int]:
+        """ListOffsets for ``specs``, tried ``fetchOffset.numRetries`` more times on failure."""
         if not specs:
             return {}
+        retries = self._opts.fetch_offset_retries
+        for attempt in range(retries + 1):
+            try:
+                return await self._list_once(specs, allow_missing)
+            except errors.KafkaError as exc:
+                if attempt == retries:
+                    raise
+                log.warning(
+                    "offset lookup failed (%s); retry %d of %d (fetchOffset.numRetries) in %d ms",
+                    exc,
+                    attempt + 1,
+                    retries,
+                    self._opts.fetch_offset_retry_interval_ms,
+                )
+                await asyncio.sleep(self._opts.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _list_once(
+        self, specs: Mapping[TopicPartition, int], allow_missing: bool
+    ) -> dict[TopicPartition, int]:
         admin = await self._client()
         listed = await admin.list_offsets(
             dict(specs), isolation_level=self._opts.isolation_level, raise_on_error=False

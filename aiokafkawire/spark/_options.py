@@ -10,8 +10,10 @@ Offsets travel as Spark's Kafka connector writes them: ``{"topic": {"0": 23, "1"
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,31 +35,44 @@ __all__ = [
 EARLIEST = -2
 LATEST = -1
 
-#: Spark's own (non-``kafka.``) option names, lower-cased as pyspark hands them over.
-_SPARK_OPTIONS = frozenset(
-    {
-        "subscribe",
-        "subscribepattern",
-        "assign",
-        "startingoffsets",
-        "endingoffsets",
-        "startingtimestamp",
-        "endingtimestamp",
-        "startingoffsetsbytimestamp",
-        "endingoffsetsbytimestamp",
-        "startingoffsetsbytimestampstrategy",
-        "includeheaders",
-        "maxoffsetspertrigger",
-        "minpartitions",
-        "failondataloss",
-        "kafkaconsumer.polltimeoutms",
-        "fetchoffset.numretries",
-        "fetchoffset.retryintervalms",
-        "groupidprefix",
-        "topic",
-        "path",
-    }
+#: Spark's own (non-``kafka.``) option names, as documented (pyspark hands them over lower-cased;
+#: errors use these spellings).
+_READ_OPTIONS = (
+    "subscribe",
+    "subscribePattern",
+    "assign",
+    "startingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "includeHeaders",
+    "minPartitions",
+    "maxRecordsPerPartition",
+    "failOnDataLoss",
+    "kafkaConsumer.pollTimeoutMs",
+    "fetchOffset.numRetries",
+    "fetchOffset.retryIntervalMs",
+    "groupIdPrefix",
 )
+_BATCH_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+_STREAM_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+_WRITE_OPTIONS = (
+    "topic",
+    "checkpointLocation",
+    "exactlyOnce",
+    "transactionalIdPrefix",
+    "transactionTimeoutMs",
+    "commitLogTopic",
+)
+_OPTIONS_BY_MODE = {
+    "batch": _READ_OPTIONS + _BATCH_OPTIONS,
+    "stream": _READ_OPTIONS + _STREAM_OPTIONS,
+    "write": _WRITE_OPTIONS,
+}
+#: Every spelling by its lower-case form, for messages.
+_SPELLING = {
+    name.lower(): name for name in _READ_OPTIONS + _BATCH_OPTIONS + _STREAM_OPTIONS + _WRITE_OPTIONS
+}
 
 # Kafka client properties Spark forbids (it manages them itself): the same refusals here.
 _FORBIDDEN_KAFKA = {
@@ -68,7 +83,8 @@ _FORBIDDEN_KAFKA = {
     "key.serializer": "keys are always written as binary (or string) columns",
     "value.serializer": "values are always written as binary (or string) columns",
     "interceptor.classes": "Java interceptors do not apply to this Python client",
-    "transactional.id": "the sink writes with an idempotent, non-transactional producer",
+    "transactional.id": "use the option 'exactlyOnce' (transactional ids are per task)",
+    "transaction.timeout.ms": "use the option 'transactionTimeoutMs'",
 }
 
 
@@ -77,6 +93,58 @@ def _int(name: str, value: str) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"option '{name}' must be an integer, not {value!r}") from None
+
+
+def _positive(name: str, value: str | None) -> int | None:
+    if value is None:
+        return None
+    number = _int(name, value)
+    if number <= 0:
+        raise ConfigError(f"option '{name}' must be positive, not {number}")
+    return number
+
+
+_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_TIME_UNITS["d"] = 24 * _TIME_UNITS["h"]
+
+
+def _duration_ms(name: str, value: str) -> int:
+    """A Spark time string (``500ms``, ``10s``, ``15m``, ``1h``; a bare number is ms)."""
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", value.lower())
+    if found is None or found.group(2) not in ("", *_TIME_UNITS):
+        raise ConfigError(
+            f"option '{name}' must be a duration such as '500ms', '10s', '15m' or '1h', "
+            f"not {value!r}"
+        )
+    return int(int(found.group(1)) * _TIME_UNITS.get(found.group(2), 1))
+
+
+def check_option_names(options: Mapping[str, str], *, mode: str) -> None:
+    """Refuse a non-``kafka.`` option ``mode`` does not know, naming the nearest valid one."""
+    valid = _OPTIONS_BY_MODE[mode]
+    by_lower = {name.lower(): name for name in valid}
+    for key in options:
+        lowered = str(key).lower()
+        if lowered.startswith("kafka.") or lowered in by_lower:
+            continue
+        spelled = _SPELLING.get(lowered)
+        if spelled is not None:
+            where = {
+                "batch": "batch reads",
+                "stream": "streaming reads",
+                "write": "writes",
+            }
+            allowed = [m for m, names in _OPTIONS_BY_MODE.items() if spelled in names]
+            raise ConfigError(
+                f"option '{spelled}' is not valid for {where[mode]} (only for "
+                f"{' and '.join(where[m] for m in allowed)})"
+            )
+        nearest = difflib.get_close_matches(lowered, list(by_lower), n=1, cutoff=0.6)
+        hint = f"; did you mean '{by_lower[nearest[0]]}'?" if nearest else ""
+        raise ConfigError(
+            f"unknown option '{key}' for {'a write' if mode == 'write' else 'a read'}{hint} "
+            f"(valid: {', '.join(valid)}, kafka.<client property>)"
+        )
 
 
 def _bool(name: str, value: str) -> bool:
@@ -132,9 +200,9 @@ _KAFKA_PROPERTIES: dict[str, tuple[str, Any]] = {
     "ssl.truststore.type": ("tls", _simple("truststore_type")),
     "ssl.keystore.type": ("tls", _simple("keystore_type")),
     "ssl.endpoint.identification.algorithm": ("tls", _simple("endpoint_identification")),
-    # The source reads with manual assignment: a group id is accepted (Spark jobs set one) and
-    # has no effect.
-    "group.id": ("ignored", _simple("group_id")),
+    # The source reads with manual assignment and never commits: the group id is the one its
+    # consumers announce (for group-based ACLs and quotas), as Spark's connector does.
+    "group.id": ("consumer", _simple("group_id")),
     "isolation.level": ("consumer", _simple("isolation_level")),
     "fetch.min.bytes": ("consumer", _simple("fetch_min_bytes", _int)),
     "fetch.max.bytes": ("consumer", _simple("fetch_max_bytes", _int)),
@@ -205,6 +273,16 @@ class KafkaOptions:
     poll_timeout_ms: int = 120_000
     timestamp_strategy: str = "error"
     topic: str | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    max_records_per_partition: int | None = None
+    fetch_offset_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 1000
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
+    transaction_timeout_ms: int = 60_000
+    commit_log_topic: str = "aiokafkawire-spark-commits"
+    checkpoint_location: str | None = None
 
     @property
     def read_committed(self) -> bool:
@@ -340,6 +418,48 @@ def _bound(options: Mapping[str, str], which: str, default: str, *, streaming: b
     return OffsetBound("offsets", offsets=offsets)
 
 
+def _write_options(
+    lowered: Mapping[str, str],
+    common: dict[str, Any],
+    tls: dict[str, str],
+    consumer: dict[str, Any],
+    producer: dict[str, Any],
+) -> KafkaOptions:
+    topic = lowered.get("topic")
+    exactly_once = _bool("exactlyOnce", lowered.get("exactlyonce", "false"))
+    if not exactly_once:
+        for name in ("transactionalIdPrefix", "transactionTimeoutMs", "commitLogTopic"):
+            if name.lower() in lowered:
+                raise ConfigError(f"option '{name}' applies only with exactlyOnce=true")
+    prefix = lowered.get("transactionalidprefix")
+    if prefix is not None and not re.fullmatch(r"[A-Za-z0-9._-]+", prefix):
+        raise ConfigError(
+            f"option 'transactionalIdPrefix' must be letters, digits, '.', '_' or '-', "
+            f"not {prefix!r}"
+        )
+    timeout = _positive("transactionTimeoutMs", lowered.get("transactiontimeoutms", "60000"))
+    log_topic = lowered.get("commitlogtopic", "aiokafkawire-spark-commits").strip()
+    if not log_topic:
+        raise ConfigError("option 'commitLogTopic' is empty")
+    if exactly_once and producer.get("enable_idempotence") is False:
+        raise ConfigError("option 'kafka.enable.idempotence' cannot be false with exactlyOnce")
+    return KafkaOptions(
+        common=common,
+        tls=tls,
+        consumer=consumer,
+        producer=producer,
+        subscription=None,
+        starting=OffsetBound("earliest"),
+        ending=OffsetBound("latest"),
+        topic=topic.strip() if topic and topic.strip() else None,
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
+        transaction_timeout_ms=timeout or 60_000,
+        commit_log_topic=log_topic,
+        checkpoint_location=lowered.get("checkpointlocation"),
+    )
+
+
 def parse_options(  # long: one check per pyspark option, read top to bottom
     options: Mapping[str, str], *, mode: str
 ) -> KafkaOptions:
@@ -347,6 +467,7 @@ def parse_options(  # long: one check per pyspark option, read top to bottom
 
     ``mode`` is ``"batch"``, ``"stream"`` (reading) or ``"write"``.
     """
+    check_option_names(options, mode=mode)
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
     common: dict[str, Any] = {}
     tls: dict[str, str] = {}
@@ -360,10 +481,14 @@ def parse_options(  # long: one check per pyspark option, read top to bottom
             raise ConfigError(f"option 'kafka.{prop}' is not supported: {_FORBIDDEN_KAFKA[prop]}")
         known = _KAFKA_PROPERTIES.get(prop)
         if known is None:
+            nearest = difflib.get_close_matches(prop, list(_KAFKA_PROPERTIES), n=1, cutoff=0.6)
+            hint = f"; did you mean 'kafka.{nearest[0]}'?" if nearest else ""
             raise ConfigError(
-                f"option 'kafka.{prop}' is not a Kafka client property this source knows "
+                f"option 'kafka.{prop}' is not a Kafka client property this source knows{hint} "
                 f"(known: {', '.join(sorted(_KAFKA_PROPERTIES))})"
             )
+        if prop == "group.id" and mode == "write":
+            raise ConfigError("option 'kafka.group.id' is for reads: a write joins no group")
         target, convert = known
         converted = convert(f"kafka.{prop}", value)
         {"common": common, "tls": tls, "consumer": consumer, "producer": producer}.get(
@@ -385,29 +510,22 @@ def parse_options(  # long: one check per pyspark option, read top to bottom
                 f"are Java formats), not {kind!r}"
             )
     if mode == "write":
-        topic = lowered.get("topic")
-        return KafkaOptions(
-            common=common,
-            tls=tls,
-            consumer=consumer,
-            producer=producer,
-            subscription=None,
-            starting=OffsetBound("earliest"),
-            ending=OffsetBound("latest"),
-            topic=topic.strip() if topic and topic.strip() else None,
-        )
+        return _write_options(lowered, common, tls, consumer, producer)
     streaming = mode == "stream"
     subscription = _subscription(lowered)
     starting = _bound(
         lowered, "starting", "latest" if streaming else "earliest", streaming=streaming
     )
     if streaming:
-        for name in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"):
-            if name in lowered:
-                raise ConfigError(f"option '{name}' is for batch queries, not streaming")
         ending = OffsetBound("latest")
     else:
         ending = _bound(lowered, "ending", "latest", streaming=False)
+    if "groupidprefix" in lowered and "group_id" not in consumer:
+        # As Spark's connector: a prefix names a fresh group per query; kafka.group.id wins.
+        prefix = lowered["groupidprefix"].strip()
+        if not prefix:
+            raise ConfigError("option 'groupIdPrefix' is empty")
+        consumer["group_id"] = f"{prefix}-{uuid.uuid4()}"
     max_per_trigger = lowered.get("maxoffsetspertrigger")
     min_partitions = lowered.get("minpartitions")
     strategy = lowered.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
@@ -434,7 +552,33 @@ def parse_options(  # long: one check per pyspark option, read top to bottom
             "kafkaConsumer.pollTimeoutMs", lowered.get("kafkaconsumer.polltimeoutms", "120000")
         ),
         timestamp_strategy=strategy,
+        min_offsets_per_trigger=_positive(
+            "minOffsetsPerTrigger", lowered.get("minoffsetspertrigger")
+        ),
+        max_trigger_delay_ms=_duration_ms("maxTriggerDelay", lowered.get("maxtriggerdelay", "15m")),
+        max_records_per_partition=_positive(
+            "maxRecordsPerPartition", lowered.get("maxrecordsperpartition")
+        ),
+        fetch_offset_retries=_int(
+            "fetchOffset.numRetries", lowered.get("fetchoffset.numretries", "3")
+        ),
+        fetch_offset_retry_interval_ms=_int(
+            "fetchOffset.retryIntervalMs", lowered.get("fetchoffset.retryintervalms", "1000")
+        ),
     )
+    if result.fetch_offset_retries < 0:
+        raise ConfigError("option 'fetchOffset.numRetries' must not be negative")
+    if result.fetch_offset_retry_interval_ms < 0:
+        raise ConfigError("option 'fetchOffset.retryIntervalMs' must not be negative")
+    if (
+        result.min_offsets_per_trigger is not None
+        and result.max_offsets_per_trigger is not None
+        and result.min_offsets_per_trigger > result.max_offsets_per_trigger
+    ):
+        raise ConfigError(
+            "option 'minOffsetsPerTrigger' must not be above 'maxOffsetsPerTrigger' "
+            f"({result.min_offsets_per_trigger} > {result.max_offsets_per_trigger})"
+        )
     if result.max_offsets_per_trigger is not None and result.max_offsets_per_trigger <= 0:
         raise ConfigError("option 'maxOffsetsPerTrigger' must be positive")
     if result.min_partitions is not None and result.min_partitions <= 0:

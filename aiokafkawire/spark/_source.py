@@ -7,7 +7,11 @@ with its own aiokafkawire client (see :mod:`aiokafkawire.spark._kafka_io`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import dataclasses
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +22,7 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -25,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import (
@@ -37,6 +43,12 @@ from pyspark.sql.types import (
 )
 
 from aiokafkawire import errors
+from aiokafkawire.spark._exactly_once import (
+    TransactionCompleter,
+    TransactionRef,
+    task_transactional_id,
+    write_in_transaction,
+)
 from aiokafkawire.spark._kafka_io import (
     DataLossError,
     OffsetResolver,
@@ -44,6 +56,7 @@ from aiokafkawire.spark._kafka_io import (
     write_batches,
 )
 from aiokafkawire.spark._options import KafkaOptions, offsets_to_json, parse_options
+from aiokafkawire.spark._pushdown import PushedBounds, push_filters
 from aiokafkawire.structs import TopicPartition
 
 __all__ = [
@@ -52,6 +65,8 @@ __all__ = [
     "plan_ranges",
     "rate_limit",
 ]
+
+log = logging.getLogger("aiokafkawire.spark")
 
 FORMAT_NAME = "aiokafkawire"
 SCHEMA_DDL = (
@@ -76,36 +91,46 @@ class OffsetRange(InputPartition):
         return self.end - self.start
 
 
+def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """``r`` cut into ``parts`` contiguous pieces of (almost) equal size."""
+    result: list[OffsetRange] = []
+    remaining = r.size
+    begin = r.start
+    for part in range(parts):
+        piece = remaining // (parts - part)
+        remaining -= piece
+        if piece > 0:
+            result.append(OffsetRange(r.topic, r.partition, begin, begin + piece))
+        begin += piece
+    return result
+
+
 def plan_ranges(
     starts: Mapping[TopicPartition, int],
     ends: Mapping[TopicPartition, int],
     min_partitions: int | None,
+    max_records: int | None = None,
 ) -> list[OffsetRange]:
-    """Input partitions for the given bounds, split by ``minPartitions`` as Spark's connector does.
+    """Input partitions for the given bounds, split as Spark's connector does.
 
-    Every non-empty range of a Kafka partition is one input partition; when that makes fewer than
-    ``min_partitions``, each range is cut into pieces in proportion to its share of all offsets.
+    Every non-empty range of a Kafka partition is one input partition. ``max_records``
+    (``maxRecordsPerPartition``) first cuts each range into pieces of at most that many offsets;
+    when that makes fewer than ``min_partitions``, each range is cut into pieces in proportion to
+    its share of all offsets.
     """
     ranges = [
         OffsetRange(tp.topic, tp.partition, starts[tp], ends[tp])
         for tp in sorted(ends)
         if tp in starts and ends[tp] > starts[tp]
     ]
+    if max_records is not None:
+        ranges = [piece for r in ranges for piece in _split(r, -(-r.size // max_records))]
     if min_partitions is None or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    result: list[OffsetRange] = []
-    for r in ranges:
-        parts = max(round(r.size / total * min_partitions), 1)
-        remaining = r.size
-        begin = r.start
-        for part in range(parts):
-            piece = remaining // (parts - part)
-            remaining -= piece
-            if piece > 0:
-                result.append(OffsetRange(r.topic, r.partition, begin, begin + piece))
-            begin += piece
-    return result
+    return [
+        piece for r in ranges for piece in _split(r, max(round(r.size / total * min_partitions), 1))
+    ]
 
 
 def rate_limit(
@@ -182,12 +207,16 @@ class KafkaDataSource(DataSource):
             )
         opts = parse_options(self.options, mode="write")
         _check_write_schema(schema, opts)
+        if opts.exactly_once:
+            opts = _exactly_once_options(opts, streaming=False)
         return KafkaBatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         """The streaming writer (each micro-batch's rows, at least once)."""
         opts = parse_options(self.options, mode="write")
         _check_write_schema(schema, opts)
+        if opts.exactly_once:
+            opts = _exactly_once_options(opts, streaming=True)
         return KafkaStreamWriter(opts)
 
 
@@ -235,36 +264,67 @@ def _check_write_schema(schema: StructType, opts: KafkaOptions) -> None:
             )
 
 
+def _check_order(starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> None:
+    for tp in sorted(ends):
+        if starts[tp] > ends[tp]:
+            raise errors.ConfigError(
+                f"the starting offset ({starts[tp]}) of {tp.topic}-{tp.partition} is after "
+                f"its ending offset ({ends[tp]}): check startingOffsets and endingOffsets"
+            )
+
+
 class KafkaBatchReader(DataSourceReader):
-    """Reads offset ranges resolved once on the driver."""
+    """Reads offset ranges resolved once on the driver, narrowed by the pushed filters."""
 
     def __init__(self, opts: KafkaOptions) -> None:
         self._opts = opts
+        self._pushed = PushedBounds()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Filters on ``topic``, ``partition``, ``offset`` and ``timestamp`` as offset ranges.
+
+        All of them are applied exactly, so they leave Spark: ranges are cut to the offset
+        bounds, a lower ``timestamp`` bound moves each range's start (ListOffsets by time),
+        and the tasks drop rows outside the ``timestamp`` bounds (see :mod:`._pushdown`).
+        """
+        return push_filters(self._pushed, filters)
 
     def partitions(self) -> Sequence[InputPartition]:
         """One input partition per non-empty range (split further by ``minPartitions``)."""
+        pushed = self._pushed
         resolver = OffsetResolver(self._opts)
         try:
             partitions = resolver.partitions()
             starts = resolver.resolve(self._opts.starting, partitions, option="startingOffsets")
             ends = resolver.resolve(self._opts.ending, partitions, option="endingOffsets")
+            _check_order(starts, ends)
+            kept = pushed.filter_partitions(partitions)
+            by_time = None
+            if pushed.timestamp_low_ms is not None and kept and not pushed.empty:
+                by_time = resolver.offsets_for_time(kept, pushed.timestamp_low_ms)
         finally:
             resolver.close()
-        for tp in sorted(partitions):
-            if starts[tp] > ends[tp]:
-                raise errors.ConfigError(
-                    f"the starting offset ({starts[tp]}) of {tp.topic}-{tp.partition} is after "
-                    f"its ending offset ({ends[tp]}): check startingOffsets and endingOffsets"
-                )
-        return plan_ranges(starts, ends, self._opts.min_partitions)
+        if pushed.empty:
+            return []
+        starts, ends = pushed.narrow(
+            {tp: starts[tp] for tp in kept}, {tp: ends[tp] for tp in kept}, by_time
+        )
+        if pushed.described:
+            log.info("pushed filters %s: %d partitions kept", pushed.described, len(kept))
+        return plan_ranges(
+            starts, ends, self._opts.min_partitions, self._opts.max_records_per_partition
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The records of one range, as Arrow record batches."""
+        """The records of one range (inside the pushed timestamp bounds), as Arrow batches."""
         if not isinstance(partition, OffsetRange):
             return  # no ranges were planned: Spark passes one empty partition
-        yield from read_range(
+        for batch in read_range(
             self._opts, partition.topic, partition.partition, partition.start, partition.end
-        )
+        ):
+            kept = self._pushed.filter_rows(batch)
+            if kept.num_rows:
+                yield kept
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -280,6 +340,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._resolver: OffsetResolver | None = None
         self._target: dict[TopicPartition, int] | None = None
         self._latest: dict[TopicPartition, int] | None = None
+        self._last_trigger: float | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Tasks get the options only: the driver's client and loop stay on the driver.
@@ -300,9 +361,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(starts)
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        """``maxOffsetsPerTrigger`` as a row limit, else everything available."""
+        """``maxOffsetsPerTrigger`` as a row limit, ``minOffsetsPerTrigger`` as a minimum.
+
+        With both, Spark's connector returns a composite limit, which a Python source cannot:
+        the maximum goes to Spark and the minimum is taken from the options in
+        :meth:`latestOffset` (whenever Spark passes a limit other than everything available).
+        """
         limit = self._opts.max_offsets_per_trigger
-        return ReadMaxRows(limit) if limit is not None else ReadAllAvailable()
+        if limit is not None:
+            return ReadMaxRows(limit)
+        minimum = self._opts.min_offsets_per_trigger
+        return ReadMinRows(minimum) if minimum is not None else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the offsets this ``availableNow`` run ends at: the latest ones now."""
@@ -317,17 +386,45 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         starts = _offsets_from_spark(start)
         latest = dict(self._target) if self._target is not None else self._current_latest()
         self._latest = latest
+        new = [tp for tp in latest if tp not in starts]
+        origin = dict(starts)
+        if new and not isinstance(limit, ReadAllAvailable):
+            origin.update(self._lookups.earliest(new))
         if isinstance(limit, ReadMaxRows):
-            new = [tp for tp in latest if tp not in starts]
-            origin = dict(starts)
-            if new:
-                origin.update(self._lookups.earliest(new))
             end = rate_limit(origin, latest, limit.max_rows)
         else:
             end = latest
+        minimum = self._minimum(limit)
+        if minimum is not None and self._delay(minimum, origin, end):
+            return start
         # A batch never moves backwards for a partition whose end is below its start (a
         # recreated topic): that loss is reported when the batch is planned.
         return offsets_to_json(end)
+
+    def _minimum(self, limit: ReadLimit) -> int | None:
+        """The minimum of offsets a micro-batch waits for under ``limit`` (None: no minimum)."""
+        if self._target is not None or isinstance(limit, ReadAllAvailable):
+            return None  # availableNow, or Spark asks for everything: never wait
+        if isinstance(limit, ReadMinRows):
+            return int(limit.min_rows)
+        return self._opts.min_offsets_per_trigger
+
+    def _delay(
+        self, minimum: int, origin: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+    ) -> bool:
+        """Whether to skip this trigger: fewer than ``minimum`` new offsets, and the last batch
+        was less than ``maxTriggerDelay`` ago (as Spark's connector, the first trigger runs)."""
+        available = sum(max(end[tp] - origin.get(tp, end[tp]), 0) for tp in end)
+        now = time.monotonic()
+        waited_ms = (now - self._last_trigger) * 1000 if self._last_trigger is not None else None
+        if (
+            available < minimum
+            and waited_ms is not None
+            and waited_ms < self._opts.max_trigger_delay_ms
+        ):
+            return True
+        self._last_trigger = now
+        return False
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The latest offsets seen by the last :meth:`latestOffset`."""
@@ -360,7 +457,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"{tp.topic}-{tp.partition} went back from offset {starts[tp]} to "
                     f"{ends[tp]} (topic recreated or log truncated)",
                 )
-        return plan_ranges(starts, ends, self._opts.min_partitions)
+        return plan_ranges(
+            starts, ends, self._opts.min_partitions, self._opts.max_records_per_partition
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The records of one range, as Arrow record batches."""
@@ -382,40 +481,110 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 @dataclass
 class KafkaCommitMessage(WriterCommitMessage):
-    """What one write task reports: how many records it delivered."""
+    """What one write task reports: how many records it delivered, and with ``exactlyOnce``
+    the transaction it left open for the driver to end."""
 
     records: int
+    transaction: TransactionRef | None = None
+
+
+def _transactions(messages: Sequence[WriterCommitMessage | None]) -> list[TransactionRef]:
+    return [
+        m.transaction
+        for m in messages
+        if isinstance(m, KafkaCommitMessage) and m.transaction is not None
+    ]
+
+
+def _exactly_once_options(opts: KafkaOptions, *, streaming: bool) -> KafkaOptions:
+    """``opts`` with the transactional id prefix settled; recovers a half-done commit."""
+    prefix = opts.transactional_id_prefix
+    if prefix is None and streaming and opts.checkpoint_location:
+        digest = hashlib.sha256(opts.checkpoint_location.encode()).hexdigest()[:20]
+        prefix = f"aiokafkawire-spark-{digest}"
+    if prefix is None:
+        raise errors.ConfigError(
+            "option 'transactionalIdPrefix' is needed with exactlyOnce=true"
+            + (
+                " (or the option 'checkpointLocation', from which it is derived)"
+                if streaming
+                else ": it names the write, and a write whose name has committed is not done again"
+            )
+        )
+    settled = dataclasses.replace(opts, transactional_id_prefix=prefix)
+    completer = TransactionCompleter(settled)
+    try:
+        completer.recover()
+    finally:
+        completer.close()
+    return settled
+
+
+def _write(opts: KafkaOptions, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+    if not opts.exactly_once:
+        return KafkaCommitMessage(write_batches(opts, iterator))
+    assert opts.transactional_id_prefix is not None
+    tid = task_transactional_id(opts.transactional_id_prefix)
+    count, transaction = write_in_transaction(opts, iterator, tid)
+    return KafkaCommitMessage(count, transaction)
+
+
+def _end(
+    opts: KafkaOptions, messages: Sequence[WriterCommitMessage | None], batch: int | None
+) -> None:
+    """Commit (``batch`` given, None: abort) the transactions of ``messages``."""
+    if not opts.exactly_once:
+        return
+    completer = TransactionCompleter(opts)
+    try:
+        if batch is None:
+            completer.abort(_transactions(messages))
+        elif not completer.commit(_transactions(messages), batch):
+            log.warning(
+                "exactly-once write %r, batch %d: committed before; nothing written again",
+                opts.transactional_id_prefix,
+                batch,
+            )
+    finally:
+        completer.close()
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
-    """Each task produces its rows with one idempotent producer and flushes before it returns."""
+    """Each task produces its rows with one producer and flushes before it returns.
+
+    With ``exactlyOnce``, each task writes in its own transaction, which :meth:`commit` ends.
+    """
 
     def __init__(self, opts: KafkaOptions) -> None:
         self._opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce every row; a failed delivery fails the task with the broker's error."""
-        return KafkaCommitMessage(write_batches(self._opts, iterator))
+        return _write(self._opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing to do: every task flushed its records."""
+        """``exactlyOnce``: commit every task's transaction (once per transactionalIdPrefix)."""
+        _end(self._opts, messages, 0)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing to undo: Kafka writes are not transactional here (as Spark's sink)."""
+        """``exactlyOnce``: abort the tasks' transactions (else nothing can be undone)."""
+        _end(self._opts, messages, None)
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """The streaming sink: each micro-batch's rows, written at least once."""
+    """The streaming sink: each micro-batch's rows, at least once, or exactly once."""
 
     def __init__(self, opts: KafkaOptions) -> None:
         self._opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce every row of this task's part of the micro-batch."""
-        return KafkaCommitMessage(write_batches(self._opts, iterator))
+        return _write(self._opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to do: every task flushed its records."""
+        """``exactlyOnce``: commit the batch's transactions (a replayed batch: abort them)."""
+        _end(self._opts, messages, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to undo."""
+        """``exactlyOnce``: abort the batch's transactions."""
+        _end(self._opts, messages, None)

@@ -10,14 +10,24 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from aiokafkawire.testing._errors import BrokerUnavailableError
 from aiokafkawire.testing._maven import find_java, resolve_jars
+from aiokafkawire.testing.tansu import find_free_port
 
-__all__ = ["local_spark_session", "spark_kafka_connector_jars", "spark_version"]
+__all__ = [
+    "StandaloneCluster",
+    "local_spark_session",
+    "spark_kafka_connector_jars",
+    "spark_version",
+]
 
 _JAR_VERSION = re.compile(r"-\d[\w.+-]*\.jar$")
 
@@ -63,6 +73,155 @@ def spark_kafka_connector_jars(version: str | None = None) -> list[str]:
 
     shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return sorted(str(jar) for jar in directory.glob("*.jar") if _artifact(jar.name) not in shipped)
+
+
+def _python_env() -> dict[str, str]:
+    """Environment for Spark processes: this interpreter, this checkout first on the path."""
+    import aiokafkawire
+
+    root = str(Path(aiokafkawire.__file__).resolve().parent.parent)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        paths.insert(0, root)
+    return {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(paths),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+
+
+class StandaloneCluster:
+    """A Spark standalone cluster on loopback: one master and ``workers`` workers, each its own
+    process (``spark-class`` of the installed pyspark), each worker with its own work directory
+    (executors run there, so a task's working directory tells which worker ran it).
+
+    ``start()`` waits until every worker has registered; ``stop()`` ends the processes it
+    started (SIGTERM, then SIGKILL) and removes the directories.  Use as a context manager.
+    """
+
+    def __init__(self, *, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
+        self.workers = workers
+        self.cores = cores
+        self.memory = memory
+        self.port = 0
+        self.url = ""
+        self._processes: list[subprocess.Popen[bytes]] = []
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.worker_dirs: list[Path] = []
+
+    def _spark_class(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        import pyspark
+
+        spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+        env = _python_env()
+        env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [str(spark_class), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        self._processes.append(process)
+        return process
+
+    def start(self, timeout: float = 180.0) -> StandaloneCluster:
+        """Start master and workers; raise :class:`BrokerUnavailableError` if they do not come."""
+        find_java()
+        self._dir = tempfile.TemporaryDirectory(prefix="aiokafkawire-spark-cluster-")
+        root = Path(self._dir.name)
+        self.port = find_free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        master_log = root / "master.log"
+        try:
+            self._spark_class(
+                "org.apache.spark.deploy.master.Master",
+                "--host", "127.0.0.1",
+                "--port", str(self.port),
+                "--webui-port", str(find_free_port()),
+                log=master_log,
+            )  # fmt: skip
+            for number in range(self.workers):
+                work = root / f"worker-{number}"
+                work.mkdir()
+                self.worker_dirs.append(work)
+                self._spark_class(
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host", "127.0.0.1",
+                    "--cores", str(self.cores),
+                    "--memory", self.memory,
+                    "--work-dir", str(work),
+                    "--webui-port", str(find_free_port()),
+                    self.url,
+                    log=root / f"worker-{number}.log",
+                )  # fmt: skip
+            self._wait_registered(master_log, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_registered(self, master_log: Path, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = master_log.read_text(errors="replace") if master_log.exists() else ""
+            if text.count("Registering worker") >= self.workers:
+                return
+            dead = [p.args for p in self._processes if p.poll() is not None]
+            if dead:
+                raise BrokerUnavailableError(f"a Spark cluster process exited: {dead}\n{text}")
+            time.sleep(0.5)
+        raise BrokerUnavailableError(
+            f"the Spark workers did not register within {timeout:.0f} s at {self.url}"
+        )
+
+    def session(self, *, app_name: str = "aiokafkawire-cluster", jars: list[str] | None = None,
+                config: dict[str, str] | None = None) -> Any:  # fmt: skip
+        """A SparkSession of this cluster: one executor per worker, ``cores`` cores each."""
+        os.environ.update(
+            {k: v for k, v in _python_env().items() if k.startswith(("PYSPARK", "PYTHONPATH"))}
+        )
+        settings = {
+            "spark.master": self.url,
+            "spark.executor.cores": str(self.cores),
+            "spark.cores.max": str(self.cores * self.workers),
+            "spark.executor.memory": "512m",
+            "spark.executorEnv.PYTHONPATH": _python_env()["PYTHONPATH"],
+            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+            **(config or {}),
+        }
+        return local_spark_session(app_name=app_name, jars=jars, config=settings)
+
+    def stop(self) -> None:
+        """Stop every process this cluster started and remove its directories."""
+        for process in reversed(self._processes):
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for process in reversed(self._processes):
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait(10)
+        self._processes.clear()
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> StandaloneCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 def local_spark_session(

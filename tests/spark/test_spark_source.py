@@ -222,6 +222,60 @@ def test_max_offsets_per_trigger_bounds_each_micro_batch(spark: Any, bootstrap: 
     assert sorted(seen) == sorted(set(seen)) and len(seen) == 50
 
 
+def test_max_records_per_partition_splits_ranges(spark: Any, bootstrap: str) -> None:
+    topic = create_topic(bootstrap, 2)
+    produce_records(bootstrap, topic, 100, 2)
+    df = reader(spark, bootstrap, subscribe=topic, maxRecordsPerPartition="20").load()
+    assert df.rdd.getNumPartitions() == 6  # 50 offsets per Kafka partition: 17 + 17 + 16
+    offsets = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert offsets == sorted([(p, o) for p in range(2) for o in range(50)])
+
+
+def test_min_offsets_per_trigger_holds_back_small_batches(spark: Any, bootstrap: str) -> None:
+    from confluent_kafka import Producer
+
+    topic = create_topic(bootstrap, 2)
+    produce_records(bootstrap, topic, 4, 2)
+    sizes: list[int] = []
+
+    def record(batch: Any, batch_id: int) -> None:
+        sizes.append(batch.count())
+
+    query = (
+        spark.readStream.format("aiokafkawire")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("minOffsetsPerTrigger", "10")
+        .option("maxTriggerDelay", "1h")
+        .load()
+        .writeStream.foreachBatch(record)
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    producer = Producer({"bootstrap.servers": bootstrap})
+    try:
+        deadline = time.monotonic() + 120
+        while sum(sizes) < 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sizes == [4]  # the first trigger runs, as with Spark's connector
+        # 9 new records (< 10): several triggers pass and no batch runs.
+        for i in range(9):
+            producer.produce(topic, value=f"a{i}".encode(), partition=i % 2)
+        producer.flush(30)
+        time.sleep(3)
+        assert sizes == [4]
+        # The 10th lets the next trigger run, with all 10.
+        producer.produce(topic, value=b"a9", partition=1)
+        producer.flush(30)
+        while sum(sizes) < 14 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sizes == [4, 10]
+    finally:
+        query.stop()
+    assert query.exception() is None
+
+
 def test_batch_write_lands_and_reads_back(spark: Any, bootstrap: str) -> None:
     topic = create_topic(bootstrap, 2)
     data = [
@@ -359,6 +413,8 @@ def test_deleted_records_follow_fail_on_data_loss(spark: Any, bootstrap: str) ->
         ({"startingOffsets": "tomorrow"}, "startingOffsets"),
         ({"subscribe": "x", "assign": '{"x": [0]}'}, "subscribe"),
         ({"kafka.no.such.setting": "1"}, "kafka.no.such.setting"),
+        ({"startingOffset": "earliest"}, "did you mean 'startingOffsets'"),
+        ({"maxOffsetsPerTrigger": "5"}, "'maxOffsetsPerTrigger' is not valid for batch reads"),
     ],
 )
 def test_bad_options_fail_on_the_driver(
