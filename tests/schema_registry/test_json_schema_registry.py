@@ -41,12 +41,14 @@ async def test_json_records_cross_between_the_two_clients(
     schema_registry: SchemaRegistryServer,
 ) -> None:
     topic = f"orders-{uuid.uuid4().hex[:8]}"
-    their_client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    their_client = ck_registry.SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
     async with AsyncSchemaRegistryClient({"url": schema_registry.url}) as client:
         ours = await JSONSerializer(ORDER, client)(
             {"id": 1, "item": "tea"}, SerializationContext(topic)
         )
-        assert ck_json.JSONDeserializer(ORDER)(ours, their_context(topic)) == {
+        assert ck_json.JSONDeserializer(ORDER, conf={"subject.name.strategy.type": "TOPIC"})(
+            ours, their_context(topic)
+        ) == {
             "id": 1,
             "item": "tea",
         }
