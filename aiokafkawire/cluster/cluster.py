@@ -38,11 +38,6 @@ log = logging.getLogger("aiokafkawire.cluster")
 
 __all__ = ["COORDINATOR_ERRORS", "COORDINATOR_KEY_TYPES", "Cluster"]
 
-_UNKNOWN_TOPIC_CODES = {
-    errors.UnknownTopicOrPartitionError.code,
-    errors.LeaderNotAvailableError.code,
-}
-
 # The cluster's background tasks, by the key its supervisor reports them under.
 _PERIODIC_REFRESH: TaskKey = "metadata-refresh"
 _REFRESH_REQUEST: TaskKey = "metadata-request"
@@ -373,7 +368,11 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
                 if info.error_code == 0 and info.partitions:
                     return info
                 last_code = info.error_code
-                if last_code and last_code not in _UNKNOWN_TOPIC_CODES:
+                # Not there yet (unknown topic, no leader yet): the table says refresh and wait.
+                if (
+                    last_code
+                    and errors.action_for(last_code) is not errors.ErrorAction.REFRESH_METADATA
+                ):
                     errors.raise_for_code(last_code, f"metadata for topic {topic!r}")
             raise _TopicNotYet(last_code)
 
