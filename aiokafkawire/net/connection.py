@@ -63,13 +63,21 @@ class BrokerConnection(ConnectionCore):
         *,
         node_id: int | None = None,
         purpose: str = "default",
+        cluster_id: str | None = None,
     ) -> BrokerConnection:
-        """Connect, negotiate API versions and authenticate; raises a typed error on failure."""
-        connection = cls(host, port, config, node_id=node_id, purpose=purpose)
+        """Connect, negotiate API versions and authenticate; raises a typed error on failure.
+
+        With ``cluster_id`` and a ``node_id``, ApiVersions v5 asks the broker to confirm that
+        it is that node of that cluster (KIP-1242); one that is not refuses, and this raises
+        :class:`~aiokafkawire.errors.MisroutedConnectionError` with the connection closed.
+        """
+        connection = cls(
+            host, port, config, node_id=node_id, purpose=purpose, cluster_id=cluster_id
+        )
         try:
             await connection._connect()
-        except BaseException:
-            connection.close()
+        except BaseException as exc:
+            connection.close(exc if isinstance(exc, errors.KafkaError) else None)
             raise
         return connection
 

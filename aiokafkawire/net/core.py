@@ -95,10 +95,13 @@ class ConnectionCore(asyncio.Protocol):
         *,
         node_id: int | None = None,
         purpose: str = "default",
+        cluster_id: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.node_id = node_id
+        # KIP-1242: the cluster the metadata says node_id belongs to (None: not checked).
+        self.expected_cluster_id = cluster_id
         self.purpose = purpose
         self.config = config or ConnectionConfig()
         self.versions = VersionPolicy(

@@ -51,6 +51,8 @@ class HandshakeChannel(Protocol):
     port: int
     config: ConnectionConfig
     versions: VersionPolicy
+    node_id: int | None
+    expected_cluster_id: str | None
 
     @property
     def state(self) -> ConnectionState: ...
@@ -91,6 +93,8 @@ async def negotiate_versions(connection: HandshakeChannel) -> None:
         broker_range = {k.api_key: k.max_version for k in response.api_keys}
         retry = min(broker_range.get(ApiVersionsRequest.API_KEY, 0), client_max)
         response = await _api_versions(connection, retry)
+    if response.error_code == errors.RebootstrapRequiredError.code:
+        raise _misrouted(connection)
     errors.raise_for_code(response.error_code, "ApiVersions failed")
     policy.set_broker_versions(
         {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
@@ -105,7 +109,39 @@ async def _api_versions(connection: HandshakeChannel, version: int) -> Any:
         client_software_name=connection.config.client_software_name,
         client_software_version=connection.config.client_software_version,
     )
+    identity = _expected_identity(connection)
+    if version >= 5 and identity is not None:
+        # KIP-1242: the broker refuses (REBOOTSTRAP_REQUIRED) unless it is this node of this
+        # cluster; a broker older than 4.4 does not check.
+        request.cluster_id, request.node_id = identity
     return await connection.send(request, version)
+
+
+def _expected_identity(connection: HandshakeChannel) -> tuple[str, int] | None:
+    """The (cluster id, node id) the metadata promised for this address, when both are known
+    (not for a bootstrap address, nor before the first metadata)."""
+    node_id = connection.node_id
+    cluster_id = connection.expected_cluster_id
+    if cluster_id is None or node_id is None or node_id < 0:
+        return None
+    return cluster_id, node_id
+
+
+def _misrouted(connection: HandshakeChannel) -> errors.MisroutedConnectionError:
+    """The broker refused the identity sent in ApiVersions (or, without one, asked for a
+    rebootstrap): this address leads elsewhere than the metadata says."""
+    identity = _expected_identity(connection)
+    promised = (
+        f"broker {identity[1]} of cluster {identity[0]}"
+        if identity is not None
+        else "a broker of the expected cluster"
+    )
+    error = errors.MisroutedConnectionError(
+        f"{connection.host}:{connection.port} is not {promised} (it refused ApiVersions with "
+        "REBOOTSTRAP_REQUIRED, KIP-1242); the connection is closed and not used"
+    )
+    error.__cause__ = errors.RebootstrapRequiredError("ApiVersions")
+    return error
 
 
 class SaslSession:
