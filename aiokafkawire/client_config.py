@@ -51,7 +51,7 @@ class CommonConfig:
     - ``metadata_recovery_strategy``: ``"rebootstrap"`` (default, as the Java client since 4.0)
       or ``"none"``.  With ``"rebootstrap"`` the client closes its connections and starts over
       from ``bootstrap_servers`` (resolving the names again) when no known broker answers, when
-      metadata has been failing for ``metadata_recovery_rebootstrap_trigger_ms``, when a broker
+      metadata has been failing for the trigger time (next option), when a broker
       answers REBOOTSTRAP_REQUIRED (KIP-899, KIP-1102), or when a connection reaches another
       cluster or broker than the metadata promised (KIP-1242: ApiVersions v5 then carries the
       expected cluster id and node id, and a broker that is not that node refuses it).  With
