@@ -32,7 +32,7 @@ from aiokafkawire.cluster.recovery import MetadataRecovery
 from aiokafkawire.errors.actions import COORDINATOR_ERRORS  # re-exported for older importers
 from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
 from aiokafkawire.net.pool import ConnectionPool
-from aiokafkawire.protocol.messages import MetadataRequest
+from aiokafkawire.protocol.messages import ApiVersionsRequest, MetadataRequest
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
 
 log = logging.getLogger("aiokafkawire.cluster")
@@ -322,10 +322,19 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
                 self.recovery.request(f"{host}:{port} answered REBOOTSTRAP_REQUIRED")
                 continue
             errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
-            return await self._apply_metadata(response, full or not topics), None
+            # KIP-1242 needs ApiVersions v5: a broker that does not advertise it may not parse
+            # the identity (Tansu 0.6 drops the connection), so none is sent to its cluster.
+            versions = connection.versions
+            checks = (
+                versions.supports(ApiVersionsRequest.API_KEY)
+                and versions.version_for(ApiVersionsRequest.API_KEY) >= 5
+            )
+            return await self._apply_metadata(response, full or not topics, checks), None
         return None, last_error
 
-    async def _apply_metadata(self, response: Any, full: bool) -> ClusterMetadata:
+    async def _apply_metadata(
+        self, response: Any, full: bool, checks_identity: bool
+    ) -> ClusterMetadata:
         self._last_refresh = time.monotonic()
         old = self.metadata
         # From a bootstrap address the answer replaces what was known (it may be another
@@ -336,7 +345,8 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         self._drop_gone_brokers(old)
         # KIP-1242: connections to known nodes ask the broker to confirm this cluster, where
         # the client can recover from a refusal (as the Java client: not with strategy "none").
-        self.pool.cluster_id = self.metadata.cluster_id if self.recovery.enabled else None
+        checked = self.recovery.enabled and checks_identity
+        self.pool.cluster_id = self.metadata.cluster_id if checked else None
         if self._awaited:
             missing = self.missing_awaited_topics()
             if missing:

@@ -194,3 +194,15 @@ def test_the_options_are_validated() -> None:
     assert not cluster.recovery.enabled
     assert CommonConfig().build_cluster().recovery.enabled  # rebootstrap by default
     assert CommonConfig().build_cluster().recovery.trigger == 300.0
+
+
+async def test_no_identity_to_a_cluster_whose_broker_lacks_api_versions_v5() -> None:
+    """KIP-1242 needs ApiVersions v5; a broker without it may not parse the fields (Tansu 0.6
+    drops the connection), so a cluster that advertised less gets no identity."""
+    async with Pair() as pair:
+        pair.seed.versions = pair.known.versions = {ApiVersionsRequest.API_KEY: (0, 4)}
+        async with Cluster(f"127.0.0.1:{pair.seed.port}", CONFIG) as cluster:
+            assert cluster.pool.cluster_id is None
+            await cluster.connection(1)
+        to_known = [r for _, r in pair.known.requests if isinstance(r, ApiVersionsRequest)]
+        assert to_known and all(r.cluster_id is None for r in to_known)
