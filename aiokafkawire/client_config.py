@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import parse_bootstrap
+from aiokafkawire.cluster.recovery import METADATA_RECOVERY_STRATEGIES
 from aiokafkawire.metrics import ClientMetrics
 from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.net.versions import ApiVersionCap
@@ -48,6 +49,16 @@ class CommonConfig:
       SCRAM; ``sasl_oauth_token_provider`` for OAUTHBEARER.
     - ``allow_auto_create_topics``: let Metadata requests create missing topics (where the
       broker allows it).
+    - ``metadata_recovery_strategy``: ``"rebootstrap"`` (default, as the Java client since 4.0)
+      or ``"none"``.  With ``"rebootstrap"`` the client closes its connections and starts over
+      from ``bootstrap_servers`` (resolving the names again) when no known broker answers, when
+      metadata has been failing for the trigger time (next option), when a broker
+      answers REBOOTSTRAP_REQUIRED (KIP-899, KIP-1102), or when a connection reaches another
+      cluster or broker than the metadata promised (KIP-1242: ApiVersions v5 then carries the
+      expected cluster id and node id, and a broker that is not that node refuses it).  With
+      ``"none"`` the bootstrap addresses serve the first metadata only and no such check is made.
+    - ``metadata_recovery_rebootstrap_trigger_ms``: how long metadata may fail, from the first
+      failed attempt, before the client rebootstraps (default 300,000: 5 minutes).
     - ``hooks``: an object (or list of objects) with ``on_connect``, ``on_disconnect``,
       ``on_request``, ``on_batch`` or ``on_rebalance`` methods; see :mod:`aiokafkawire.metrics`.
     """
@@ -72,6 +83,8 @@ class CommonConfig:
     metadata_wait_ms: int = 10_000
     retry_backoff_max_ms: int = 1_000
     hooks: Any = field(default=None, repr=False)
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300_000
     metrics: ClientMetrics = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -104,6 +117,17 @@ class CommonConfig:
         check_type("security_protocol", self.security_protocol, str)
         check_type("sasl_mechanism", self.sasl_mechanism, str, none_ok=True)
         check_type("allow_auto_create_topics", self.allow_auto_create_topics, bool)
+        check_type("metadata_recovery_strategy", self.metadata_recovery_strategy, str)
+        check_choice(
+            "metadata_recovery_strategy",
+            self.metadata_recovery_strategy,
+            METADATA_RECOVERY_STRATEGIES,
+        )
+        check_number(
+            "metadata_recovery_rebootstrap_trigger_ms",
+            self.metadata_recovery_rebootstrap_trigger_ms,
+            minimum=1,
+        )
         if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
             raise errors.ConfigTypeError(
                 f"ssl_context must be an ssl.SSLContext, got {type(self.ssl_context).__name__}"
@@ -138,6 +162,8 @@ class CommonConfig:
             retry_backoff_max_ms=self.retry_backoff_max_ms,
             allow_auto_topic_creation=self.allow_auto_create_topics,
             topic_wait_ms=self.metadata_wait_ms,
+            metadata_recovery_strategy=self.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=self.metadata_recovery_rebootstrap_trigger_ms,
         )
 
 
@@ -168,6 +194,8 @@ class CommonOptions(TypedDict, total=False):
     metadata_wait_ms: int
     retry_backoff_max_ms: int
     hooks: Any
+    metadata_recovery_strategy: str
+    metadata_recovery_rebootstrap_trigger_ms: int
 
 
 COMMON_OPTION_NAMES = frozenset(

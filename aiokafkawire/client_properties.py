@@ -166,6 +166,17 @@ PROPERTIES: tuple[Property, ...] = (
     _p("sasl_plain_username", None, "sasl.username", convert=_text),
     _p("sasl_plain_password", None, "sasl.password", convert=_text),
     _p(
+        "metadata_recovery_strategy",
+        "metadata.recovery.strategy",
+        "metadata.recovery.strategy",
+        convert=_text,
+    ),
+    _p(
+        "metadata_recovery_rebootstrap_trigger_ms",
+        "metadata.recovery.rebootstrap.trigger.ms",
+        "metadata.recovery.rebootstrap.trigger.ms",
+    ),
+    _p(
         "allow_auto_create_topics",
         "allow.auto.create.topics",
         "allow.auto.create.topics",

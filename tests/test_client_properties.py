@@ -144,3 +144,9 @@ def test_the_confluent_kafka_guide_lists_exactly_the_mapped_properties() -> None
     marker = "<!-- properties-table: generated from aiokafkawire/client_properties.py"
     table = text.split(marker, 1)[1].split("-->", 1)[1].lstrip("\n")
     assert table.strip() == properties_table().strip(), "regenerate it with properties_table()"
+
+
+def test_common_options_typed_dict_lists_every_common_option() -> None:
+    from aiokafkawire.client_config import COMMON_OPTION_NAMES, CommonOptions
+
+    assert set(CommonOptions.__annotations__) == set(COMMON_OPTION_NAMES)

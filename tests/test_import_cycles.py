@@ -29,6 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = [
     "aiokafkawire.consumer",
     "aiokafkawire.producer",
+    "aiokafkawire.net",
+    "aiokafkawire.cluster",
 ]
 
 

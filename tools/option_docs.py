@@ -59,6 +59,15 @@ COMMON = {
     "metadata_wait_ms": (
         "how long to wait for an unknown topic's metadata before `UnknownTopicError`."
     ),
+    "metadata_recovery_strategy": (
+        "`\"rebootstrap\"` (the default, as the Java client since 4.0): when no known broker"
+        " answers, a broker answers REBOOTSTRAP_REQUIRED, or metadata has failed for"
+        " `metadata_recovery_rebootstrap_trigger_ms`, start over from `bootstrap_servers`"
+        " (KIP-899, KIP-1102); `\"none\"`: the bootstrap addresses serve the first metadata only."
+    ),
+    "metadata_recovery_rebootstrap_trigger_ms": (
+        "how long metadata refreshes may keep failing before the client rebootstraps."
+    ),
     "retry_backoff_max_ms": (
         "the longest wait between retries (where `retry_backoff_ms` stops doubling); also paces"
         " looking again for a subscribed topic that does not exist yet."

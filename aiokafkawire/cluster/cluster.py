@@ -30,20 +30,16 @@ from aiokafkawire.cluster.metadata import (
     TopicInfo,
     parse_bootstrap,
 )
+from aiokafkawire.cluster.recovery import MetadataRecovery
 from aiokafkawire.errors.actions import COORDINATOR_ERRORS  # re-exported for older importers
 from aiokafkawire.net.connection import BrokerConnection, ConnectionConfig
 from aiokafkawire.net.pool import ConnectionPool
-from aiokafkawire.protocol.messages import MetadataRequest
+from aiokafkawire.protocol.messages import ApiVersionsRequest, MetadataRequest
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic
 
 log = logging.getLogger("aiokafkawire.cluster")
 
 __all__ = ["COORDINATOR_ERRORS", "COORDINATOR_KEY_TYPES", "Cluster"]
-
-_UNKNOWN_TOPIC_CODES = {
-    errors.UnknownTopicOrPartitionError.code,
-    errors.LeaderNotAvailableError.code,
-}
 
 # The cluster's background tasks, by the key its supervisor reports them under.
 _PERIODIC_REFRESH: TaskKey = "metadata-refresh"
@@ -58,7 +54,7 @@ class _TopicNotYet(Exception):
         self.code = code
 
 
-class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share one metadata view
+class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one metadata view
     """Owns the connection pool and the metadata cache of one client."""
 
     def __init__(
@@ -71,6 +67,8 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
         retry_backoff_max_ms: int = 1_000,
         allow_auto_topic_creation: bool = False,
         topic_wait_ms: int = 10_000,
+        metadata_recovery_strategy: str = "rebootstrap",
+        metadata_recovery_rebootstrap_trigger_ms: int = 300_000,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.config = config or ConnectionConfig()
@@ -106,6 +104,9 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
         self._tasks = TaskSupervisor("cluster", self._task_failed)
         self._started = False
         self._closed = False
+        self.recovery = MetadataRecovery(
+            metadata_recovery_strategy, metadata_recovery_rebootstrap_trigger_ms
+        )
 
     def __repr__(self) -> str:
         return (
@@ -300,8 +301,35 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
         topics = sorted(self._topics)
         self._new_topics = False
         self._asked = None if full else frozenset(topics)
+        recovery = self.recovery
+        recovery.attempt_started()
+        known = self._known_candidates()
+        if known and not recovery.bootstrapping:
+            metadata, last_error = await self._ask_each(known, full, topics)
+            if metadata is not None:
+                return metadata
+            if not recovery.enabled:
+                self._last_refresh = time.monotonic()
+                raise self._no_broker_answered(known, last_error)
+            # Every known broker failed (KIP-899), one asked for it, or nothing came for too
+            # long (KIP-1102): start over from the bootstrap addresses.
+            self._rebootstrap(recovery.due() or f"no known broker answered ({last_error})")
+        bootstrap = self._bootstrap_candidates()
+        metadata, last_error = await self._ask_each(bootstrap, full, topics)
+        if metadata is not None:
+            return metadata
+        self._last_refresh = time.monotonic()
+        raise self._no_broker_answered(bootstrap, last_error)
+
+    async def _ask_each(
+        self, candidates: list[tuple[str, int, int | None]], full: bool, topics: list[str]
+    ) -> tuple[ClusterMetadata | None, Exception | None]:
+        """Ask the candidates in turn; the new metadata, or None and the last error.  A known
+        broker's round stops early when a rebootstrap is due."""
         last_error: Exception | None = None
-        for host, port, node_id in self._metadata_candidates():
+        for host, port, node_id in candidates:
+            if node_id is not None and self.recovery.due():
+                break
             try:
                 connection = await self.pool.get(host, port, node_id=node_id)
                 version = connection.versions.version_for(MetadataRequest.API_KEY)
@@ -310,36 +338,74 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
             except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
                 last_error = exc
                 log.debug("metadata from %s:%d failed: %s", host, port, exc)
+                if isinstance(exc, errors.MisroutedConnectionError):
+                    self.recovery.request(str(exc))
                 continue
             # Metadata v13+ carries a top-level error (KIP-1102): REBOOTSTRAP_REQUIRED means this
-            # broker's view is not to be trusted, so ask the next candidate (the bootstrap
-            # addresses come last); anything else is the request's failure.
+            # broker's view is not to be trusted: rebootstrap (or, with the strategy "none", ask
+            # the next one); anything else is the request's failure.
             if response.error_code == errors.RebootstrapRequiredError.code:
                 last_error = errors.RebootstrapRequiredError(f"from {host}:{port}")
                 log.debug("metadata from %s:%d: rebootstrap required", host, port)
+                self.recovery.request(f"{host}:{port} answered REBOOTSTRAP_REQUIRED")
                 continue
             errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
-            self._last_refresh = time.monotonic()
-            old = self.metadata
-            self.metadata = old.merged(response, full=full or not topics)
-            self._drop_gone_brokers(old)
-            if self._awaited:
-                missing = self.missing_awaited_topics()
-                if missing:
-                    log.debug("awaited topics not in the metadata yet: %s", sorted(missing))
-                    self._missing_delay = self._missing_backoff.next_delay()
-                else:
-                    self._reset_missing_delay()
-            self._wake_scheduler()
-            assert self._updated is not None
-            async with self._updated:
-                self._updated.notify_all()
-            return self.metadata
+            # KIP-1242 needs ApiVersions v5: a broker that does not advertise it may not parse
+            # the identity (Tansu 0.6 drops the connection), so none is sent to its cluster.
+            versions = connection.versions
+            checks = (
+                versions.supports(ApiVersionsRequest.API_KEY)
+                and versions.version_for(ApiVersionsRequest.API_KEY) >= 5
+            )
+            return await self._apply_metadata(response, full or not topics, checks), None
+        return None, last_error
+
+    async def _apply_metadata(
+        self, response: Any, full: bool, checks_identity: bool
+    ) -> ClusterMetadata:
         self._last_refresh = time.monotonic()
-        raise errors.NoBrokersAvailableError(
-            f"no broker answered a metadata request (tried {self._describe_candidates()})"
+        old = self.metadata
+        # From a bootstrap address the answer replaces what was known (it may be another
+        # cluster's by now); from a known broker it updates it.
+        base = ClusterMetadata(version=old.version) if self.recovery.bootstrapping else old
+        self.metadata = base.merged(response, full=full)
+        self.recovery.succeeded()
+        self._drop_gone_brokers(old)
+        # KIP-1242: connections to known nodes ask the broker to confirm this cluster, where
+        # the client can recover from a refusal (as the Java client: not with strategy "none").
+        checked = self.recovery.enabled and checks_identity
+        self.pool.cluster_id = self.metadata.cluster_id if checked else None
+        if self._awaited:
+            missing = self.missing_awaited_topics()
+            if missing:
+                log.debug("awaited topics not in the metadata yet: %s", sorted(missing))
+                self._missing_delay = self._missing_backoff.next_delay()
+            else:
+                self._reset_missing_delay()
+        self._wake_scheduler()
+        assert self._updated is not None
+        async with self._updated:
+            self._updated.notify_all()
+        return self.metadata
+
+    def _rebootstrap(self, reason: str) -> None:
+        """Forget the brokers: close every connection (the next ones resolve the bootstrap
+        names again) and ask only the bootstrap addresses until one answers."""
+        self.recovery.begin(reason)
+        self.pool.cluster_id = None
+        self.pool.close_all()
+
+    def _no_broker_answered(
+        self, tried: list[tuple[str, int, int | None]], last_error: Exception | None
+    ) -> errors.NoBrokersAvailableError:
+        error = errors.NoBrokersAvailableError(
+            "no broker answered a metadata request (tried "
+            + ", ".join(f"{h}:{p}" for h, p, _ in tried)
+            + ")"
             + (f"; last error: {last_error}" if last_error else "")
-        ) from last_error
+        )
+        error.__cause__ = last_error
+        return error
 
     async def list_all_topics(self) -> dict[str, TopicInfo]:
         """Every topic of the cluster, from a Metadata request for all topics.
@@ -368,16 +434,21 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
             request.allow_auto_topic_creation = self.allow_auto_topic_creation
         return request
 
-    def _metadata_candidates(self) -> list[tuple[str, int, int | None]]:
-        known = [(b.host, b.port, b.node_id) for b in self.metadata.brokers.values()]
+    def _known_candidates(self) -> list[tuple[str, int, int | None]]:
+        known: list[tuple[str, int, int | None]] = [
+            (b.host, b.port, b.node_id) for b in self.metadata.brokers.values()
+        ]
         random.shuffle(known)
-        # Prefer brokers we already hold a connection to; fall back to bootstrap addresses.
+        # Prefer brokers we already hold a connection to.
         known.sort(key=lambda c: self.pool.cached(c[0], c[1]) is None)
-        bootstrap: list[tuple[str, int, int | None]] = [(h, p, None) for h, p in self.bootstrap]
-        return known + bootstrap
+        return known
 
-    def _describe_candidates(self) -> str:
-        return ", ".join(f"{h}:{p}" for h, p, _ in self._metadata_candidates())
+    def _bootstrap_candidates(self) -> list[tuple[str, int, int | None]]:
+        return [(h, p, None) for h, p in self.bootstrap]
+
+    def _metadata_candidates(self) -> list[tuple[str, int, int | None]]:
+        """Any broker to ask something of: the known ones, then the bootstrap addresses."""
+        return self._known_candidates() + self._bootstrap_candidates()
 
     def _drop_gone_brokers(self, old: ClusterMetadata) -> None:
         for node_id, broker in old.brokers.items():
@@ -401,7 +472,11 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
                 if info.error_code == 0 and info.partitions:
                     return info
                 last_code = info.error_code
-                if last_code and last_code not in _UNKNOWN_TOPIC_CODES:
+                # Not there yet (unknown topic, no leader yet): the table says refresh and wait.
+                if (
+                    last_code
+                    and errors.action_for(last_code) is not errors.ErrorAction.REFRESH_METADATA
+                ):
                     errors.raise_for_code(last_code, f"metadata for topic {topic!r}")
             raise _TopicNotYet(last_code)
 
@@ -436,7 +511,9 @@ class Cluster:  # ~420 lines: refresh scheduling, routing and coordinators share
                 raise errors.KafkaConnectionError(f"broker {node_id} is not in the cluster")
         try:
             return await self.pool.get(broker.host, broker.port, node_id=node_id, purpose=purpose)
-        except errors.KafkaConnectionError:
+        except errors.KafkaConnectionError as exc:
+            if isinstance(exc, errors.MisroutedConnectionError):
+                self.recovery.request(str(exc))  # KIP-1242: the address leads elsewhere
             self.request_update()  # the broker may be gone or moved
             raise
 

@@ -33,6 +33,7 @@ __all__ = [
     "KafkaTimeoutError",
     "KafkaTypeError",
     "KafkaValueError",
+    "MisroutedConnectionError",
     "NoBrokersAvailableError",
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeClientError",
@@ -140,6 +141,12 @@ class KafkaConnectionError(KafkaError):
 
 class ConnectionClosedError(KafkaConnectionError):
     """The connection was closed while a request was outstanding."""
+
+
+class MisroutedConnectionError(KafkaConnectionError):
+    """A connection reached another cluster or another broker than the metadata promised
+    (KIP-1242: the broker refused the cluster id and node id sent in ApiVersions v5).  The
+    connection is closed before any request of the client goes out on it."""
 
 
 class NoBrokersAvailableError(KafkaConnectionError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import ssl
 import time
 from typing import Any
@@ -42,30 +41,6 @@ _READY = ConnectionState.READY
 _REAUTHENTICATING = ConnectionState.REAUTHENTICATING
 
 
-class _StreamProtocol(asyncio.Protocol):
-    """Lean receive path: bytes go to the connection without intermediate buffering."""
-
-    def __init__(self, connection: ConnectionCore) -> None:
-        self._connection = connection
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        self._connection._data_received(data)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._connection._connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self._connection._pause_writing()
-
-    def resume_writing(self) -> None:
-        self._connection._resume_writing()
-
-
 class BrokerConnection(ConnectionCore):
     """A connection to one broker.
 
@@ -88,18 +63,26 @@ class BrokerConnection(ConnectionCore):
         *,
         node_id: int | None = None,
         purpose: str = "default",
+        cluster_id: str | None = None,
     ) -> BrokerConnection:
-        """Connect, negotiate API versions and authenticate; raises a typed error on failure."""
-        connection = cls(host, port, config, node_id=node_id, purpose=purpose)
+        """Connect, negotiate API versions and authenticate; raises a typed error on failure.
+
+        With ``cluster_id`` and a ``node_id``, ApiVersions v5 asks the broker to confirm that
+        it is that node of that cluster (KIP-1242); one that is not refuses, and this raises
+        :class:`~aiokafkawire.errors.MisroutedConnectionError` with the connection closed.
+        """
+        connection = cls(
+            host, port, config, node_id=node_id, purpose=purpose, cluster_id=cluster_id
+        )
         try:
             await connection._connect()
-        except BaseException:
-            connection.close()
+        except BaseException as exc:
+            connection.close(exc if isinstance(exc, errors.KafkaError) else None)
             raise
         return connection
 
     async def _connect(self) -> None:
-        self._enter(LifecycleEvent.CONNECT)
+        self.enter(LifecycleEvent.CONNECT)
         self._loop = asyncio.get_running_loop()
         self._closed_future = self._loop.create_future()
         transport = await self._open_transport()
@@ -107,14 +90,14 @@ class BrokerConnection(ConnectionCore):
             transport.abort()
             raise self._error
         self._transport = transport
-        self._enter(LifecycleEvent.CONNECTED)
+        self.enter(LifecycleEvent.CONNECTED)
         await negotiate_versions(self)
         if self._sasl is not None:
             self._raise_if_failed()
-            self._enter(LifecycleEvent.AUTHENTICATE)
+            self.enter(LifecycleEvent.AUTHENTICATE)
             await self._sasl.authenticate()
         self._raise_if_failed()
-        self._enter(LifecycleEvent.HANDSHAKE_DONE)
+        self.enter(LifecycleEvent.HANDSHAKE_DONE)
         stats = self._stats
         stats.connections_opened += 1
         stats.connections.add(self)
@@ -130,7 +113,7 @@ class BrokerConnection(ConnectionCore):
         try:
             async with timeout_after(timeout):
                 transport, _ = await self._loop.create_connection(
-                    lambda: _StreamProtocol(self),
+                    lambda: self,
                     self.host,
                     self.port,
                     ssl=tls,
@@ -149,7 +132,7 @@ class BrokerConnection(ConnectionCore):
         # Reading the socket directly is only safe when the transport reads it the same way:
         # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
         if tls is None and isinstance(self._loop, asyncio.selector_events.BaseSelectorEventLoop):
-            self._direct = DirectReader(self)
+            self._direct = DirectReader(transport, self)
         # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
         return transport
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire.metrics import (
@@ -25,16 +26,14 @@ from aiokafkawire.metrics import (
     api_name,
 )
 from aiokafkawire.net.config import ConnectionConfig
+from aiokafkawire.net.direct_reads import DirectReader
+from aiokafkawire.net.handshake import SaslSession
 from aiokafkawire.net.lifecycle import CONNECTION_LIFECYCLE, ConnectionState, LifecycleEvent
 from aiokafkawire.net.slots import RequestSlots
 from aiokafkawire.net.tls import tls_error
 from aiokafkawire.net.versions import CLIENT_THROTTLES_SINCE, VersionPolicy, client_api_versions
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
 from aiokafkawire.protocol.framing import KafkaFraming
-
-if TYPE_CHECKING:
-    from aiokafkawire.net.direct_reads import DirectReader
-    from aiokafkawire.net.handshake import SaslSession
 
 __all__ = ["ConnectionCore", "ResponseCallback", "Waiter"]
 
@@ -79,8 +78,14 @@ class Waiter:
         return callback
 
 
-class ConnectionCore:
-    """A broker connection's state, receive path and sticky failure (see the module)."""
+class ConnectionCore(asyncio.Protocol):
+    """A broker connection's state, receive path and sticky failure (see the module).
+
+    It is its transport's :class:`asyncio.Protocol` (``data_received``, ``connection_lost``,
+    ``pause_writing``, ``resume_writing``): received bytes reach the receive path without an
+    intermediate object.  The handshake drives it through the public methods listed in
+    :class:`~aiokafkawire.net.handshake.HandshakeChannel`, never through private members.
+    """
 
     def __init__(
         self,
@@ -90,10 +95,13 @@ class ConnectionCore:
         *,
         node_id: int | None = None,
         purpose: str = "default",
+        cluster_id: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.node_id = node_id
+        # KIP-1242: the cluster the metadata says node_id belongs to (None: not checked).
+        self.expected_cluster_id = cluster_id
         self.purpose = purpose
         self.config = config or ConnectionConfig()
         self.versions = VersionPolicy(
@@ -112,14 +120,14 @@ class ConnectionCore:
         self._write_buffer: list[bytes] = []
         self._flush_scheduled = False
         self._writable: asyncio.Event | None = None
-        # SASL (with KIP-368 re-authentication); _raw_mode while a v0 exchange owns the bytes.
+        # SASL (with KIP-368 re-authentication); _diverted while a v0 exchange owns the bytes.
         self._sasl = self._new_sasl_session()
-        self._raw_mode = False
+        self._diverted: Callable[[bytes], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # receive_now(): a duplicate of the socket for reads outside the event loop's turn,
         # made on first use, on plain TCP with a selector loop only (see receive_now).
         self._direct: DirectReader | None = None
-        self._receiving = False  # inside _data_received: no nested reads
+        self._receiving = False  # inside data_received: no nested reads
         # Quota throttling (KIP-219): nothing is written before throttled_until (monotonic).
         self.throttled_until = 0.0
         metrics = self.config.metrics
@@ -146,9 +154,18 @@ class ConnectionCore:
         """Where the connection is in its lifecycle."""
         return self._state
 
-    def _enter(self, event: LifecycleEvent) -> None:
+    def enter(self, event: LifecycleEvent) -> None:
         """Move along the lifecycle table (an undeclared move raises InvalidTransitionError)."""
         self._state = CONNECTION_LIFECYCLE.next(self._state, event)
+
+    def divert_received(self, receiver: Callable[[bytes], None] | None) -> None:
+        """Hand received bytes to ``receiver`` as they are, instead of the Kafka framing
+        (SASL v0 tokens travel without Kafka headers); ``None`` restores the framing."""
+        self._diverted = receiver
+
+    async def write_raw(self, data: bytes) -> None:
+        """Write ``data`` as it is, without a Kafka header (SASL v0 tokens)."""
+        await self._write(data)
 
     @property
     def reauthentications(self) -> int:
@@ -221,7 +238,7 @@ class ConnectionCore:
         every later request on it time out as well.
         """
         pending = self._framing.buffered
-        if pending and self._error is None and not self._raw_mode:
+        if pending and self._error is None and self._diverted is None:
             self._fail(
                 errors.KafkaTimeoutError(
                     f"{self.host}:{self.port} stopped in the middle of a response "
@@ -267,10 +284,16 @@ class ConnectionCore:
         self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
-    def _data_received(self, data: bytes) -> None:
-        if self._raw_mode:
-            assert self._sasl is not None
-            self._sasl.raw_data_received(data)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """asyncio: the transport is up; requests go out unbatched by Nagle."""
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        """The receive path: bytes from the transport (or a direct read) become answers."""
+        if self._diverted is not None:
+            self._diverted(data)
             return
         stats = self._stats
         stats.bytes_received += len(data)
@@ -321,7 +344,8 @@ class ConnectionCore:
         finally:
             self._receiving = False
 
-    def _connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
+        """asyncio: the transport is gone; a connection still live fails with a typed error."""
         if self._error is None:
             message = f"connection to {self.host}:{self.port} lost"
             error: errors.KafkaError
@@ -339,16 +363,18 @@ class ConnectionCore:
 
     def _transport_gone(self) -> None:
         if self._state is ConnectionState.CLOSING:
-            self._enter(LifecycleEvent.TRANSPORT_GONE)
+            self.enter(LifecycleEvent.TRANSPORT_GONE)
         if self._closed_future is not None and not self._closed_future.done():
             self._closed_future.set_result(None)
 
-    def _pause_writing(self) -> None:
+    def pause_writing(self) -> None:
+        """asyncio: the transport's buffer is full; writers wait."""
         if self._writable is None:
             self._writable = asyncio.Event()
         self._writable.clear()
 
-    def _resume_writing(self) -> None:
+    def resume_writing(self) -> None:
+        """asyncio: the transport's buffer drained; writers go on."""
         if self._writable is not None:
             self._writable.set()
 
@@ -357,7 +383,7 @@ class ConnectionCore:
         if self._error is not None:
             return
         self._error = error
-        self._enter(LifecycleEvent.FAIL)
+        self.enter(LifecycleEvent.FAIL)
         if self._sasl is not None:
             self._sasl.connection_failed(error)
         waiters = list(self._by_correlation.values())

@@ -12,15 +12,13 @@ TLS the bytes belong to the TLS object; on a proactor loop a read is always pend
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiokafkawire import errors
 
-if TYPE_CHECKING:
-    from aiokafkawire.net.core import ConnectionCore
-
-__all__ = ["DirectReader"]
+__all__ = ["DirectReader", "ReceivePath"]
 
 # Bytes asked of the socket per read (asyncio's transports read 256 KiB too).
 _READ_SIZE = 256 * 1024
@@ -28,23 +26,42 @@ _READ_SIZE = 256 * 1024
 _READS_MAX = 8
 
 
+class ReceivePath(Protocol):
+    """What a :class:`DirectReader` needs of its connection: where the bytes go, and the
+    failure to report when the socket breaks (a connection's public interface)."""
+
+    host: str
+    port: int
+
+    @property
+    def closed(self) -> bool: ...
+
+    def data_received(self, data: bytes) -> None: ...
+
+    def close(self, error: errors.KafkaError | None = None) -> None: ...
+
+
 class DirectReader:
     """One connection's duplicate socket, made on first use and closed with the connection."""
 
-    __slots__ = ("_connection", "_socket")
+    __slots__ = ("_connection", "_socket", "_transport", "_unusable")
 
-    def __init__(self, connection: ConnectionCore) -> None:
+    def __init__(self, transport: asyncio.BaseTransport, connection: ReceivePath) -> None:
+        self._transport = transport
         self._connection = connection
         self._socket: socket.socket | None = None
+        self._unusable = False
 
     def read(self) -> bool:
         """Read what has arrived (up to a bound) into the receive path; whether bytes came."""
         connection = self._connection
         sock = self._socket
         if sock is None:
+            if self._unusable:
+                return False
             sock = self._socket = self._duplicate()
             if sock is None:
-                connection._direct = None  # not possible on this transport: stop trying
+                self._unusable = True  # not possible on this transport: stop trying
                 return False
         got = False
         for _ in range(_READS_MAX):
@@ -58,19 +75,18 @@ class DirectReader:
                     f"connection to {connection.host}:{connection.port} lost: {exc.strerror or exc}"
                 )
                 error.__cause__ = exc
-                connection._fail(error)
+                connection.close(error)
                 break
             if not data:
                 break  # end of stream: the transport sees it too and reports it
             got = True
-            connection._data_received(data)
+            connection.data_received(data)
             if len(data) < _READ_SIZE or connection.closed:
                 break
         return got
 
     def _duplicate(self) -> socket.socket | None:
-        transport = self._connection._transport
-        sock = transport.get_extra_info("socket") if transport is not None else None
+        sock = self._transport.get_extra_info("socket")
         if sock is None:
             return None
         try:

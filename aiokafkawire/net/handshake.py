@@ -13,20 +13,20 @@ import logging
 import random
 import struct
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from aiokafkawire import errors
 from aiokafkawire._waits import timeout_after
+from aiokafkawire.net.config import ConnectionConfig
 from aiokafkawire.net.lifecycle import ConnectionState, LifecycleEvent
 from aiokafkawire.net.sasl import create_mechanism
+from aiokafkawire.net.versions import VersionPolicy
 from aiokafkawire.protocol.messages import (
     ApiVersionsRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
-
-if TYPE_CHECKING:
-    from aiokafkawire.net.connection import BrokerConnection
 
 log = logging.getLogger("aiokafkawire.net")
 
@@ -38,7 +38,47 @@ reauthenticating: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
-async def negotiate_versions(connection: BrokerConnection) -> None:
+class HandshakeChannel(Protocol):
+    """The connection as the handshake sees it: the whole interface between the two.
+
+    The handshake (ApiVersions, SASL, re-authentication) drives a connection only through these
+    public members, as httpcore drives h11: requests through :meth:`send`, lifecycle moves
+    through :meth:`enter`, failure through :meth:`close`, SASL v0 frames through
+    :meth:`write_raw` and :meth:`divert_received`.
+    """
+
+    host: str
+    port: int
+    config: ConnectionConfig
+    versions: VersionPolicy
+    node_id: int | None
+    expected_cluster_id: str | None
+
+    @property
+    def state(self) -> ConnectionState: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def error(self) -> errors.KafkaError | None: ...
+
+    async def send(
+        self, request: Any, version: int | None = None, *, timeout_ms: float | None = None
+    ) -> Any: ...
+
+    def awaits_answers(self) -> bool: ...
+
+    def enter(self, event: LifecycleEvent) -> None: ...
+
+    def close(self, error: errors.KafkaError | None = None) -> None: ...
+
+    async def write_raw(self, data: bytes) -> None: ...
+
+    def divert_received(self, receiver: Callable[[bytes], None] | None) -> None: ...
+
+
+async def negotiate_versions(connection: HandshakeChannel) -> None:
     """ApiVersions: record the broker's version ranges in ``connection.versions``."""
     policy = connection.versions
     if not policy.sends_api_versions:
@@ -53,6 +93,8 @@ async def negotiate_versions(connection: BrokerConnection) -> None:
         broker_range = {k.api_key: k.max_version for k in response.api_keys}
         retry = min(broker_range.get(ApiVersionsRequest.API_KEY, 0), client_max)
         response = await _api_versions(connection, retry)
+    if response.error_code == errors.RebootstrapRequiredError.code:
+        raise _misrouted(connection)
     errors.raise_for_code(response.error_code, "ApiVersions failed")
     policy.set_broker_versions(
         {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
@@ -62,12 +104,44 @@ async def negotiate_versions(connection: BrokerConnection) -> None:
     }
 
 
-async def _api_versions(connection: BrokerConnection, version: int) -> Any:
+async def _api_versions(connection: HandshakeChannel, version: int) -> Any:
     request = ApiVersionsRequest(
         client_software_name=connection.config.client_software_name,
         client_software_version=connection.config.client_software_version,
     )
+    identity = _expected_identity(connection)
+    if version >= 5 and identity is not None:
+        # KIP-1242: the broker refuses (REBOOTSTRAP_REQUIRED) unless it is this node of this
+        # cluster; a broker older than 4.4 does not check.
+        request.cluster_id, request.node_id = identity
     return await connection.send(request, version)
+
+
+def _expected_identity(connection: HandshakeChannel) -> tuple[str, int] | None:
+    """The (cluster id, node id) the metadata promised for this address, when both are known
+    (not for a bootstrap address, nor before the first metadata)."""
+    node_id = connection.node_id
+    cluster_id = connection.expected_cluster_id
+    if cluster_id is None or node_id is None or node_id < 0:
+        return None
+    return cluster_id, node_id
+
+
+def _misrouted(connection: HandshakeChannel) -> errors.MisroutedConnectionError:
+    """The broker refused the identity sent in ApiVersions (or, without one, asked for a
+    rebootstrap): this address leads elsewhere than the metadata says."""
+    identity = _expected_identity(connection)
+    promised = (
+        f"broker {identity[1]} of cluster {identity[0]}"
+        if identity is not None
+        else "a broker of the expected cluster"
+    )
+    error = errors.MisroutedConnectionError(
+        f"{connection.host}:{connection.port} is not {promised} (it refused ApiVersions with "
+        "REBOOTSTRAP_REQUIRED, KIP-1242); the connection is closed and not used"
+    )
+    error.__cause__ = errors.RebootstrapRequiredError("ApiVersions")
+    return error
 
 
 class SaslSession:
@@ -91,7 +165,7 @@ class SaslSession:
         "reauthentications",
     )
 
-    def __init__(self, connection: BrokerConnection) -> None:
+    def __init__(self, connection: HandshakeChannel) -> None:
         self._connection = connection
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
@@ -151,7 +225,7 @@ class SaslSession:
         connection = self._connection
         if connection.state is not ConnectionState.READY:
             return  # closing: nothing to renew
-        connection._enter(LifecycleEvent.REAUTHENTICATE)
+        connection.enter(LifecycleEvent.REAUTHENTICATE)
         loop = asyncio.get_running_loop()
         self.gate = loop.create_future()
         self._task = loop.create_task(
@@ -186,11 +260,11 @@ class SaslSession:
             )
             if error is not exc:
                 error.__cause__ = exc
-            connection._fail(error)
+            connection.close(error)
         finally:
             reauthenticating.reset(token)
             if connection.state is ConnectionState.REAUTHENTICATING:
-                connection._enter(LifecycleEvent.HANDSHAKE_DONE)
+                connection.enter(LifecycleEvent.HANDSHAKE_DONE)
             self.gate = None
             if not gate.done():
                 gate.set_result(None)
@@ -218,17 +292,17 @@ class SaslSession:
     async def _raw_exchange(self, token: bytes) -> bytes:
         """SASL v0: tokens travel as bare size-prefixed frames without Kafka headers."""
         connection = self._connection
-        connection._raw_mode = True
         waiter = self._raw_waiter = asyncio.get_running_loop().create_future()
-        await connection._write(_INT32.pack(len(token)) + token)
+        connection.divert_received(self.raw_data_received)
+        await connection.write_raw(_INT32.pack(len(token)) + token)
         try:
             async with timeout_after(connection.config.request_timeout_ms / 1000):
                 return await waiter
         except (TimeoutError, asyncio.TimeoutError):
-            connection._fail(errors.AuthenticationError("SASL exchange timed out"))
+            connection.close(errors.AuthenticationError("SASL exchange timed out"))
             raise connection.error from None  # type: ignore[misc]
         finally:
-            connection._raw_mode = False
+            connection.divert_received(None)
             self._raw_waiter = None
 
     def raw_data_received(self, data: bytes) -> None:
@@ -238,7 +312,7 @@ class SaslSession:
             return
         (size,) = _INT32.unpack_from(self._raw_buffer)
         if size < 0 or size > self._connection.config.max_frame_size:
-            self._connection._fail(errors.AuthenticationError("malformed SASL frame from broker"))
+            self._connection.close(errors.AuthenticationError("malformed SASL frame from broker"))
             return
         if len(self._raw_buffer) < 4 + size:
             return

@@ -29,6 +29,8 @@ class ConnectionPool:
         self._connecting: dict[PoolKey, asyncio.Future[BrokerConnection]] = {}
         self._backoff: dict[tuple[str, int], ReconnectBackoff] = {}
         self._closed = False
+        #: The cluster a connection to a known node must belong to (KIP-1242); None: no check.
+        self.cluster_id: str | None = None
 
     def __repr__(self) -> str:
         return f"<ConnectionPool {len(self._connections)} connections>"
@@ -81,7 +83,12 @@ class ConnectionPool:
             if delay > 0:
                 await asyncio.sleep(delay)
             connection = await BrokerConnection.open(
-                host, port, self.config, node_id=node_id, purpose=purpose
+                host,
+                port,
+                self.config,
+                node_id=node_id,
+                purpose=purpose,
+                cluster_id=self.cluster_id if node_id is not None else None,
             )
         except asyncio.CancelledError:
             if self._closed:  # close() cancelled it: its waiters learn why
@@ -112,6 +119,13 @@ class ConnectionPool:
         """Close every connection to one address."""
         for key in [k for k in self._connections if k[0] == host and k[1] == port]:
             self._connections.pop(key).close()
+
+    def close_all(self) -> None:
+        """Close every connection (the pool stays open: the next ``get`` connects anew)."""
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for connection in connections:
+            connection.close()
 
     async def close(self) -> None:
         """Close every connection and wait (bounded) for the transports to go."""

@@ -71,7 +71,7 @@ def test_undeclared_moves_raise_naming_state_and_event(
 def test_a_connection_refuses_an_undeclared_move() -> None:
     connection = BrokerConnection("127.0.0.1", 1)
     with pytest.raises(errors.InvalidTransitionError):
-        connection._enter(E.HANDSHAKE_DONE)
+        connection.enter(E.HANDSHAKE_DONE)
     assert connection.state is S.NEW  # unchanged
 
 
