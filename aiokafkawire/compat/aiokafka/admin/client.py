@@ -57,6 +57,14 @@ def _message(error: KafkaError | None) -> str | None:
     return None if error is None else error.message or None
 
 
+def _topic_errors(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per-topic ``{topic, error_code, error_message}`` as CreateTopics/CreatePartitions answer."""
+    return [
+        {"topic": name, "error_code": _code(r.error), "error_message": _message(r.error)}
+        for name, r in results.items()
+    ]
+
+
 class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation and a reshape
     """aiokafka's admin client, with aiokafka's arguments and return shapes."""
 
@@ -140,14 +148,7 @@ class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation
             "CreateTopicsResponse",
             {
                 "throttle_time_ms": 0,
-                "topic_errors": [
-                    {
-                        "topic": name,
-                        "error_code": _code(result.error),
-                        "error_message": _message(result.error),
-                    }
-                    for name, result in results.items()
-                ],
+                "topic_errors": _topic_errors(results),
             },
         )
 
@@ -190,14 +191,7 @@ class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation
             "CreatePartitionsResponse",
             {
                 "throttle_time_ms": 0,
-                "topic_errors": [
-                    {
-                        "topic": name,
-                        "error_code": _code(result.error),
-                        "error_message": _message(result.error),
-                    }
-                    for name, result in results.items()
-                ],
+                "topic_errors": _topic_errors(results),
             },
         )
 
