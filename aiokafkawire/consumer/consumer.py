@@ -28,6 +28,7 @@ from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
 from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
 from aiokafkawire.consumer._position_controls import PositionControlsMixin
+from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
@@ -458,10 +459,25 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             return None
         return set(info.partitions)
 
-    async def wait_for_assignment(self, timeout_ms: int | None = None) -> set[TopicPartition]:
-        """Wait until partitions are assigned; raises KafkaTimeoutError after ``timeout_ms``."""
+    async def wait_for_assignment(
+        self,
+        legacy_timeout_ms: float | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        timeout_ms: float | None = None,
+    ) -> set[TopicPartition]:
+        """Wait until partitions are assigned; the assignment.
+
+        Raises :class:`~aiokafkawire.errors.KafkaTimeoutError` after ``timeout`` seconds
+        (``None``: wait as long as needed).  Deprecated for one release: ``timeout_ms=`` and a
+        positional number, both milliseconds as before (a ``DeprecationWarning`` each).
+        """
+        seconds = timeout_seconds(
+            "Consumer.wait_for_assignment", timeout, timeout_ms, legacy_timeout_ms
+        )
         _, subs, _ = self._require_started()
-        deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+        deadline = None if seconds is None else time.monotonic() + seconds
         while not subs.assignment:
             if self._membership is not None:
                 await self._membership.on_poll()
