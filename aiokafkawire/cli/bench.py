@@ -214,7 +214,7 @@ async def _form_group(
                 # Waiting for an assignment polls the group protocol without taking records
                 # (records taken here would be missing from the count).
                 with contextlib.suppress(errors.KafkaTimeoutError):
-                    await consumer.wait_for_assignment(50)
+                    await consumer.wait_for_assignment(timeout=0.05)
 
 
 async def consume_phase(context: Context, topic: str, group: str | None, figures: Figures) -> None:

@@ -189,7 +189,7 @@ async def join_group(context: Context, consumer: Consumer, group: str) -> set[To
     ):
         while not context.stop.is_set():
             try:
-                assigned = await consumer.wait_for_assignment(_POLL_MS)
+                assigned = await consumer.wait_for_assignment(timeout=_POLL_MS / 1000)
             except errors.KafkaTimeoutError:
                 continue
             context.report.info(
@@ -435,8 +435,12 @@ async def _run_share_consume(context: Context, formatter: RecordFormatter) -> in
     total = 0
     async with ShareConsumer(*args.topics, **options) as consumer:
         with report.waiting(f"joining share group {args.share_group}"):
-            while not context.stop.is_set() and not await consumer.wait_assignment(_POLL_MS / 1000):
-                pass
+            while not context.stop.is_set():
+                try:
+                    await consumer.wait_for_assignment(timeout=_POLL_MS / 1000)
+                except errors.KafkaTimeoutError:
+                    continue
+                break
         while not context.stop.is_set() and not output.closed:
             wanted = args.count - total if args.count else None
             batches = await consumer.getmany(timeout_ms=_POLL_MS, max_records=wanted)

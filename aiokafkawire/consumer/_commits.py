@@ -8,10 +8,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer._state import ConsumerState
+from aiokafkawire.consumer._state import ConsumerParts
+from aiokafkawire.consumer.group.membership import GroupConfig
 from aiokafkawire.consumer.group.offsets import MemberIdentity, RebalanceNeeded
 from aiokafkawire.consumer.group.states import GroupState
 from aiokafkawire.consumer.records import ConsumerGroupMetadata, OffsetAndMetadata
+from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")
@@ -19,31 +21,52 @@ log = logging.getLogger("aiokafkawire.consumer")
 CommitOffsets = Mapping[TopicPartition, "OffsetAndMetadata | int | tuple[int, str]"]
 
 
-class CommitsMixin(ConsumerState):
-    """Committed offsets of the consumer's group, and commits (by hand or automatic)."""
+class Commits:
+    """Committed offsets of the consumer's group, and commits (by hand or automatic).
 
-    def _identity(self) -> MemberIdentity:
-        if self._membership is not None:
-            return self._membership.identity()
-        return MemberIdentity()
+    Owns what was last committed (auto-commit sends only what moved); reads the positions
+    from the subscription and the group's parts (offsets, membership) from ``parts``.
+    """
 
-    async def _committed_lookup(
+    def __init__(
+        self,
+        subs: SubscriptionState,
+        parts: ConsumerParts,
+        *,
+        group_id: str | None,
+        group_config: GroupConfig | None,
+        auto_commit_interval: float,
+    ) -> None:
+        self._subs = subs
+        self._parts = parts
+        self._group_id = group_id
+        self._group_config = group_config
+        self._auto_commit_interval = auto_commit_interval
+        self._last_committed: dict[TopicPartition, int] = {}
+
+    def identity(self) -> MemberIdentity:
+        """The member's id and generation (empty outside a group)."""
+        membership = self._parts.membership
+        return membership.identity() if membership is not None else MemberIdentity()
+
+    async def committed_lookup(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        return await self._group_offsets().fetch(partitions)
+        """Where the fetcher starts a partition: its committed offset."""
+        return await self._parts.group_offsets().fetch(partitions)
 
     async def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset of ``partition`` in this group (``None`` when none)."""
-        self._require_started()
-        found = (await self._group_offsets().fetch([partition])).get(partition)
+        """See :meth:`Consumer.committed`."""
+        self._parts.require_started()
+        found = (await self._parts.group_offsets().fetch([partition])).get(partition)
         return found.offset if found is not None else None
 
     async def committed_offsets(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """Committed offsets with metadata and leader epoch."""
-        self._require_started()
-        return await self._group_offsets().fetch(list(partitions))
+        """See :meth:`Consumer.committed_offsets`."""
+        self._parts.require_started()
+        return await self._parts.group_offsets().fetch(list(partitions))
 
     def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Any]:
         subs = self._subs
@@ -54,27 +77,21 @@ class CommitsMixin(ConsumerState):
                 out[tp] = OffsetAndMetadata(state.position, "", state.leader_epoch)
         return out
 
-    async def _commit_positions(self, partitions: Iterable[TopicPartition]) -> None:
+    async def commit_positions(self, partitions: Iterable[TopicPartition]) -> None:
         """Commit the current positions (auto-commit, revocation, close)."""
         offsets = self._positions(partitions)
         if offsets:
             await self._commit(offsets, retry_rebalance=False)
 
     async def commit(self, offsets: CommitOffsets | None = None) -> None:
-        """Commit the positions of all assigned partitions, or the given offsets.
-
-        ``offsets`` maps partitions to the offset of the next record to read: an int, an
-        ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
-        :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
-        A subscribed member commits only partitions assigned to it: a partition revoked
-        (once ``on_partitions_revoked`` returned) raises ``CommitFailedError`` too.
-        """
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.commit`."""
+        self._parts.require_started()
+        subs = self._subs
         if offsets is None:
             normalized = self._positions(subs.assignment)
         else:
             normalized = {tp: _as_offset(value) for tp, value in offsets.items()}
-            if self._membership is not None:
+            if self._parts.membership is not None:
                 foreign = sorted(tp for tp in normalized if tp not in subs.assignment)
                 if foreign:
                     raise errors.CommitFailedError(
@@ -86,8 +103,8 @@ class CommitsMixin(ConsumerState):
     async def _commit(
         self, offsets: dict[TopicPartition, OffsetAndMetadata], *, retry_rebalance: bool
     ) -> None:
-        group = self._group_offsets()
-        membership = self._membership
+        group = self._parts.group_offsets()
+        membership = self._parts.membership
         for _ in range(5):
             try:
                 await group.commit(offsets)
@@ -117,13 +134,15 @@ class CommitsMixin(ConsumerState):
             return
         raise errors.RebalanceInProgressClientError("the group kept rebalancing")
 
-    async def _auto_commit_loop(self) -> None:
+    async def auto_commit_loop(self) -> None:
+        """Commit the positions that moved, every ``auto_commit_interval_ms``."""
         while True:
             await asyncio.sleep(self._auto_commit_interval)
             subs = self._subs
             if not subs.assignment:
                 continue
-            if self._membership is not None and self._membership.state is not GroupState.STABLE:
+            membership = self._parts.membership
+            if membership is not None and membership.state is not GroupState.STABLE:
                 continue
             changed = {
                 tp: v
@@ -138,10 +157,10 @@ class CommitsMixin(ConsumerState):
                 log.warning("auto-commit failed: %s", exc)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
-        """The group membership, for ``Producer.send_offsets_to_transaction``."""
+        """See :meth:`Consumer.group_metadata`."""
         if self._group_id is None:
             raise errors.IllegalStateError("group_metadata() needs a group_id")
-        identity = self._identity()
+        identity = self.identity()
         return ConsumerGroupMetadata(
             self._group_id,
             identity.generation,

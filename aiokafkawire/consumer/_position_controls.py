@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aiokafkawire import errors
 from aiokafkawire._waits import wait_event
-from aiokafkawire.consumer._state import ConsumerState
+from aiokafkawire.consumer._state import ConsumerParts
 from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.records import OffsetAndTimestamp
+from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.structs import TopicPartition
 
 
-class PositionControlsMixin(ConsumerState):
-    """Where the consumer reads next, and the offsets the brokers know of."""
+class PositionControls:
+    """Where the consumer reads next, and the offsets the brokers know of.
+
+    Positions live in the subscription (``SubscriptionState``); this moves them (seeks,
+    pauses) and looks offsets up through the fetcher.  ``discard`` drops what is buffered for
+    partitions whose position moved.
+    """
+
+    def __init__(
+        self,
+        subs: SubscriptionState,
+        parts: ConsumerParts,
+        discard: Callable[[Iterable[TopicPartition]], None],
+        *,
+        auto_offset_reset: str,
+        request_timeout_ms: int,
+    ) -> None:
+        self._subs = subs
+        self._parts = parts
+        self._discard = discard
+        self._auto_offset_reset = auto_offset_reset
+        self._request_timeout_ms = request_timeout_ms
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` next."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.seek`."""
+        self._parts.require_started()
+        subs = self._subs
         if offset < 0:
             raise errors.ConfigError("offset must be >= 0")
         subs.state(partition).seek(offset)
@@ -27,15 +49,16 @@ class PositionControlsMixin(ConsumerState):
         subs.notify()
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        """Read from the earliest available offset (all assigned partitions by default)."""
+        """See :meth:`Consumer.seek_to_beginning`."""
         await self._seek_to_timestamp(partitions, EARLIEST_TIMESTAMP)
 
     async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        """Read only records written from now on (all assigned partitions by default)."""
+        """See :meth:`Consumer.seek_to_end`."""
         await self._seek_to_timestamp(partitions, LATEST_TIMESTAMP)
 
     async def _seek_to_timestamp(self, partitions: Sequence[TopicPartition], ts: int) -> None:
-        _, subs, fetcher = self._require_started()
+        _, fetcher = self._parts.require_started()
+        subs = self._subs
         tps = list(partitions) or list(subs.assignment)
         for tp in tps:
             subs.state(tp)
@@ -48,23 +71,16 @@ class PositionControlsMixin(ConsumerState):
     async def seek_to_committed(
         self, *partitions: TopicPartition
     ) -> dict[TopicPartition, int | None]:
-        """Read from the committed offsets; returns them (``None``: nothing committed).
-
-        A partition with nothing committed goes back to where ``auto_offset_reset`` put it when
-        this consumer began reading it (so after an aborted transaction its input is read
-        again), or, when it never did (the partition was seeked by hand), to the
-        ``auto_offset_reset`` position now, as a new member of the group would start.  With
-        ``auto_offset_reset="none"`` such a partition raises
-        :class:`~aiokafkawire.errors.NoOffsetForPartitionError` (and nothing is moved).
-        """
-        _, subs, fetcher = self._require_started()
+        """See :meth:`Consumer.seek_to_committed`."""
+        _, fetcher = self._parts.require_started()
+        subs = self._subs
         tps = list(partitions) or list(subs.assignment)
         for tp in tps:
             subs.state(tp)
-        committed = await self._group_offsets().fetch(tps)
+        committed = await self._parts.group_offsets().fetch(tps)
         result: dict[TopicPartition, int | None] = {}
         lookups: dict[TopicPartition, int] = {}
-        strategy = self._fetch_config.auto_offset_reset
+        strategy = self._auto_offset_reset
         for tp in tps:
             found = committed.get(tp)
             result[tp] = found.offset if found is not None else None
@@ -95,10 +111,11 @@ class PositionControlsMixin(ConsumerState):
         return result
 
     async def position(self, partition: TopicPartition) -> int:
-        """The offset of the next record to be handed out (looked up when not yet known)."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.position`."""
+        self._parts.require_started()
+        subs = self._subs
         state = subs.state(partition)
-        deadline = time.monotonic() + self._common.request_timeout_ms / 1000
+        deadline = time.monotonic() + self._request_timeout_ms / 1000
         while state.position is None:
             if state.pending_error is not None:
                 raise state.pending_error
@@ -110,51 +127,55 @@ class PositionControlsMixin(ConsumerState):
         return state.position
 
     def highwater(self, partition: TopicPartition) -> int | None:
-        """The high watermark last seen in a fetch response."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.highwater`."""
+        self._parts.require_started()
+        subs = self._subs
         return subs.state(partition).highwater
 
     def last_stable_offset(self, partition: TopicPartition) -> int | None:
-        """The last stable offset last seen in a fetch response (v4+)."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.last_stable_offset`."""
+        self._parts.require_started()
+        subs = self._subs
         return subs.state(partition).last_stable_offset
 
     def pause(self, *partitions: TopicPartition) -> None:
-        """Stop handing out (and fetching) records of these partitions."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.pause`."""
+        self._parts.require_started()
+        subs = self._subs
         for tp in partitions:
             subs.state(tp).paused = True
 
     def resume(self, *partitions: TopicPartition) -> None:
-        """Undo :meth:`pause`."""
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.resume`."""
+        self._parts.require_started()
+        subs = self._subs
         for tp in partitions:
             subs.state(tp).paused = False
         subs.notify()
 
     def paused(self) -> set[TopicPartition]:
-        """The paused partitions."""
+        """See :meth:`Consumer.paused`."""
         return {tp for tp, st in self._subs.assignment.items() if st.paused}
 
     async def beginning_offsets(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The earliest offset of each partition."""
-        _, _, fetcher = self._require_started()
+        """See :meth:`Consumer.beginning_offsets`."""
+        _, fetcher = self._parts.require_started()
         found = await fetcher.list_offsets(dict.fromkeys(partitions, EARLIEST_TIMESTAMP))
         return {tp: v[0] for tp, v in found.items() if v[0] is not None}
 
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The offset after the last record (the LSO with read_committed)."""
-        _, _, fetcher = self._require_started()
+        """See :meth:`Consumer.end_offsets`."""
+        _, fetcher = self._parts.require_started()
         found = await fetcher.list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP))
         return {tp: v[0] for tp, v in found.items() if v[0] is not None}
 
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset whose timestamp is at or after each given timestamp (ms)."""
-        _, _, fetcher = self._require_started()
+        """See :meth:`Consumer.offsets_for_times`."""
+        _, fetcher = self._parts.require_started()
         for ts in timestamps.values():
             if ts < 0:
                 raise errors.ConfigError("timestamps must be >= 0")
@@ -167,9 +188,7 @@ class PositionControlsMixin(ConsumerState):
         }
 
     def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
-        """When the last fetch response for ``partition`` arrived (ms since the epoch).
-
-        The :meth:`highwater` seen then is that fresh; None before the first response.
-        """
-        _, subs, _ = self._require_started()
+        """See :meth:`Consumer.last_poll_timestamp`."""
+        self._parts.require_started()
+        subs = self._subs
         return subs.state(partition).last_poll_ms

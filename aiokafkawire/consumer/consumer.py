@@ -16,7 +16,6 @@ import asyncio
 import logging
 import re
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,25 +23,32 @@ from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import wait_event
 from aiokafkawire.client_properties import translate_properties
-from aiokafkawire.consumer._commits import CommitOffsets, CommitsMixin
-from aiokafkawire.consumer._metrics import MetricsMixin
+from aiokafkawire.consumer._commits import CommitOffsets, Commits
+from aiokafkawire.consumer._metrics import ConsumerMetrics
 from aiokafkawire.consumer._options import consumer_options
-from aiokafkawire.consumer._position_controls import PositionControlsMixin
+from aiokafkawire.consumer._position_controls import PositionControls
+from aiokafkawire.consumer._state import ConsumerParts, IteratedRecords, discard_buffered
+from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
 from aiokafkawire.consumer.no_group import NoGroupAssignment
-from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.records import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+)
 from aiokafkawire.consumer.subscription import SubscriptionState
-from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from aiokafkawire.client_config import CommonOptions
+    from aiokafkawire.cluster.cluster import Cluster
 
 log = logging.getLogger("aiokafkawire.consumer")
 
@@ -69,7 +75,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: public API + option map
+class Consumer:  # long: the public API (delegating to its collaborators) + option map
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
@@ -180,28 +186,32 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         self._group_id = group_id
         self._group_protocol = group_protocol
         self._enable_auto_commit = enable_auto_commit and group_id is not None
-        self._auto_commit_interval = auto_commit_interval_ms / 1000
         self._max_poll_records = max_poll_records
-        self._assignors = opts.assignors
         self._group_config = opts.group_config()
         self._fetch_config = opts.fetch_config()
-        self._cluster = None
         # Exists from the start: subscribe() and assign() before start() take effect at start.
-        self._subs = SubscriptionState(self._fetch_config.auto_offset_reset)
+        self._subs = subs = SubscriptionState(self._fetch_config.auto_offset_reset)
         if topics:
-            self._subs.subscribe(topics)
-        self._no_group = None
-        self._fetcher = None
-        self._membership = None
-        self._offsets = None
+            subs.subscribe(topics)
+        # The collaborators, each owning its state (issue 24 room 5).
+        self._parts = parts = ConsumerParts()
+        self._iterated = IteratedRecords(subs, parts)
+        self._commits = Commits(
+            subs,
+            parts,
+            group_id=group_id,
+            group_config=self._group_config,
+            auto_commit_interval=auto_commit_interval_ms / 1000,
+        )
+        self._positions = PositionControls(
+            subs,
+            parts,
+            self._discard,
+            auto_offset_reset=self._fetch_config.auto_offset_reset,
+            request_timeout_ms=self._common.request_timeout_ms,
+        )
+        self._metrics = ConsumerMetrics(self._common, subs, parts)
         self._tasks = TaskSupervisor("consumer", self._task_failed)
-        self._iter_records = deque()
-        self._iter_ends = {}
-        self._last_committed = {}
-        self._started = False
-        self._closed = False
-        self._records_consumed = 0
-        self._consume_rate = Rate()
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Consumer:
@@ -216,6 +226,18 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
     def __repr__(self) -> str:
         return f"<Consumer group={self._group_id!r} state={self.state}>"
 
+    @property
+    def state(self) -> str:
+        """One of "unjoined", "rebalancing", "stable", "fatal", "manual", "closed"."""
+        return self._parts.state(self._subs)
+
+    def _require_started(self) -> tuple[Cluster, SubscriptionState, Fetcher]:
+        cluster, fetcher = self._parts.require_started()
+        return cluster, self._subs, fetcher
+
+    def _discard(self, partitions: Iterable[TopicPartition]) -> None:
+        discard_buffered(self._parts, self._iterated, partitions)
+
     # ----------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
@@ -224,31 +246,32 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
 
         When it fails, everything it started is stopped again before the error is raised.
         """
-        if self._started:
+        if self._parts.started:
             return
-        if self._closed:
+        if self._parts.closed:
             raise errors.ClientClosedError("the consumer is closed")
         try:
             await self._start_parts()
         except BaseException:
             await self._stop_parts()
             raise
-        self._started = True
+        self._parts.started = True
         if self._enable_auto_commit:
-            self._tasks.start("auto-commit", self._auto_commit_loop())
+            self._tasks.start("auto-commit", self._commits.auto_commit_loop())
         if self._subs.manual:
             self._follow_assignment()
         elif self._subs.subscribed:
             self._follow_subscription()
 
     async def _start_parts(self) -> None:
-        self._cluster = self._common.build_cluster()
-        await self._cluster.start()
+        parts = self._parts
+        parts.cluster = cluster = self._common.build_cluster()
+        await cluster.start()
         if self._group_id is not None:
-            self._offsets = GroupOffsets(
-                self._cluster,
+            parts.offsets = GroupOffsets(
+                cluster,
                 self._group_id,
-                self._identity,
+                self._commits.identity,
                 request_timeout_ms=self._common.request_timeout_ms,
                 retry_backoff_ms=self._common.retry_backoff_ms,
                 # Always, as the Java consumer: a plain OffsetFetch is answered at the
@@ -256,23 +279,20 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
                 # previous coordinator acknowledged (an older offset: records read twice).
                 require_stable=True,
             )
-        self._fetcher = Fetcher(
-            self._cluster,
-            self._subs,
-            self._fetch_config,
-            committed_lookup=self._committed_lookup if self._offsets is not None else None,
-        )
-        self._fetcher.start()
+        lookup = self._commits.committed_lookup if parts.offsets is not None else None
+        parts.fetcher = Fetcher(cluster, self._subs, self._fetch_config, committed_lookup=lookup)
+        parts.fetcher.start()
 
     async def _stop_parts(self) -> None:
         """Stop what :meth:`start` started (after a failed start, or at the end of close)."""
         try:
             await self._tasks.stop()
-            if self._no_group is not None:
-                await self._no_group.close()
+            if self._parts.no_group is not None:
+                await self._parts.no_group.close()
         finally:
-            fetcher, cluster = self._fetcher, self._cluster
-            self._fetcher = self._cluster = self._offsets = self._no_group = None
+            parts = self._parts
+            fetcher, cluster = parts.fetcher, parts.cluster
+            parts.fetcher = parts.cluster = parts.offsets = parts.no_group = None
             if fetcher is not None:
                 await fetcher.close()
             if cluster is not None:
@@ -280,18 +300,18 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
 
     async def close(self) -> None:
         """Commit (with auto-commit), leave the group, stop every task and close connections."""
-        if self._closed:
+        if self._parts.closed:
             return
-        self._closed = True
-        if not self._started:
+        self._parts.closed = True
+        if not self._parts.started:
             return
         try:
             await self._tasks.stop()
-            if self._membership is not None:
-                await self._membership.close()
+            if self._parts.membership is not None:
+                await self._parts.membership.close()
             elif self._enable_auto_commit and self._subs.assignment:
                 try:
-                    await self._commit_positions(list(self._subs.assignment))
+                    await self._commits.commit_positions(list(self._subs.assignment))
                 except errors.KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
         finally:
@@ -310,8 +330,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
 
     def _task_failed(self, name: str, exc: BaseException) -> None:
         log.error("consumer task %s failed", name, exc_info=exc)
-        if name == "auto-commit" and not self._closed:
-            self._tasks.restart(name, self._auto_commit_loop)
+        if name == "auto-commit" and not self._parts.closed:
+            self._tasks.restart(name, self._commits.auto_commit_loop)
 
     # ----------------------------------------------------------------- subscription
 
@@ -329,7 +349,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         ``listener`` gets ``on_partitions_revoked/assigned/lost`` calls (see
         :class:`ConsumerRebalanceListener`).
         """
-        if self._closed:
+        if self._parts.closed:
             raise errors.ClientClosedError("the consumer is closed")
         subs = self._subs
         topics = [topics] if isinstance(topics, str) else list(topics)
@@ -351,13 +371,13 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
                         "pass a list of names (or pattern=...)"
                     )
             subs.subscribe(topics, listener)
-        if self._started:
+        if self._parts.started:
             self._follow_subscription()
 
     def _follow_subscription(self) -> None:
         """Ask the metadata the subscription needs; join (or update) the group."""
-        cluster = self._cluster
-        assert cluster is not None and self._fetcher is not None
+        cluster = self._parts.cluster
+        assert cluster is not None and self._parts.fetcher is not None
         subs = self._subs
         if subs.pattern is not None:
             cluster.set_awaited_topics(())
@@ -369,48 +389,50 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             cluster.set_awaited_topics(subs.topics)
         cluster.request_update()
         if self._group_config is None:
-            if self._no_group is None:
-                self._no_group = NoGroupAssignment(cluster, subs, self._discard)
-                self._no_group.start()
+            if self._parts.no_group is None:
+                self._parts.no_group = NoGroupAssignment(cluster, subs, self._discard)
+                self._parts.no_group.start()
             else:
-                self._no_group.subscription_changed()
-        elif self._membership is None:
-            self._membership = self._new_membership()
-            self._membership.start()
+                self._parts.no_group.subscription_changed()
+        elif self._parts.membership is None:
+            self._parts.membership = self._new_membership()
+            self._parts.membership.start()
         else:
-            self._membership.request_rejoin("the subscription changed")
+            self._parts.membership.request_rejoin("the subscription changed")
 
     def _new_membership(self) -> Membership:
-        assert self._cluster is not None and self._fetcher is not None
+        assert self._parts.cluster is not None and self._parts.fetcher is not None
         assert self._group_config is not None
         kwargs: dict[str, Any] = {
-            "offsets": self._offsets,
-            "commit_positions": self._commit_positions if self._enable_auto_commit else None,
+            "offsets": self._parts.offsets,
+            "commit_positions": (
+                self._commits.commit_positions if self._enable_auto_commit else None
+            ),
             "discard_buffered": self._discard,
         }
         if self._group_protocol == "consumer":
             from aiokafkawire.consumer.group.consumer_protocol import ConsumerProtocolMembership
 
             return ConsumerProtocolMembership(
-                self._cluster, self._subs, self._group_config, **kwargs
+                self._parts.cluster, self._subs, self._group_config, **kwargs
             )
-        return ClassicMembership(self._cluster, self._subs, self._group_config, **kwargs)
+        return ClassicMembership(self._parts.cluster, self._subs, self._group_config, **kwargs)
 
     def unsubscribe(self) -> None:
         """Leave the group (revoking partitions in the background) and drop the assignment."""
         _, subs, fetcher = self._require_started()
-        membership = self._membership
-        self._membership = None
+        membership = self._parts.membership
+        self._parts.membership = None
         if membership is not None:
             self._tasks.start("leave", membership.close())
-        no_group = self._no_group
-        self._no_group = None
+        no_group = self._parts.no_group
+        self._parts.no_group = None
         if no_group is not None:
             self._tasks.start("no-group-stop", no_group.close())
         fetcher.discard(list(subs.assignment))
-        self._iter_records.clear()
+        self._iterated.records.clear()
         subs.unsubscribe()
-        cluster = self._cluster
+        cluster = self._parts.cluster
         assert cluster is not None
         cluster.set_awaited_topics(())
         cluster.want_all_topics(False)
@@ -420,14 +442,14 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
 
         Before :meth:`start` the assignment takes effect at start.
         """
-        if self._closed:
+        if self._parts.closed:
             raise errors.ClientClosedError("the consumer is closed")
         self._subs.assign_manually([TopicPartition(*tp) for tp in partitions])
-        if self._started:
+        if self._parts.started:
             self._follow_assignment()
 
     def _follow_assignment(self) -> None:
-        cluster = self._cluster
+        cluster = self._parts.cluster
         assert cluster is not None
         if cluster.add_topics({tp.topic for tp in self._subs.assignment}):
             cluster.request_update()
@@ -458,13 +480,28 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             return None
         return set(info.partitions)
 
-    async def wait_for_assignment(self, timeout_ms: int | None = None) -> set[TopicPartition]:
-        """Wait until partitions are assigned; raises KafkaTimeoutError after ``timeout_ms``."""
+    async def wait_for_assignment(
+        self,
+        legacy_timeout_ms: float | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        timeout_ms: float | None = None,
+    ) -> set[TopicPartition]:
+        """Wait until partitions are assigned; the assignment.
+
+        Raises :class:`~aiokafkawire.errors.KafkaTimeoutError` after ``timeout`` seconds
+        (``None``: wait as long as needed).  Deprecated for one release: ``timeout_ms=`` and a
+        positional number, both milliseconds as before (a ``DeprecationWarning`` each).
+        """
+        seconds = timeout_seconds(
+            "Consumer.wait_for_assignment", timeout, timeout_ms, legacy_timeout_ms
+        )
         _, subs, _ = self._require_started()
-        deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+        deadline = None if seconds is None else time.monotonic() + seconds
         while not subs.assignment:
-            if self._membership is not None:
-                await self._membership.on_poll()
+            if self._parts.membership is not None:
+                await self._parts.membership.on_poll()
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise errors.KafkaTimeoutError("no partitions were assigned in time")
@@ -472,6 +509,121 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
                 subs.assignment_event, 0.5 if remaining is None else min(remaining, 0.5)
             )
         return set(subs.assignment)
+
+    # ----------------------------------------------------------------- positions
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset`` next."""
+        self._positions.seek(partition, offset)
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Read from the earliest available offset (all assigned partitions by default)."""
+        await self._positions.seek_to_beginning(*partitions)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Read only records written from now on (all assigned partitions by default)."""
+        await self._positions.seek_to_end(*partitions)
+
+    async def seek_to_committed(
+        self, *partitions: TopicPartition
+    ) -> dict[TopicPartition, int | None]:
+        """Read from the committed offsets; returns them (``None``: nothing committed).
+
+        A partition with nothing committed goes back to where ``auto_offset_reset`` put it when
+        this consumer began reading it (so after an aborted transaction its input is read
+        again), or, when it never did (the partition was seeked by hand), to the
+        ``auto_offset_reset`` position now, as a new member of the group would start.  With
+        ``auto_offset_reset="none"`` such a partition raises
+        :class:`~aiokafkawire.errors.NoOffsetForPartitionError` (and nothing is moved).
+        """
+        return await self._positions.seek_to_committed(*partitions)
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record to be handed out (looked up when not yet known)."""
+        return await self._positions.position(partition)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The high watermark last seen in a fetch response."""
+        return self._positions.highwater(partition)
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The last stable offset last seen in a fetch response (v4+)."""
+        return self._positions.last_stable_offset(partition)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop handing out (and fetching) records of these partitions."""
+        self._positions.pause(*partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Undo :meth:`pause`."""
+        self._positions.resume(*partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        """The paused partitions."""
+        return self._positions.paused()
+
+    async def beginning_offsets(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The earliest offset of each partition."""
+        return await self._positions.beginning_offsets(partitions)
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record (the LSO with read_committed)."""
+        return await self._positions.end_offsets(partitions)
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The first offset whose timestamp is at or after each given timestamp (ms)."""
+        return await self._positions.offsets_for_times(timestamps)
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When the last fetch response for ``partition`` arrived (ms since the epoch).
+
+        The :meth:`highwater` seen then is that fresh; None before the first response.
+        """
+        return self._positions.last_poll_timestamp(partition)
+
+    # ----------------------------------------------------------------- commits
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The committed offset of ``partition`` in this group (``None`` when none)."""
+        return await self._commits.committed(partition)
+
+    async def committed_offsets(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets with metadata and leader epoch."""
+        return await self._commits.committed_offsets(partitions)
+
+    async def commit(self, offsets: CommitOffsets | None = None) -> None:
+        """Commit the positions of all assigned partitions, or the given offsets.
+
+        ``offsets`` maps partitions to the offset of the next record to read: an int, an
+        ``(offset, metadata)`` tuple or an :class:`OffsetAndMetadata`.  Raises
+        :class:`~aiokafkawire.errors.CommitFailedError` when the group moved on without us.
+        A subscribed member commits only partitions assigned to it: a partition revoked
+        (once ``on_partitions_revoked`` returned) raises ``CommitFailedError`` too.
+        """
+        await self._commits.commit(offsets)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group membership, for ``Producer.send_offsets_to_transaction``."""
+        return self._commits.group_metadata()
+
+    # ----------------------------------------------------------------- metrics
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this consumer's counters (see :mod:`aiokafkawire.metrics`).
+
+        ``brokers``: per broker request counts, latency percentiles per API, in-flight requests,
+        bytes in/out, throttle time.  ``consumer``: records consumed and their rate since the
+        previous call, the fetch latency over all brokers (it includes the broker's long-poll
+        wait, up to ``fetch_max_wait_ms``), lag per assigned partition (high watermark minus
+        position, None until both are known), rebalances and their duration.
+        """
+        return self._metrics.snapshot()
 
     # ----------------------------------------------------------------- reading
 
@@ -487,18 +639,18 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         """
         _, _, fetcher = self._require_started()
         limit = max_records or self._max_poll_records
-        self._flush_iterator()
+        self._iterated.flush(fetcher)
         deadline = time.monotonic() + timeout_ms / 1000
         wanted = partitions or None
         while True:
-            if self._membership is not None:
-                await self._membership.on_poll()
+            if self._parts.membership is not None:
+                await self._parts.membership.on_poll()
             data, _ = fetcher.drain(limit, wanted)
             if data:
-                self._records_consumed += sum(map(len, data.values()))
+                self._metrics.records_consumed += sum(map(len, data.values()))
                 return data
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
+            if remaining <= 0 or self._parts.closed:
                 return {}
             event = fetcher.data_event()
             if event.is_set():
@@ -521,29 +673,30 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
 
     async def __anext__(self) -> ConsumerRecord:
         """The next record; iteration stops when the consumer is closed."""
-        pending = self._iter_records
+        iterated = self._iterated
+        pending = iterated.records
         if pending:
             record = pending.popleft()
-            self._advance_iterated(record)
+            iterated.advance(record)
             return record
         _, _, fetcher = self._require_started()
         while True:
-            if self._closed:
+            if self._parts.closed:
                 raise StopAsyncIteration
-            if self._membership is not None:
-                await self._membership.on_poll()
+            if self._parts.membership is not None:
+                await self._parts.membership.on_poll()
             data, ends = fetcher.drain(self._max_poll_records, advance=False)
             if data or ends:
-                self._iter_ends = ends
+                iterated.ends = ends
                 for tp, update in ends.items():
                     if tp not in data:
                         fetcher.apply_position(tp, update)
                 for records in data.values():
                     pending.extend(records)
-                self._records_consumed += len(pending)
+                self._metrics.records_consumed += len(pending)
                 if pending:
                     record = pending.popleft()
-                    self._advance_iterated(record)
+                    iterated.advance(record)
                     return record
                 continue
             event = fetcher.data_event()

@@ -152,7 +152,7 @@ def _check_consumer(
     assert described.group_epoch >= 1
     assert described.assignment_epoch == described.group_epoch
     [member] = described.members
-    assert member.member_id == consumer._membership.member_id  # type: ignore[union-attr]
+    assert member.member_id == consumer._parts.membership.member_id  # type: ignore[union-attr]
     assert member.member_epoch >= 1
     assert set(member.assigned_partitions) == everything
     assert set(member.target_assignment) == everything
@@ -229,4 +229,4 @@ async def test_a_classic_group_on_tansu_is_described_with_describe_groups(
             described = (await admin.describe_groups([group]))[group]
     assert (described.group_type, described.protocol_type) == ("classic", "consumer")
     [member] = described.members  # (Tansu sends no assignment bytes in DescribeGroups)
-    assert member.member_id == consumer._membership.member_id  # type: ignore[union-attr]
+    assert member.member_id == consumer._parts.membership.member_id  # type: ignore[union-attr]

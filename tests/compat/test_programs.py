@@ -3,6 +3,9 @@
 Each program in ``programs/`` imports only ``aiokafka`` and checks its own results.  It runs
 twice against the same Apache Kafka broker, each time in its own interpreter: on the real
 aiokafka (so the program itself is right) and after ``install_as_aiokafka()``.
+
+Programs that need a TLS listener (``TLS_PROGRAMS``) run against a broker of their own, with an
+``SSL`` listener that requires client certificates, started once for the module.
 """
 
 from __future__ import annotations
@@ -10,17 +13,28 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from aiokafkawire.testing import KafkaCluster
-from aiokafkawire.testing.pytest_plugin import TEST_BROKERS_ENV_VAR, enabled_broker_kinds
+from aiokafkawire.testing._errors import BrokerUnavailableError
+from aiokafkawire.testing.pytest_plugin import (
+    TEST_BROKERS_ENV_VAR,
+    enabled_broker_kinds,
+    skip_or_fail_unavailable,
+)
 
 pytest.importorskip("aiokafka")
 
 HERE = Path(__file__).parent
-PROGRAMS = sorted(p.stem for p in (HERE / "programs").glob("*.py") if not p.stem.startswith("_"))
+TLS_PROGRAMS = ["ssl_produce_consume"]
+PROGRAMS = sorted(
+    p.stem
+    for p in (HERE / "programs").glob("*.py")
+    if not p.stem.startswith("_") and p.stem not in TLS_PROGRAMS
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,10 +44,12 @@ pytestmark = [
 ]
 
 
-def run_program(name: str, bootstrap: str, *, compat: bool) -> subprocess.CompletedProcess[str]:
+def run_program(
+    name: str, bootstrap: str, *, compat: bool, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``programs/<name>.py`` in a fresh interpreter; aiokafkawire's layer if ``compat``."""
     repo = HERE.parent.parent
-    env = dict(os.environ, BOOTSTRAP=bootstrap)
+    env = dict(os.environ, BOOTSTRAP=bootstrap, **(env_extra or {}))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     command = [sys.executable, str(HERE / "run_program.py")]
     command += ["--compat"] if compat else []
@@ -45,8 +61,46 @@ def run_program(name: str, bootstrap: str, *, compat: bool) -> subprocess.Comple
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_program_runs_unchanged(kafka_cluster: KafkaCluster, program: str, engine: str) -> None:
     done = run_program(program, kafka_cluster.bootstrap_servers, compat=engine == "aiokafkawire")
+    _check(done, program, engine)
+
+
+def _check(done: subprocess.CompletedProcess[str], program: str, engine: str) -> None:
     assert done.returncode == 0, f"{program} on {engine}:\n{done.stdout}\n{done.stderr[-4000:]}"
     assert done.stdout.strip().endswith("ok")
     if engine == "aiokafkawire":
         assert "Task was destroyed but it is pending" not in done.stderr, done.stderr
         assert "Future exception was never retrieved" not in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def tls_cluster() -> Iterator[KafkaCluster]:
+    """One broker whose SSL listener requires a client certificate (CA, cert and key as PEM)."""
+    cluster = KafkaCluster(
+        brokers=1,
+        host="localhost",
+        tls_hostnames=("localhost",),
+        listeners=("SSL",),
+        ssl_client_auth="required",
+    )
+    try:
+        cluster.start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable("Apache Kafka (TLS)", exc)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.parametrize("engine", ["aiokafka", "aiokafkawire"])
+@pytest.mark.parametrize("program", TLS_PROGRAMS)
+def test_tls_program_runs_unchanged(tls_cluster: KafkaCluster, program: str, engine: str) -> None:
+    assert tls_cluster.ca_path and tls_cluster.client_cert_path and tls_cluster.client_key_path
+    files = {
+        "CAFILE": tls_cluster.ca_path,
+        "CERTFILE": tls_cluster.client_cert_path,
+        "KEYFILE": tls_cluster.client_key_path,
+    }
+    bootstrap = tls_cluster.bootstrap_for("SSL")
+    done = run_program(program, bootstrap, compat=engine == "aiokafkawire", env_extra=files)
+    _check(done, program, engine)

@@ -176,7 +176,7 @@ async def test_pattern_subscription(broker: Broker) -> None:
         metadata_max_age_ms=1000,
     ) as consumer:
         consumer.subscribe(pattern=rf"{prefix}-.*")
-        await consumer.wait_for_assignment(20_000)
+        await consumer.wait_for_assignment(timeout=20)
         assert consumer.assignment() == {TopicPartition(first, 0)}
         second = broker.create_topic(1, name=f"{prefix}-b")
         produce_values(broker.bootstrap_servers, second, 1, 5)

@@ -78,7 +78,7 @@ async def test_consumer_survives_coordinator_leader_and_broker_faults(mock: Mock
         partition_assignment_strategy=["range"],
     ) as consumer:
         checker = _Checker(consumer, topic)
-        await consumer.wait_for_assignment(20_000)
+        await consumer.wait_for_assignment(timeout=20)
         produced += _produce_stage(mock, topic, 0)
         await checker.read(90)
 

@@ -223,7 +223,7 @@ async def test_cooperative_sticky_keeps_consuming_partitions_that_do_not_move(
     first_listener = _Recorder()
     async with Consumer(**options) as first:
         first.subscribe([topic], listener=first_listener)
-        await first.wait_for_assignment(20_000)
+        await first.wait_for_assignment(timeout=20)
         await wait_until(lambda: len(first.assignment()) == 6, 20)
         assert first.state == "stable"
         received: list[tuple[int, int]] = []
@@ -282,7 +282,7 @@ async def test_static_member_restart_gets_same_partitions_without_rebalance(
             await first.close()  # static: no LeaveGroup
         async with Consumer(group_instance_id="static-a", **options) as again:
             again.subscribe([topic])
-            await again.wait_for_assignment(45_000)  # Tansu: half a session, more under load
+            await again.wait_for_assignment(timeout=45)  # Tansu: half a session, more under load
             assert again.assignment() == before
             # Stay a moment: the other member saw no rebalance at all.
             await asyncio.sleep(1.0)

@@ -30,7 +30,7 @@ async def test_broker_assigned_membership_split_leave_and_commit(mock: MockClust
         fetch_max_wait_ms=100,
     )
     async with Consumer(topic, **options) as first:
-        await first.wait_for_assignment(20_000)
+        await first.wait_for_assignment(timeout=20)
         await wait_until(lambda: first.assignment() == all_partitions, 20)
         assert first.state == "stable"
         records = await consume_n(first, 400)

@@ -52,7 +52,7 @@ async def test_api_version_0_8_2_end_to_end(mock: MockCluster) -> None:
         # Commit (OffsetCommit v1 with Kafka storage) and read it back (OffsetFetch v1).
         await consumer.commit({tp: OffsetAndMetadata(7, "seven")})
         assert await consumer.committed(tp) == 7
-        connection = await consumer._cluster.any_connection()  # type: ignore[union-attr]
+        connection = await consumer._parts.cluster.any_connection()  # type: ignore[union-attr]
         chosen = {key: connection.versions.version_for(key) for key in (1, 2, 8, 9)}
         assert chosen == {FETCH: 0, LIST_OFFSETS: 0, OFFSET_COMMIT: 1, OFFSET_FETCH: 1}
         consumer.seek(tp, 3)

@@ -29,7 +29,7 @@ async def test_subscribe_without_group_reads_every_partition(broker: Broker) -> 
         bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest"
     ) as consumer:
         consumer.subscribe([topic], listener=Listener())
-        await consumer.wait_for_assignment(20_000)
+        await consumer.wait_for_assignment(timeout=20)
         everything = {TopicPartition(topic, p) for p in range(3)}
         assert consumer.assignment() == everything
         assert assigned == [everything]

@@ -145,7 +145,7 @@ async def test_three_consumers_two_partitions_each_record_accepted_once(
         await consumer.start()
     try:
         # More consumers than partitions: each is assigned partitions another one shares.
-        assignments = [await c.wait_assignment(20) for c in consumers]
+        assignments = [await c.wait_for_assignment(timeout=20) for c in consumers]
         assert all(assignments), assignments
         tasks = [asyncio.create_task(run(i, c)) for i, c in enumerate(consumers)]
         await asyncio.to_thread(produce_values, bootstrap, topic, 2, total)
@@ -571,7 +571,7 @@ async def test_mixed_group_with_confluent_kafka_share_consumers(
     try:
         for consumer in ours:
             await consumer.start()
-        await asyncio.gather(*(c.wait_assignment(20) for c in ours))
+        await asyncio.gather(*(c.wait_for_assignment(timeout=20) for c in ours))
         # Produce only once librdkafka's two members have joined too (bounded: 60 s).
         async with Admin(bootstrap_servers=bootstrap) as admin:
             members = 0

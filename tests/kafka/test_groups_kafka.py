@@ -134,7 +134,7 @@ async def test_classic_group_of_three(kafka_cluster: KafkaCluster, strategy: str
         )
         assert len(described.members) == 3
         by_member = {m.member_id: set(m.assigned_partitions) for m in described.members}
-        ours = {m.consumer._membership.member_id: m.consumer.assignment() for m in members}  # type: ignore[union-attr]
+        ours = {m.consumer._parts.membership.member_id: m.consumer.assignment() for m in members}  # type: ignore[union-attr]
         assert by_member == ours
         before = _assignments(members)
         leaving = members.pop()

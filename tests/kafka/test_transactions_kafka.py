@@ -150,7 +150,7 @@ async def test_consume_transform_produce_holds_each_input_once_after_an_abort_an
         ) as consumer,
         Producer(bootstrap_servers=bootstrap, transactional_id=unique("ctp")) as producer,
     ):
-        await consumer.wait_for_assignment(30_000)
+        await consumer.wait_for_assignment(timeout=30)
         done = 0
         batches = 0
         for _ in range(200):  # bounded

@@ -28,6 +28,7 @@ import asyncio
 import inspect
 import logging
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ from aiokafkawire.client_config import (
     unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import (
@@ -254,25 +256,37 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         finally:
             await cluster.close()
 
-    async def close(self, timeout_ms: int | None = None) -> None:
+    async def close(
+        self,
+        legacy_timeout_ms: float | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        timeout_ms: float | None = None,
+    ) -> None:
         """Acknowledge (implicit mode: accept the last poll's records), close the share
         sessions, leave the group, stop every task and close the connections.
 
+        ``timeout``: how many seconds the session close may take (default: the
+        ``request_timeout_ms`` option).  Deprecated for one release: ``timeout_ms=`` and a
+        positional number, both milliseconds as before (a ``DeprecationWarning`` each).
         Records acquired but not acknowledged are released to the group by the session close.
         """
+        seconds = timeout_seconds("ShareConsumer.close", timeout, timeout_ms, legacy_timeout_ms)
         if self._closed:
             return
         self._closed = True
         if not self._started:
             return
-        timeout = (timeout_ms if timeout_ms is not None else self._common.request_timeout_ms) / 1000
+        if seconds is None:
+            seconds = self._common.request_timeout_ms / 1000
         assert self._fetcher is not None and self._membership is not None
         assert self._cluster is not None
         try:
             if not self._explicit:
                 self._accept_delivered()
             self._outcomes(self._acks.take_expired())
-            await self._fetcher.close(timeout)
+            await self._fetcher.close(seconds)
             await self._membership.close()
             await self._tasks.stop()
         finally:
@@ -330,9 +344,9 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         self._topics = []
         self._membership.subscribe([])
 
-    def subscription(self) -> list[str]:
-        """The subscribed topics."""
-        return list(self._topics)
+    def subscription(self) -> set[str]:
+        """The subscribed topics (a set, as :meth:`Consumer.subscription`)."""
+        return set(self._topics)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions the group currently assigns to this member."""
@@ -517,16 +531,41 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         ShareAcknowledge v2 answers, KIP-1222); ``None`` before the first answer."""
         return None if self._fetcher is None else self._fetcher.acquisition_lock_timeout_ms
 
-    async def wait_assignment(self, timeout: float = 30.0) -> set[TopicPartition]:
-        """Wait (bounded) until the group assigns this member at least one partition."""
+    async def wait_for_assignment(self, *, timeout: float | None = None) -> set[TopicPartition]:
+        """Wait until the group assigns this member at least one partition; the assignment.
+
+        Raises :class:`~aiokafkawire.errors.KafkaTimeoutError` after ``timeout`` seconds
+        (``None``: wait as long as needed), as :meth:`Consumer.wait_for_assignment`.
+        """
+        seconds = timeout_seconds("ShareConsumer.wait_for_assignment", timeout, None, None)
         try:
-            async with timeout_after(timeout):
+            async with timeout_after(seconds):
                 while not self.assignment():
                     self._require_started()
                     await asyncio.sleep(0.05)
         except (TimeoutError, asyncio.TimeoutError):
-            pass
+            raise errors.KafkaTimeoutError(
+                f"no partitions were assigned within {seconds:g} s"
+            ) from None
         return self.assignment()
+
+    async def wait_assignment(self, timeout: float = 30.0) -> set[TopicPartition]:
+        """Deprecated alias of :meth:`wait_for_assignment` (removed in the next release).
+
+        Keeps its old behaviour: waits up to ``timeout`` seconds and returns the assignment,
+        empty when none came in time, instead of raising.
+        """
+        warnings.warn(
+            "ShareConsumer.wait_assignment() is deprecated and will be removed in the next "
+            "release; use wait_for_assignment(timeout=...) (it raises KafkaTimeoutError when "
+            "nothing is assigned in time)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        try:
+            return await self.wait_for_assignment(timeout=timeout)
+        except errors.KafkaTimeoutError:
+            return self.assignment()
 
 
 async def _await(awaitable: Any) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiokafkawire.admin import Admin
+from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
 from aiokafkawire.compat.aiokafka.admin.config_resource import ConfigResource
 from aiokafkawire.compat.aiokafka.admin.new_partitions import NewPartitions
@@ -116,7 +117,7 @@ class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation
 
     async def start(self) -> None:
         """Connect to the cluster."""
-        await self._admin.start()
+        await start_client(self._admin.start())
 
     async def close(self) -> None:
         """Close every connection."""

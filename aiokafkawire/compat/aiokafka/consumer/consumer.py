@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
 from aiokafkawire.compat.aiokafka.coordinator.assignors.abstract import native_assignor
 from aiokafkawire.compat.aiokafka.coordinator.assignors.roundrobin import (
@@ -176,7 +177,7 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
 
     async def start(self) -> None:
         """Connect, then join the group or take the assignment given before."""
-        await self._consumer.start()
+        await start_client(self._consumer.start())
         self._running = True
         pending_sub, self._pending_subscription = self._pending_subscription, None
         pending_assign, self._pending_assignment = self._pending_assignment, None

@@ -8,6 +8,7 @@ import ssl
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
 from aiokafkawire.compat.aiokafka.partitioner import DefaultPartitioner
 from aiokafkawire.compat.aiokafka.structs import OffsetAndMetadata, RecordMetadata
@@ -204,7 +205,7 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
 
     async def start(self) -> None:
         """Connect to the cluster (and initialise the transactional producer id)."""
-        await self._producer.start()
+        await start_client(self._producer.start())
 
     async def stop(self) -> None:
         """Send every buffered record, wait for their deliveries, and close."""
