@@ -16,6 +16,7 @@ import asyncio
 import logging
 import re
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
 from aiokafkawire.structs import TopicPartition
+from aiokafkawire.telemetry import TelemetryReporter, Value, consumer_values, start_reporter
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -195,6 +197,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         self._membership = None
         self._offsets = None
         self._tasks = TaskSupervisor("consumer", self._task_failed)
+        self._telemetry: TelemetryReporter | None = None
         self._iter_records = deque()
         self._iter_ends = {}
         self._last_committed = {}
@@ -234,6 +237,14 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             await self._stop_parts()
             raise
         self._started = True
+        self._telemetry = start_reporter(
+            self._common,
+            self._cluster,
+            self._tasks,
+            "consumer",
+            self._telemetry_values,
+            {"group_id": self._group_id},
+        )
         if self._enable_auto_commit:
             self._tasks.start("auto-commit", self._auto_commit_loop())
         if self._subs.manual:
@@ -286,6 +297,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         if not self._started:
             return
         try:
+            if self._telemetry is not None:
+                await self._telemetry.close()  # the terminating push (KIP-714)
             await self._tasks.stop()
             if self._membership is not None:
                 await self._membership.close()
@@ -300,6 +313,37 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name)."""
         await self.close()
+
+    def _telemetry_values(self) -> list[Value]:
+        assignment = self._subs.assignment
+        membership = self._membership
+        return consumer_values(
+            self._records_consumed,
+            (
+                s.highwater - s.position
+                if s.highwater is not None and s.position is not None
+                else None
+                for s in assignment.values()
+            ),
+            len(assignment),
+            membership.rebalances if membership else 0,
+            membership.rebalance_time_total_s if membership else 0.0,
+            self._common.metrics,
+        )
+
+    async def client_instance_id(self, timeout_ms: float = 5_000) -> uuid.UUID | None:
+        """The client instance id the cluster gave this consumer (KIP-714), as Java's
+        ``clientInstanceId(timeout)``; None when the broker does not support client telemetry or
+        gave none within ``timeout_ms``.
+
+        Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
+        or before :meth:`start`.
+        """
+        if not self._common.enable_metrics_push:
+            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+        if self._telemetry is None:
+            raise errors.IllegalStateError("the consumer is not started")
+        return await self._telemetry.client_instance_id(timeout_ms)
 
     async def __aenter__(self) -> Consumer:
         await self.start()
