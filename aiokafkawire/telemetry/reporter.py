@@ -165,7 +165,7 @@ class TelemetryReporter:
 
     def _after_error(self, api: str, code: int) -> tuple[str | None, float]:
         """KIP-714's answer to an error code from either API: what next, and when."""
-        name = errors.error_for_code(code).__name__
+        name = getattr(errors.error_for_code(code), "name", f"error {code}")
         if code in _RESUBSCRIBE_NOW:
             log.debug("telemetry: %s answered %s: subscribing again", api, name)
             return _SUBSCRIBE, 0.0
