@@ -203,3 +203,24 @@ async def test_quick_brokers_and_plain_kafka_do_not_break(kafka_bootstrap) -> No
             assert instance is None
             assert "does not support GetTelemetrySubscriptions" in telemetry.stopped_reason
         assert telemetry.pushes == 0
+
+
+async def test_pushes_to_the_mock_cluster(mock_cluster) -> None:
+    """librdkafka's mock can be told to ask for metrics: pushes at its interval (zstd, its
+    first accepted codec), and one more, terminating, on close."""
+    mock_cluster.set_telemetry(["org.apache.kafka.producer."], 100)
+    mock_cluster.start_request_tracking()
+    async with Producer(bootstrap_servers=mock_cluster.bootstrap_servers) as producer:
+        assert isinstance(await producer.client_instance_id(5_000), uuid.UUID)
+        telemetry = producer._telemetry
+        assert telemetry is not None
+        for _ in range(200):  # 10 s at most
+            if telemetry.pushes >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert telemetry.pushes >= 2
+        assert telemetry.subscription.accepted_compression_types[0] == 4
+    assert telemetry.stopped_reason is None  # every push was accepted
+    keys = [r.api_key for r in mock_cluster.requests() if r.api_key in (71, 72)]
+    assert keys[0] == 71
+    assert keys.count(72) == telemetry.pushes  # the terminating push included
