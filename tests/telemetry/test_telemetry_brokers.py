@@ -165,11 +165,14 @@ async def test_consumer_pushes_its_metrics_to_kafka(telemetry_kafka) -> None:
             batch = await consumer.getmany(timeout_ms=500)
             read += sum(len(records) for records in batch.values())
         assert read >= 5
+        instance = await consumer.client_instance_id(10_000)
+        assert instance is not None
         running = await pushes_of(recorder, "tel-c", 3)
         assert len(running) >= 3, running
     pushes = await pushes_of(recorder, "tel-c", len(running) + 1, timeout=5)
     check_cadence(pushes)
     assert pushes[0]["resource"] == {"client_id": "tel-c", "group_id": "tel-group"}
+    assert {p["client_instance_id"] for p in pushes} == {kafka_uuid(instance)}
     consumed = values(pushes, "org.apache.kafka.consumer.fetch.manager.records.consumed.total")
     assert sum(consumed) == read
     assert 1 in values(pushes, "org.apache.kafka.consumer.coordinator.assigned.partitions")
