@@ -307,3 +307,26 @@ async def test_compression_first_accepted_codec_that_is_available(
     assert push.compression_type == 1  # zstd is missing: the broker's next choice, gzip
     decoded = decode_metrics_data(decompress(1, push.metrics))
     assert "org.apache.kafka.producer.record.send.total" in decoded["metrics"]
+
+
+async def test_close_does_not_wait_for_a_silent_broker() -> None:
+    hang = asyncio.get_running_loop().create_future()
+
+    class SilentBroker(ScriptedBroker):
+        async def send(self, request: Any, timeout_ms: float | None = None) -> Any:
+            self.requests.append(request)
+            return await hang
+
+    failures: list[BaseException] = []
+    tasks = TaskSupervisor("test", lambda key, exc: failures.append(exc))
+    broker = SilentBroker(answer_with(subscription()))
+    collector = make_reporter(broker)._collector
+    reporter = TelemetryReporter(broker, collector, resource={}, close_timeout_ms=50)
+    reporter.start(tasks)
+    await wait_until(lambda: len(broker.requests) == 1)
+    started = asyncio.get_running_loop().time()
+    await reporter.close()
+    assert asyncio.get_running_loop().time() - started < 1.0
+    await tasks.stop()  # the owner cancels the loop: not reported as a failure
+    assert failures == []
+    assert len(tasks) == 0
