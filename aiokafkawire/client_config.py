@@ -59,6 +59,8 @@ class CommonConfig:
       ``"none"`` the bootstrap addresses serve the first metadata only and no such check is made.
     - ``metadata_recovery_rebootstrap_trigger_ms``: how long metadata may fail, from the first
       failed attempt, before the client rebootstraps (default 300,000: 5 minutes).
+    - ``enable_metrics_push``: push the client's metrics to the cluster when a client-metrics
+      subscription asks for them (KIP-714; default True, as Java's ``enable.metrics.push``).
     - ``hooks``: an object (or list of objects) with ``on_connect``, ``on_disconnect``,
       ``on_request``, ``on_batch`` or ``on_rebalance`` methods; see :mod:`aiokafkawire.metrics`.
     """
@@ -85,6 +87,7 @@ class CommonConfig:
     hooks: Any = field(default=None, repr=False)
     metadata_recovery_strategy: str = "rebootstrap"
     metadata_recovery_rebootstrap_trigger_ms: int = 300_000
+    enable_metrics_push: bool = True
     metrics: ClientMetrics = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -118,6 +121,7 @@ class CommonConfig:
         check_type("sasl_mechanism", self.sasl_mechanism, str, none_ok=True)
         check_type("allow_auto_create_topics", self.allow_auto_create_topics, bool)
         check_type("metadata_recovery_strategy", self.metadata_recovery_strategy, str)
+        check_type("enable_metrics_push", self.enable_metrics_push, bool)
         check_choice(
             "metadata_recovery_strategy",
             self.metadata_recovery_strategy,
@@ -196,6 +200,7 @@ class CommonOptions(TypedDict, total=False):
     hooks: Any
     metadata_recovery_strategy: str
     metadata_recovery_rebootstrap_trigger_ms: int
+    enable_metrics_push: bool
 
 
 COMMON_OPTION_NAMES = frozenset(

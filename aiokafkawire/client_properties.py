@@ -177,6 +177,12 @@ PROPERTIES: tuple[Property, ...] = (
         "metadata.recovery.rebootstrap.trigger.ms",
     ),
     _p(
+        "enable_metrics_push",
+        "enable.metrics.push",
+        "enable.metrics.push",
+        convert=_bool,
+    ),
+    _p(
         "allow_auto_create_topics",
         "allow.auto.create.topics",
         "allow.auto.create.topics",

@@ -60,13 +60,18 @@ COMMON = {
         "how long to wait for an unknown topic's metadata before `UnknownTopicError`."
     ),
     "metadata_recovery_strategy": (
-        "`\"rebootstrap\"` (the default, as the Java client since 4.0): when no known broker"
+        '`"rebootstrap"` (the default, as the Java client since 4.0): when no known broker'
         " answers, a broker answers REBOOTSTRAP_REQUIRED, or metadata has failed for"
         " `metadata_recovery_rebootstrap_trigger_ms`, start over from `bootstrap_servers`"
-        " (KIP-899, KIP-1102); `\"none\"`: the bootstrap addresses serve the first metadata only."
+        ' (KIP-899, KIP-1102); `"none"`: the bootstrap addresses serve the first metadata only.'
     ),
     "metadata_recovery_rebootstrap_trigger_ms": (
         "how long metadata refreshes may keep failing before the client rebootstraps."
+    ),
+    "enable_metrics_push": (
+        "push this client's metrics to the cluster when a broker-side client-metrics"
+        " subscription asks for them (KIP-714, as Java's `enable.metrics.push`; producers and"
+        " consumers). `False` never asks; see the Observability page."
     ),
     "retry_backoff_max_ms": (
         "the longest wait between retries (where `retry_backoff_ms` stops doubling); also paces"

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from aiokafkawire.consumer.records import (
 )
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.structs import TopicPartition
+from aiokafkawire.telemetry import TelemetryReporter, Value, consumer_values, start_reporter
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -212,6 +214,7 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         )
         self._metrics = ConsumerMetrics(self._common, subs, parts)
         self._tasks = TaskSupervisor("consumer", self._task_failed)
+        self._telemetry: TelemetryReporter | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Consumer:
@@ -256,6 +259,14 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
             await self._stop_parts()
             raise
         self._parts.started = True
+        self._telemetry = start_reporter(
+            self._common,
+            self._parts.cluster,
+            self._tasks,
+            "consumer",
+            self._telemetry_values,
+            {"group_id": self._group_id},
+        )
         if self._enable_auto_commit:
             self._tasks.start("auto-commit", self._commits.auto_commit_loop())
         if self._subs.manual:
@@ -306,6 +317,8 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         if not self._parts.started:
             return
         try:
+            if self._telemetry is not None:
+                await self._telemetry.close()  # the terminating push (KIP-714)
             await self._tasks.stop()
             if self._parts.membership is not None:
                 await self._parts.membership.close()
@@ -320,6 +333,37 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name)."""
         await self.close()
+
+    def _telemetry_values(self) -> list[Value]:
+        assignment = self._subs.assignment
+        membership = self._parts.membership
+        return consumer_values(
+            self._metrics.records_consumed,
+            (
+                s.highwater - s.position
+                if s.highwater is not None and s.position is not None
+                else None
+                for s in assignment.values()
+            ),
+            len(assignment),
+            membership.rebalances if membership else 0,
+            membership.rebalance_time_total_s if membership else 0.0,
+            self._common.metrics,
+        )
+
+    async def client_instance_id(self, timeout: float = 5.0) -> uuid.UUID | None:
+        """The client instance id the cluster gave this consumer (KIP-714), as Java's
+        ``clientInstanceId(timeout)``; None when the broker does not support client telemetry or
+        gave none within ``timeout`` seconds.
+
+        Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
+        or before :meth:`start`.
+        """
+        if not self._common.enable_metrics_push:
+            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+        if self._telemetry is None:
+            raise errors.IllegalStateError("the consumer is not started")
+        return await self._telemetry.client_instance_id(timeout * 1000)
 
     async def __aenter__(self) -> Consumer:
         await self.start()

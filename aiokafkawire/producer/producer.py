@@ -18,6 +18,7 @@ import contextlib
 import inspect
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import time as _wall_clock
@@ -44,6 +45,7 @@ from aiokafkawire.protocol.messages import InitProducerIdRequest
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
+from aiokafkawire.telemetry import TelemetryReporter, producer_values, start_reporter
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -405,6 +407,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             max_block_ms=max_block_ms,
         )
         self._sender: Sender | None = None
+        self._telemetry: TelemetryReporter | None = None
         self._txn: TransactionManager | None = None
         self._started = False
         self._closed = False
@@ -476,6 +479,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 metrics=self.config.metrics,
             )
             self._sender.start()
+            self._telemetry = self._start_telemetry(cluster, self._sender)
             self._install_fast_append()
         except BaseException:
             await self._abandon_start()
@@ -515,6 +519,8 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                     await self._flush(timeout)
                 except (TimeoutError, errors.KafkaError) as exc:
                     log.warning("producer close: flush did not complete: %s", exc)
+            if self._telemetry is not None:
+                await self._telemetry.close()  # the terminating push (KIP-714)
             if self._sender is not None:
                 await self._sender.stop()
             self._accumulator.fail_all(errors.ClientClosedError("the producer was closed"))
@@ -526,6 +532,31 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name): flush, then disconnect."""
         await self.close()
+
+    def _start_telemetry(self, cluster: Cluster, sender: Sender) -> TelemetryReporter | None:
+        stats, metrics = sender.stats, self.config.metrics
+        return start_reporter(
+            self.config,
+            cluster,
+            sender.tasks,
+            "producer",
+            lambda: producer_values(stats, self._accumulator.used, self.buffer_memory, metrics),
+            {"transactional_id": self.transactional_id},
+        )
+
+    async def client_instance_id(self, timeout: float = 5.0) -> uuid.UUID | None:
+        """The client instance id the cluster gave this producer (KIP-714), as Java's
+        ``clientInstanceId(timeout)``; None when the broker does not support client telemetry or
+        gave none within ``timeout`` seconds.
+
+        Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
+        or before :meth:`start`.
+        """
+        if not self.config.enable_metrics_push:
+            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+        if self._telemetry is None:
+            raise errors.IllegalStateError("the producer is not started")
+        return await self._telemetry.client_instance_id(timeout * 1000)
 
     async def __aenter__(self) -> Producer:
         await self.start()

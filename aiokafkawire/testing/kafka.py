@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -201,6 +202,8 @@ class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set
     (``admin``/``admin-secret`` always exists); ``ssl_client_auth`` is ``"none"``, ``"requested"``
     or ``"required"`` on the SSL listeners; ``authorizer=True`` installs the ACL authorizer with
     ``User:admin`` and ``User:ANONYMOUS`` (the PLAINTEXT listener) as super users.
+    ``extra_classpath`` adds directories or jars after the broker's (plugins such as
+    :class:`~aiokafkawire.testing.telemetry.TelemetryRecorder`).
     """
 
     def __init__(
@@ -216,6 +219,7 @@ class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set
         tls_hostnames: Sequence[str] = ("localhost", "127.0.0.1"),
         host: str = "127.0.0.1",
         jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS,
+        extra_classpath: Sequence[str] = (),
         startup_timeout: float = 180.0,
         stop_timeout: float = 30.0,
     ) -> None:
@@ -238,6 +242,7 @@ class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set
         self.tls_hostnames = tuple(tls_hostnames)
         self.host = host
         self.jvm_options = tuple(jvm_options)
+        self.extra_classpath = tuple(extra_classpath)
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.cluster_id = _random_cluster_id()
@@ -312,7 +317,9 @@ class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set
         deadline = time.monotonic() + self.startup_timeout
         self._java = find_java()
         self.version = self._resolve_version()
-        self._classpath = str(kafka_jars(self.version) / "*")
+        self._classpath = os.pathsep.join(
+            [str(kafka_jars(self.version) / "*"), *self.extra_classpath]
+        )
         self._workdir = tempfile.mkdtemp(prefix="aiokafkawire-kafka-")
         self._finalizer = weakref.finalize(self, _finalize, self._processes, self._workdir)
         try:

@@ -88,6 +88,11 @@ _SIGNATURES: dict[str, tuple[Any, list[Any] | None]] = {
     "rd_kafka_mock_broker_set_up": (_c_int, [_c_void_p, _c_int32]),
     "rd_kafka_mock_broker_set_rtt": (_c_int, [_c_void_p, _c_int32, _c_int]),
     "rd_kafka_mock_broker_set_rack": (_c_int, [_c_void_p, _c_int32, _c_char_p]),
+    "rd_kafka_mock_telemetry_set_requested_metrics": (
+        _c_int,
+        [_c_void_p, ctypes.POINTER(_c_char_p), _c_size_t],
+    ),
+    "rd_kafka_mock_telemetry_set_push_interval": (_c_int, [_c_void_p, _c_int64]),
     "rd_kafka_mock_coordinator_set": (_c_int, [_c_void_p, _c_char_p, _c_char_p, _c_int32]),
     "rd_kafka_mock_set_apiversion": (_c_int, [_c_void_p, _c_int16, _c_int16, _c_int16]),
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [_c_void_p, _c_int32]),
@@ -119,6 +124,8 @@ _OPTIONAL = {
     "rd_kafka_mock_request_timestamp",
     "rd_kafka_mock_broker_set_rack",
     "rd_kafka_mock_partition_set_follower_wmarks",
+    "rd_kafka_mock_telemetry_set_requested_metrics",
+    "rd_kafka_mock_telemetry_set_push_interval",
 }
 
 
@@ -394,6 +401,13 @@ class MockCluster(EndsOnExit):
     def set_broker_rtt(self, broker_id: int, rtt_ms: int) -> None:
         """Delay every response of a broker (-1: all brokers) by ``rtt_ms`` milliseconds."""
         self._check("rd_kafka_mock_broker_set_rtt", self._broker(broker_id), rtt_ms)
+
+    def set_telemetry(self, requested_metrics: list[str], push_interval_ms: int) -> None:
+        """What GetTelemetrySubscriptions answers (KIP-714): metric name prefixes (``[""]``:
+        all, ``[]``: none, the default) and the push interval (default 300,000 ms)."""
+        names = (_c_char_p * len(requested_metrics))(*(m.encode() for m in requested_metrics))
+        self._check("rd_kafka_mock_telemetry_set_requested_metrics", names, len(requested_metrics))
+        self._check("rd_kafka_mock_telemetry_set_push_interval", push_interval_ms)
 
     def set_broker_rack(self, broker_id: int, rack: str) -> None:
         """Set the rack a broker reports in Metadata."""
