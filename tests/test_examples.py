@@ -192,6 +192,36 @@ async def test_web_service_answers_real_http_requests(
     assert sorted(json.loads(v)["id"] for v in stored) == list(range(21))
 
 
+async def test_web_service_health_fails_when_its_broker_stops(services: list[Service]) -> None:
+    broker = TansuBroker().start()  # this test's own broker: it stops it
+    try:
+        command = (
+            str(EXAMPLES / "web_service.py"), "--bootstrap", broker.bootstrap_servers,
+            "--port", "0", "--topic", f"orders-{uuid.uuid4().hex[:8]}", "--send-timeout", "2",
+        )  # fmt: skip
+        service = Service(*command)
+        services.append(service)
+        url = service.wait_for_line(r"listening on (http://\S+)").group(1)
+        async with aiohttp.ClientSession() as http:
+            answer = await http.get(f"{url}/health")
+            assert answer.status == 200, await answer.text()
+            broker.stop()
+            # No order arrives: the probe alone must see that the cluster is gone.
+            answer = await http.get(f"{url}/health")
+            health = await answer.json()
+            assert answer.status == 503 and health["status"] == "failing", health
+            assert any("the cluster does not answer" in p for p in health["problems"]), health
+            order = await http.post(f"{url}/orders", json={"id": 1})
+            assert order.status == 503 and order.headers["Retry-After"] == "1", await order.text()
+        # Stopping with the broker gone and a record undelivered: bounded by --send-timeout.
+        started = time.monotonic()
+        status, out, err = service.terminate()
+        assert time.monotonic() - started < 15, out + err
+        _assert_clean(status, out, err)
+    finally:
+        broker.stop()
+
+
 def test_web_service_maps_errors_to_statuses(monkeypatch: pytest.MonkeyPatch) -> None:
     web_service = _load("web_service", monkeypatch)
 
@@ -258,6 +288,44 @@ async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
     status, out, err = again.terminate()
     _assert_clean(status, out, err)
     assert "stopping after 0 records" in out
+
+
+async def test_consumer_service_not_ready_but_live_when_its_broker_stops(
+    services: list[Service],
+) -> None:
+    broker = TansuBroker().start()  # this test's own broker: it stops it
+    try:
+        service = Service(
+            str(EXAMPLES / "consumer_service.py"), "--bootstrap", broker.bootstrap_servers,
+            "--topic", f"events-{uuid.uuid4().hex[:8]}", "--group", f"svc-{uuid.uuid4().hex[:8]}",
+            "--port", "0", "--session-timeout-ms", "2000",
+        )  # fmt: skip
+        services.append(service)
+        url = service.wait_for_line(r"health on (http://\S+)/health").group(1)
+        async with aiohttp.ClientSession() as http:
+            assert await _status_within(http, f"{url}/health/ready", 200, 30)
+            broker.stop()
+            # Readiness fails (no traffic for a member that lost its group) ...
+            assert await _status_within(http, f"{url}/health/ready", 503, 30)
+            # ... but liveness holds: the loop still polls, and restarting the pod won't help.
+            live = await http.get(f"{url}/health/live")
+            assert live.status == 200, await live.text()
+        started = time.monotonic()
+        status, out, err = service.terminate(timeout=60)
+        _assert_clean(status, out, err)
+        assert time.monotonic() - started < 30, out + err
+    finally:
+        broker.stop()
+
+
+async def _status_within(http: Any, url: str, status: int, timeout: float) -> bool:
+    """Whether GET ``url`` answers ``status`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (await http.get(url)).status == status:
+            return True
+        await asyncio.sleep(0.2)
+    return False
 
 
 class _Rebalancing:
