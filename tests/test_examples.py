@@ -418,6 +418,41 @@ def test_transactional_pipeline_tells_fatal_from_retriable(
     assert isinstance(errors.ProducerFencedError("fenced"), pipeline.FATAL)
     assert isinstance(errors.TransactionalIdAuthorizationFailedError("no"), pipeline.FATAL)
     assert not isinstance(errors.KafkaConnectionError("down"), pipeline.FATAL)
+    # Two instances of one pipeline (one group) must not share a transactional id.
+    assert pipeline.transactional_id("g") != pipeline.transactional_id("g")
+
+
+class _Rewinding:
+    """A consumer whose group committed partition 0 (at 5) but nothing yet for partition 1."""
+
+    def __init__(self) -> None:
+        self.seeks: dict[TopicPartition, int] = {}
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, Any]:
+        committed = {TopicPartition("in", 0): 5, TopicPartition("in", 1): None}
+        for tp in partitions:
+            if committed[tp] is not None:
+                self.seeks[tp] = committed[tp]
+        return {tp: committed[tp] for tp in partitions}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.seeks[tp] = offset
+
+
+async def test_transactional_pipeline_rewinds_partitions_with_nothing_committed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After an abort, the first transaction's input must be read again even where the group has
+    # no committed offset yet (seek_to_committed alone leaves those partitions where they are).
+    pipeline = _load("transactional_pipeline", monkeypatch)
+    consumer = _Rewinding()
+    p0, p1 = TopicPartition("in", 0), TopicPartition("in", 1)
+    batch = {
+        p0: [types.SimpleNamespace(offset=o) for o in (5, 6)],
+        p1: [types.SimpleNamespace(offset=o) for o in (0, 1, 2)],
+    }
+    await pipeline.rewind(consumer, batch)
+    assert consumer.seeks == {p0: 5, p1: 0}
 
 
 def test_produce_and_consume_examples_twice_and_on_sigterm(
