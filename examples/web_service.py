@@ -8,8 +8,7 @@ a record too large is 413 (sending it again will not help), a retriable error or
 with ``Retry-After``, anything else 500.  ``GET /health`` is 200 only while the producer can
 deliver: it is open, the cluster answers (a metadata request, bounded to ``HEALTH_TIMEOUT_S``, so a
 stopped broker fails the probe even when no order arrives), its buffer is not (nearly) full, and
-deliveries are not failing now.  On shutdown, what is still buffered gets ``--send-timeout``
-seconds to be delivered, not more: a service stopping while Kafka is down must still stop.
+deliveries are not failing now.
 
 Run: ``python examples/web_service.py [--bootstrap host:port] [--port 8080] [--topic orders]``,
 then ``curl -X POST localhost:8080/orders -d '{"id": 1}'``.  Without ``--bootstrap`` an embedded
@@ -172,9 +171,7 @@ def make_app(
                 yield
             finally:
                 app[DELIVERIES].running = False
-                # Delivers what is still buffered for at most send_timeout (records undelivered
-                # then fail; their requests got a 503 already), then disconnects.
-                await producer.close(timeout=send_timeout)
+                await producer.stop()  # delivers what is still buffered, then disconnects
 
     app.cleanup_ctx.append(kafka_producer)
     app.router.add_post("/orders", create_order)
