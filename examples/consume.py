@@ -4,6 +4,8 @@ python examples/consume.py --bootstrap localhost:9092 --group billing orders pay
 
 Without ``--bootstrap`` an embedded Tansu broker is started and a few records are written to the
 topics first, so there is something to read.  ``--max-records N`` stops after N records.
+SIGTERM or Ctrl-C stops after the batch in hand: its offsets are committed, the consumer leaves
+the group (its partitions move to the other members at once) and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Iterator
 
 from aiokafkawire import Admin, NewTopic, Producer
@@ -50,7 +53,8 @@ async def write_demo_records(bootstrap_servers: str, topics: list[str]) -> None:
                 await producer.send(topic, b"demo record %d" % i)
 
 
-async def consume(args: argparse.Namespace, bootstrap_servers: str) -> None:
+async def consume(args: argparse.Namespace, bootstrap_servers: str, stop: asyncio.Event) -> int:
+    """Print records until ``--max-records`` or ``stop``; returns how many were printed."""
     async with Consumer(
         bootstrap_servers=bootstrap_servers,
         group_id=args.group,
@@ -62,7 +66,7 @@ async def consume(args: argparse.Namespace, bootstrap_servers: str) -> None:
     ) as consumer:
         consumer.subscribe(args.topics, listener=PrintingListener())
         seen = 0
-        while args.max_records is None or seen < args.max_records:
+        while (args.max_records is None or seen < args.max_records) and not stop.is_set():
             batches = await consumer.getmany(timeout_ms=1000, max_records=500)
             for tp, records in batches.items():
                 for record in records:
@@ -70,6 +74,19 @@ async def consume(args: argparse.Namespace, bootstrap_servers: str) -> None:
                 seen += len(records)
             if batches:
                 await consumer.commit()  # the positions after what was just printed
+    return seen  # leaving the block stops the consumer: it leaves the group
+
+
+async def run(args: argparse.Namespace, bootstrap_servers: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if args.bootstrap is None:
+        args.from_beginning = True
+        await write_demo_records(bootstrap_servers, args.topics)
+    seen = await consume(args, bootstrap_servers, stop)
+    print(f"stopped{' by signal' if stop.is_set() else ''} after {seen} records", flush=True)
 
 
 def main() -> None:
@@ -82,14 +99,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     with kafka(args.bootstrap) as bootstrap_servers:
-        if args.bootstrap is None:
-            args.from_beginning = True
-            asyncio.run(write_demo_records(bootstrap_servers, args.topics))
-        asyncio.run(consume(args, bootstrap_servers))
+        asyncio.run(run(args, bootstrap_servers))
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        pass
+    main()

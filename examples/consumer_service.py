@@ -8,7 +8,9 @@
 - Liveness and readiness are separate (aiohttp): ``GET /health/live`` is 200 while the loop
   polls (so a liveness probe never kills a pod that is just rebalancing), 503 when it is stuck or
   has failed; ``GET /health/ready`` (and ``GET /health``) is 200 while the member is in a stable
-  group, 503 during a rebalance.  Both report the group state, the assignment, records
+  group and the cluster answers (a metadata request bounded to ``HEALTH_TIMEOUT_S``: a member
+  keeps its "stable" state while the brokers are gone), 503 during a rebalance or while the
+  cluster does not answer.  Both report the group state, the assignment, records
   processed, the lag per partition and how long ago the loop last polled.
 - SIGTERM or SIGINT stops the loop after the current batch, commits, leaves the group (so the
   partitions move to the other members at once) and exits with status 0.
@@ -29,10 +31,12 @@ from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
 
-from aiokafkawire import Admin, Consumer, ConsumerRecord, NewTopic, Producer, errors
+from aiokafkawire import Admin, Consumer, ConsumerRecord, KafkaError, NewTopic, Producer, errors
 
 # The loop is "stuck" (liveness fails) when it has not polled for this long.
 STUCK_AFTER_S = 60.0
+# How long the readiness probe waits for the cluster to answer a metadata request.
+HEALTH_TIMEOUT_S = 2.0
 
 
 class Service:
@@ -105,10 +109,16 @@ class Service:
         return web.json_response(self._report(status), status=200 if alive else 503)
 
     async def ready(self, request: web.Request) -> web.Response:
-        """Readiness: a member of a stable group (503 while joining or rebalancing)."""
+        """Readiness: a member of a stable group, and the cluster answers (503 while joining,
+        rebalancing, or cut off from the brokers)."""
         consumer = self.consumer
         stable = consumer.state == "stable" and self.failed is None
         status = "ok" if stable else "stopping" if self.stopping.is_set() else "starting"
+        if stable:
+            try:
+                await asyncio.wait_for(consumer.topics(), HEALTH_TIMEOUT_S)
+            except (KafkaError, asyncio.TimeoutError) as exc:
+                stable, status = False, f"the cluster does not answer: {type(exc).__name__} {exc}"
         return web.json_response(self._report(status), status=200 if stable else 503)
 
 

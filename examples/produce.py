@@ -1,24 +1,27 @@
 """Produce records with aiokafkawire: fire-and-collect, send-and-wait, and a transaction.
 
-Run: ``python examples/produce.py [bootstrap_servers] [topic]``.  Without arguments an embedded
-Tansu broker is started for the duration of the example.
+Run: ``python examples/produce.py [bootstrap_servers] [topic] [--records N]``.  Without
+arguments an embedded Tansu broker is started for the duration of the example.  SIGTERM or Ctrl-C
+stops it: the send in hand is abandoned, the producer closes (an open transaction is aborted) and
+the exit status is 0.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
-import sys
+import signal
 from collections.abc import Iterator
 
 from aiokafkawire.producer import Producer
 
 
 @contextlib.contextmanager
-def broker(argv: list[str]) -> Iterator[str]:
+def broker(bootstrap: str | None) -> Iterator[str]:
     """The bootstrap servers given on the command line, or an embedded Tansu broker's."""
-    if len(argv) > 1:
-        yield argv[1]
+    if bootstrap:
+        yield bootstrap
         return
     from aiokafkawire.testing import TansuBroker
 
@@ -26,7 +29,8 @@ def broker(argv: list[str]) -> Iterator[str]:
         yield tansu.bootstrap_servers
 
 
-async def produce(bootstrap_servers: str, topic: str) -> None:
+async def produce(bootstrap_servers: str, topic: str, records: int) -> None:
+    print(f"sending {records} records to {topic}", flush=True)
     async with Producer(
         bootstrap_servers=bootstrap_servers,
         acks="all",  # idempotent by default: retries never duplicate or reorder
@@ -39,10 +43,10 @@ async def produce(bootstrap_servers: str, topic: str) -> None:
             await producer.send(
                 topic, b"value-%d" % i, key=b"key-%d" % (i % 10), headers=[("source", b"example")]
             )
-            for i in range(1000)
+            for i in range(records)
         ]
         last = await handles[-1]
-        print(f"1000 records sent; the last is {last}")
+        print(f"{records} records sent; the last is {last}")
 
         metadata = await producer.send_and_wait(topic, b"one more", key=b"key-0")
         print(f"send_and_wait: partition {metadata.partition}, offset {metadata.offset}")
@@ -58,10 +62,28 @@ async def produce(bootstrap_servers: str, topic: str) -> None:
         print("transaction committed")
 
 
+async def run(bootstrap_servers: str, topic: str, records: int) -> None:
+    """``produce``, cancelled by SIGTERM or SIGINT: leaving the ``async with`` blocks closes the
+    producers on the way out."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await produce(bootstrap_servers, topic, records)
+    except asyncio.CancelledError:
+        print("stopped by signal", flush=True)
+
+
 def main() -> None:
-    topic = sys.argv[2] if len(sys.argv) > 2 else "aiokafkawire-example"
-    with broker(sys.argv) as bootstrap_servers:
-        asyncio.run(produce(bootstrap_servers, topic))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bootstrap", nargs="?", help="bootstrap servers (default: embedded)")
+    parser.add_argument("topic", nargs="?", default="aiokafkawire-example")
+    parser.add_argument("--records", type=int, default=1000)
+    args = parser.parse_args()
+    with broker(args.bootstrap) as bootstrap_servers:
+        asyncio.run(run(bootstrap_servers, args.topic, args.records))
 
 
 if __name__ == "__main__":

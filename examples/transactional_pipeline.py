@@ -46,6 +46,13 @@ FATAL = (
 )
 
 
+def transactional_id(group: str) -> str:
+    """This instance's transactional id: unique per instance (KIP-447 fences zombies by the
+    group generation sent with the offsets; a fixed id shared by the instances would make each
+    new one fence the others)."""
+    return f"{group}-{uuid.uuid4()}"
+
+
 def transform(value: bytes | None) -> bytes | None:
     """The business logic: upper-case the text; a tombstone (None) stays a tombstone."""
     return None if value is None else value.upper()
@@ -92,9 +99,7 @@ async def pipeline(
     )
     producer = Producer(
         bootstrap_servers=bootstrap_servers,
-        # One transactional id per instance: the group generation sent with the offsets
-        # fences zombies (KIP-447); a shared fixed id would fence the other instances.
-        transactional_id=f"{group}-{uuid.uuid4()}",
+        transactional_id=transactional_id(group),
     )
     done = 0
     async with consumer, producer:

@@ -6,7 +6,9 @@ answering (so the client knows it is stored), for at most ``--send-timeout`` sec
 must not hang on a cluster that does not answer.  Errors become the status a client can act on:
 a record too large is 413 (sending it again will not help), a retriable error or a timeout 503
 with ``Retry-After``, anything else 500.  ``GET /health`` is 200 only while the producer can
-deliver: it is open, its buffer is not (nearly) full, and deliveries are not failing now.
+deliver: it is open, the cluster answers (a metadata request, bounded to ``HEALTH_TIMEOUT_S``, so a
+stopped broker fails the probe even when no order arrives), its buffer is not (nearly) full, and
+deliveries are not failing now.
 
 Run: ``python examples/web_service.py [--bootstrap host:port] [--port 8080] [--topic orders]``,
 then ``curl -X POST localhost:8080/orders -d '{"id": 1}'``.  Without ``--bootstrap`` an embedded
@@ -27,9 +29,13 @@ from aiohttp import web
 from aiokafkawire import Admin, KafkaError, NewTopic, Producer, errors
 
 PRODUCER = web.AppKey("producer", Producer)
+ADMIN = web.AppKey("admin", Admin)
 TOPIC = web.AppKey("topic", str)
 SEND_TIMEOUT = web.AppKey("send_timeout", float)
 DELIVERIES = web.AppKey("deliveries", "Deliveries")
+
+# How long /health waits for the cluster to answer (a probe's own timeout is usually 1-5 s).
+HEALTH_TIMEOUT_S = 2.0
 
 
 class Deliveries:
@@ -106,6 +112,9 @@ async def health(request: web.Request) -> web.Response:
     last_error = request.app[DELIVERIES].last_error
     if last_error is not None:
         problems.append(f"the latest delivery failed: {last_error}")
+    cluster_problem = await cluster_answers(request.app[ADMIN])
+    if cluster_problem is not None:
+        problems.append(cluster_problem)
     return web.json_response(
         {
             "status": "failing" if problems else "ok",
@@ -117,6 +126,17 @@ async def health(request: web.Request) -> web.Response:
         },
         status=503 if problems else 200,
     )
+
+
+async def cluster_answers(admin: Admin) -> str | None:
+    """None when the cluster answers a metadata request within ``HEALTH_TIMEOUT_S``, else why
+    not.  Without this, an idle service would say "ok" against a cluster that is gone."""
+    try:
+        await asyncio.wait_for(admin.describe_cluster(), HEALTH_TIMEOUT_S)
+    except (KafkaError, asyncio.TimeoutError) as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else f"no answer in {HEALTH_TIMEOUT_S}s"
+        return f"the cluster does not answer: {reason}"
+    return None
 
 
 def make_app(
@@ -132,9 +152,6 @@ def make_app(
     app[DELIVERIES] = Deliveries()
 
     async def kafka_producer(app: web.Application) -> AsyncIterator[None]:
-        async with Admin(bootstrap_servers=bootstrap_servers) as admin:
-            # The topic may exist already (a restarted service): that is not a failure here.
-            await admin.create_topics([NewTopic(topic, 3, 1)], raise_on_error=False)
         producer = Producer(
             bootstrap_servers=bootstrap_servers,
             acks="all",
@@ -143,12 +160,18 @@ def make_app(
             # send() itself waits no longer than a request may (buffer full, metadata).
             max_block_ms=int(send_timeout * 1000),
         )
-        await producer.start()
-        app[PRODUCER] = producer
-        app[DELIVERIES].running = True
-        yield
-        app[DELIVERIES].running = False
-        await producer.stop()  # delivers what is still buffered, then disconnects
+        # The admin client creates the topic, then is /health's probe of the cluster.
+        async with Admin(bootstrap_servers=bootstrap_servers) as admin:
+            # The topic may exist already (a restarted service): that is not a failure here.
+            await admin.create_topics([NewTopic(topic, 3, 1)], raise_on_error=False)
+            await producer.start()
+            app[ADMIN], app[PRODUCER] = admin, producer
+            app[DELIVERIES].running = True
+            try:
+                yield
+            finally:
+                app[DELIVERIES].running = False
+                await producer.stop()  # delivers what is still buffered, then disconnects
 
     app.cleanup_ctx.append(kafka_producer)
     app.router.add_post("/orders", create_order)

@@ -4,7 +4,10 @@
 Small counts and short timeouts; the web service and the consumer service are driven through
 real HTTP requests and stopped with SIGTERM, as a process manager would.  The services and the
 pipeline run twice in a row (a restart must work: topics exist, groups have offsets) and are
-stopped with SIGTERM mid-run, which must end them cleanly (status 0).
+stopped with SIGTERM mid-run, which must end them cleanly: status 0, and nothing on stderr that
+says otherwise (a traceback, "Task was destroyed but it is pending", an unclosed resource; the
+subprocesses run with ``-W always::ResourceWarning``).  ``spark_pipeline.py`` has its own test in
+``tests/spark``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,20 @@ def _env() -> dict[str, str]:
     # The subprocess imports this checkout's aiokafkawire (as the tests do).
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONWARNINGS"] = "always::ResourceWarning"  # an unclosed socket or file says so
     return env
+
+
+# What a clean exit never writes (the ResourceWarnings and asyncio's "Unclosed ..." messages
+# included).
+UNCLEAN = ("Traceback", "Task was destroyed but it is pending", "ResourceWarning", "nclosed")
+
+
+def _assert_clean(status: int, out: str, err: str) -> None:
+    """Exit status 0 and none of ``UNCLEAN`` in the output."""
+    assert status == 0, f"exit status {status}\n{out}\n{err}"
+    for text in UNCLEAN:
+        assert text not in err and text not in out, f"{text!r} in the output:\n{out}\n{err}"
 
 
 def _load(name: str, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
@@ -63,7 +79,7 @@ def _run(*args: str, timeout: float = 60) -> str:
         timeout=timeout,
         check=False,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    _assert_clean(result.returncode, result.stdout, result.stderr)
     return result.stdout
 
 
@@ -162,7 +178,7 @@ async def test_web_service_answers_real_http_requests(
         assert answer.status == 200 and health["status"] == "ok", health
         assert health["records_sent"] == 20 and health["problems"] == []
     status, out, err = service.terminate()
-    assert status == 0, out + err
+    _assert_clean(status, out, err)
     # A second run in a row: the topic exists now.
     again = Service(*command)
     services.append(again)
@@ -171,9 +187,39 @@ async def test_web_service_answers_real_http_requests(
         answer = await http.post(f"{url}/orders", json={"id": 20})
         assert answer.status == 201, await answer.text()
     status, out, err = again.terminate()
-    assert status == 0, out + err
+    _assert_clean(status, out, err)
     stored = await _read_all(bootstrap, topic, 3)
     assert sorted(json.loads(v)["id"] for v in stored) == list(range(21))
+
+
+async def test_web_service_health_fails_when_its_broker_stops(services: list[Service]) -> None:
+    broker = TansuBroker().start()  # this test's own broker: it stops it
+    try:
+        command = (
+            str(EXAMPLES / "web_service.py"), "--bootstrap", broker.bootstrap_servers,
+            "--port", "0", "--topic", f"orders-{uuid.uuid4().hex[:8]}", "--send-timeout", "2",
+        )  # fmt: skip
+        service = Service(*command)
+        services.append(service)
+        url = service.wait_for_line(r"listening on (http://\S+)").group(1)
+        async with aiohttp.ClientSession() as http:
+            answer = await http.get(f"{url}/health")
+            assert answer.status == 200, await answer.text()
+            broker.stop()
+            # No order arrives: the probe alone must see that the cluster is gone.
+            answer = await http.get(f"{url}/health")
+            health = await answer.json()
+            assert answer.status == 503 and health["status"] == "failing", health
+            assert any("the cluster does not answer" in p for p in health["problems"]), health
+            order = await http.post(f"{url}/orders", json={"id": 1})
+            assert order.status == 503 and order.headers["Retry-After"] == "1", await order.text()
+        # SIGTERM with the broker gone (and a record undelivered) still stops it, promptly.
+        started = time.monotonic()
+        status, out, err = service.terminate()
+        assert time.monotonic() - started < 15, out + err
+        _assert_clean(status, out, err)
+    finally:
+        broker.stop()
 
 
 def test_web_service_maps_errors_to_statuses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,7 +266,7 @@ async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
     assert health["processed"] == 30 and health["state"] == "stable", health
     assert len(health["assignment"]) == 3 and set(health["lag"].values()) == {0}  # type: ignore[arg-type, union-attr]
     status, out, err = service.terminate()
-    assert status == 0, out + err
+    _assert_clean(status, out, err)
     assert "stopping after 30 records" in out and "stopped" in out
     async with Admin(bootstrap_servers=bootstrap) as admin:
         committed = await admin.list_group_offsets(group)
@@ -240,8 +286,46 @@ async def test_consumer_service_commits_reports_health_and_stops_on_sigterm(
         ready = await http.get(f"{url}/health/ready")
         assert ready.status == 200, await ready.text()
     status, out, err = again.terminate()
-    assert status == 0, out + err
+    _assert_clean(status, out, err)
     assert "stopping after 0 records" in out
+
+
+async def test_consumer_service_not_ready_but_live_when_its_broker_stops(
+    services: list[Service],
+) -> None:
+    broker = TansuBroker().start()  # this test's own broker: it stops it
+    try:
+        service = Service(
+            str(EXAMPLES / "consumer_service.py"), "--bootstrap", broker.bootstrap_servers,
+            "--topic", f"events-{uuid.uuid4().hex[:8]}", "--group", f"svc-{uuid.uuid4().hex[:8]}",
+            "--port", "0", "--session-timeout-ms", "2000",
+        )  # fmt: skip
+        services.append(service)
+        url = service.wait_for_line(r"health on (http://\S+)/health").group(1)
+        async with aiohttp.ClientSession() as http:
+            assert await _status_within(http, f"{url}/health/ready", 200, 30)
+            broker.stop()
+            # Readiness fails (no traffic for a member that lost its group) ...
+            assert await _status_within(http, f"{url}/health/ready", 503, 30)
+            # ... but liveness holds: the loop still polls, and restarting the pod won't help.
+            live = await http.get(f"{url}/health/live")
+            assert live.status == 200, await live.text()
+        started = time.monotonic()
+        status, out, err = service.terminate(timeout=60)
+        _assert_clean(status, out, err)
+        assert time.monotonic() - started < 30, out + err
+    finally:
+        broker.stop()
+
+
+async def _status_within(http: Any, url: str, status: int, timeout: float) -> bool:
+    """Whether GET ``url`` answers ``status`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (await http.get(url)).status == status:
+            return True
+        await asyncio.sleep(0.2)
+    return False
 
 
 class _Rebalancing:
@@ -280,13 +364,23 @@ async def test_consumer_service_liveness_survives_a_rebalance_and_a_failed_commi
     assert (await service.live(None)).status == 503
 
 
-def test_high_throughput_producer(tansu_broker: TansuBroker) -> None:
-    out = _run(
+def test_high_throughput_producer_twice_and_on_sigterm(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    command = (
         str(EXAMPLES / "high_throughput_producer.py"), "--bootstrap",
-        tansu_broker.bootstrap_servers, "--records", "20000",
-        "--topic", f"ht-{uuid.uuid4().hex[:8]}",
+        tansu_broker.bootstrap_servers, "--topic", f"ht-{uuid.uuid4().hex[:8]}",
     )  # fmt: skip
-    assert re.search(r"20,000 records of 100 bytes: .* 0 failed", out), out
+    for _run_number in range(2):  # the second run finds the topic there
+        out = _run(*command, "--records", "10000")
+        assert re.search(r"10,000 records of 100 bytes: .* 0 failed", out), out
+    service = Service(*command, "--records", "100000000")
+    services.append(service)
+    service.wait_for_line(r"^producing 100,000,000 records")
+    time.sleep(0.5)  # mid-run: the buffer is filling
+    status, out, err = service.terminate()
+    _assert_clean(status, out, err)
+    assert "stopped by signal" in out and "records/s" not in out, out
 
 
 def test_transactional_pipeline_twice_in_a_row(tansu_broker: TansuBroker) -> None:
@@ -312,8 +406,8 @@ def test_transactional_pipeline_stops_cleanly_on_sigterm(
     service.wait_for_line(r"pipeline running", timeout=120)
     time.sleep(1)  # mid-run: transactions in flight
     status, out, err = service.terminate(timeout=60)
-    assert status == 0, out + err
-    assert "stopped by signal" in out and "Traceback" not in err, out + err
+    _assert_clean(status, out, err)
+    assert "stopped by signal" in out, out + err
 
 
 def test_transactional_pipeline_tells_fatal_from_retriable(
@@ -324,47 +418,116 @@ def test_transactional_pipeline_tells_fatal_from_retriable(
     assert isinstance(errors.ProducerFencedError("fenced"), pipeline.FATAL)
     assert isinstance(errors.TransactionalIdAuthorizationFailedError("no"), pipeline.FATAL)
     assert not isinstance(errors.KafkaConnectionError("down"), pipeline.FATAL)
+    # Two instances of one pipeline (one group) must not share a transactional id.
+    assert pipeline.transactional_id("g") != pipeline.transactional_id("g")
 
 
-def test_produce_and_consume_examples(tansu_broker: TansuBroker) -> None:
-    topic = f"example-{uuid.uuid4().hex[:8]}"
-    out = _run(str(EXAMPLES / "produce.py"), tansu_broker.bootstrap_servers, topic)
+class _Rewinding:
+    """A consumer whose group committed partition 0 (at 5) but nothing yet for partition 1."""
+
+    def __init__(self) -> None:
+        self.seeks: dict[TopicPartition, int] = {}
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, Any]:
+        committed = {TopicPartition("in", 0): 5, TopicPartition("in", 1): None}
+        for tp in partitions:
+            if committed[tp] is not None:
+                self.seeks[tp] = committed[tp]
+        return {tp: committed[tp] for tp in partitions}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.seeks[tp] = offset
+
+
+async def test_transactional_pipeline_rewinds_partitions_with_nothing_committed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After an abort, the first transaction's input must be read again even where the group has
+    # no committed offset yet (seek_to_committed alone leaves those partitions where they are).
+    pipeline = _load("transactional_pipeline", monkeypatch)
+    consumer = _Rewinding()
+    p0, p1 = TopicPartition("in", 0), TopicPartition("in", 1)
+    batch = {
+        p0: [types.SimpleNamespace(offset=o) for o in (5, 6)],
+        p1: [types.SimpleNamespace(offset=o) for o in (0, 1, 2)],
+    }
+    await pipeline.rewind(consumer, batch)
+    assert consumer.seeks == {p0: 5, p1: 0}
+
+
+def test_produce_and_consume_examples_twice_and_on_sigterm(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    bootstrap = tansu_broker.bootstrap_servers
+    topic, group = f"example-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    out = _run(str(EXAMPLES / "produce.py"), bootstrap, topic)
     assert "1000 records sent" in out and "transaction committed" in out
-    out = _run(
-        str(EXAMPLES / "consume.py"), "--bootstrap", tansu_broker.bootstrap_servers,
-        "--group", f"g-{uuid.uuid4().hex[:8]}", "--from-beginning", "--max-records", "1011",
-        topic,
-    )  # fmt: skip
-    assert out.count(f"{topic}[") == 1011
+    # A second run in a row: the topic exists, the transactional id is taken over.
+    out = _run(str(EXAMPLES / "produce.py"), bootstrap, topic, "--records", "100")
+    assert "100 records sent" in out and "transaction committed" in out
+    consume = (str(EXAMPLES / "consume.py"), "--bootstrap", bootstrap, "--group", group)
+    out = _run(*consume, "--from-beginning", "--max-records", "1122", topic)
+    assert out.count(f"{topic}[") == 1122 and "stopped after 1122 records" in out, out
+    # Again with the same group, until SIGTERM: it resumes after the committed offsets (nothing
+    # printed again), then stops cleanly.
+    service = Service(*consume, topic)
+    services.append(service)
+    service.wait_for_line(r"^assigned: \[TopicPartition")
+    status, out, err = service.terminate()
+    _assert_clean(status, out, err)
+    assert "stopped by signal after 0 records" in out and f"{topic}[" not in out, out
 
 
-async def test_prometheus_metrics_serves_the_text_format(
+def test_produce_example_stops_cleanly_on_sigterm(
     tansu_broker: TansuBroker, services: list[Service]
 ) -> None:
     service = Service(
-        str(EXAMPLES / "prometheus_metrics.py"), "--bootstrap", tansu_broker.bootstrap_servers,
-        "--port", "0", "--topic", f"prom-{uuid.uuid4().hex[:8]}",
+        str(EXAMPLES / "produce.py"), tansu_broker.bootstrap_servers,
+        f"example-{uuid.uuid4().hex[:8]}", "--records", "100000000",
     )  # fmt: skip
     services.append(service)
-    url = service.wait_for_line(r"metrics on (http://\S+)").group(1)
+    service.wait_for_line(r"^sending 100000000 records")
+    time.sleep(0.5)  # mid-run: sends in flight
+    status, out, err = service.terminate()
+    _assert_clean(status, out, err)
+    assert "stopped by signal" in out and "records sent" not in out, out
+
+
+async def test_prometheus_metrics_serves_the_text_format_twice_in_a_row(
+    tansu_broker: TansuBroker, services: list[Service]
+) -> None:
+    topic = f"prom-{uuid.uuid4().hex[:8]}"
+    for _run_number in range(2):  # the second run finds the topic there
+        service = Service(
+            str(EXAMPLES / "prometheus_metrics.py"), "--bootstrap",
+            tansu_broker.bootstrap_servers, "--port", "0", "--topic", topic,
+        )  # fmt: skip
+        services.append(service)
+        url = service.wait_for_line(r"metrics on (http://\S+)").group(1)
+        text = await _scrape_until(url, f'aiokafkawire_producer_records_total{{topic="{topic}"')
+        assert "# TYPE aiokafkawire_request_latency_seconds histogram" in text, text
+        assert re.search(
+            r'aiokafkawire_requests_total\{broker="\d+",api="Produce",outcome="ok"\} \d+', text
+        )
+        assert re.search(r'aiokafkawire_request_latency_seconds_bucket\{.*le="\+Inf"\} \d+', text)
+        assert re.search(r"^aiokafkawire_producer_buffer_use [0-9.]+$", text, re.M)
+        status, out, err = service.terminate()  # SIGTERM mid-run: the producer is sending
+        _assert_clean(status, out, err)
+
+
+async def _scrape_until(url: str, wanted: str, timeout: float = 20) -> str:
+    """GET ``url`` until its text contains ``wanted`` (or ``timeout``); the last text."""
     text = ""
     async with aiohttp.ClientSession() as http:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             answer = await http.get(url)
             assert answer.status == 200 and answer.content_type == "text/plain"
             text = await answer.text()
-            if 'aiokafkawire_producer_records_total{topic="prom-' in text:
+            if wanted in text:
                 break
             await asyncio.sleep(0.2)
-    assert "# TYPE aiokafkawire_request_latency_seconds histogram" in text, text
-    assert re.search(
-        r'aiokafkawire_requests_total\{broker="\d+",api="Produce",outcome="ok"\} \d+', text
-    )
-    assert re.search(r'aiokafkawire_request_latency_seconds_bucket\{.*le="\+Inf"\} \d+', text)
-    assert re.search(r"^aiokafkawire_producer_buffer_use [0-9.]+$", text, re.M)
-    status, out, err = service.terminate()
-    assert status == 0, out + err
+    return text
 
 
 async def test_work_queue_runs_twice_and_stops_on_sigterm(
@@ -386,5 +549,5 @@ async def test_work_queue_runs_twice_and_stops_on_sigterm(
         if run_number == 0:
             service.wait_for_line(r"job \d+ -> accept", timeout=120)
         status, out, err = service.terminate(timeout=60)
-        assert status == 0, out + err
-        assert "stopped:" in out and "Traceback" not in err, out + err
+        _assert_clean(status, out, err)
+        assert "stopped:" in out, out + err

@@ -7,19 +7,23 @@ from typing import TYPE_CHECKING, Any
 from aiokafkawire import errors
 from aiokafkawire.cli.admin_calls import answered, answered_items, connect_admin
 from aiokafkawire.cli.exit_codes import CliError, ExitCode, check_item
-from aiokafkawire.cli.offsets import lookup_offsets, partition_name, topic_partitions
-from aiokafkawire.cli.options import (
-    add_json_option,
-    add_partition_option,
-    non_negative_int,
-    timestamp_ms,
+from aiokafkawire.cli.group_common import (
+    add_reset_options,
+    member_document,
+    refuse_active_members,
+    report_description,
+    report_listing,
+    report_reset,
+    reset_targets,
 )
-from aiokafkawire.structs import TopicPartition
+from aiokafkawire.cli.offsets import lookup_offsets, partition_name, topic_partitions
+from aiokafkawire.cli.options import add_json_option, add_partition_option
 
 if TYPE_CHECKING:
     from aiokafkawire.admin import GroupDescription, GroupOffset
     from aiokafkawire.cli.admin_calls import PerItemAdmin
     from aiokafkawire.cli.app import Context, Parents
+    from aiokafkawire.structs import TopicPartition
 
 
 def add_commands(sub: Any, parents: Parents) -> None:
@@ -64,58 +68,24 @@ def add_commands(sub: Any, parents: Parents) -> None:
         run_reset_offsets,
         help="set a group's committed offsets for a topic (the group must have no members)",
     )
-    reset.add_argument("group", metavar="GROUP", help="the group id")
-    reset.add_argument("--topic", required=True, help="the topic whose offsets change")
-    add_partition_option(reset)
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument(
-        "--to-earliest", action="store_true", help="to each partition's earliest offset"
-    )
-    target.add_argument("--to-latest", action="store_true", help="to each partition's end")
-    target.add_argument(
-        "--to-offset", type=non_negative_int, metavar="N", help="to offset N in each partition"
-    )
-    target.add_argument(
-        "--to-timestamp",
-        type=timestamp_ms,
-        metavar="TIME",
-        help="to the first offset at or after TIME (milliseconds since the epoch, or ISO 8601)",
-    )
-    target.add_argument(
-        "--shift-by",
-        type=int,
-        metavar="N",
-        help="move each committed offset by N (negative: back), within the partition's range",
-    )
-    reset.add_argument(
-        "--dry-run", action="store_true", help="show the new offsets without committing them"
-    )
+    add_reset_options(reset, offsets="committed offsets", shift=True)
 
 
 async def run_list(context: Context) -> int:
     """Print every group."""
     async with connect_admin(context) as admin:
         listings = await admin.list_groups()
-    if context.args.json:
-        context.report.json(
-            [
-                {
-                    "group": g.group_id,
-                    "state": g.state,
-                    "type": g.group_type,
-                    "protocol": g.protocol_type,
-                    "coordinator": g.coordinator,
-                }
-                for g in listings
-            ]
-        )
-        return ExitCode.OK
-    context.report.table(
-        ["group", "state", "type", "protocol", "coordinator"],
-        [(g.group_id, g.state, g.group_type, g.protocol_type, g.coordinator) for g in listings],
-        right=["coordinator"],
-    )
-    return ExitCode.OK
+    rows = [
+        {
+            "group": g.group_id,
+            "state": g.state,
+            "type": g.group_type,
+            "protocol": g.protocol_type,
+            "coordinator": g.coordinator,
+        }
+        for g in listings
+    ]
+    return report_listing(context, rows, ["group", "state", "type", "protocol", "coordinator"])
 
 
 def _group_name(group: str) -> str:
@@ -155,15 +125,12 @@ def _group_document(
         for member in description.members:
             owner.update(dict.fromkeys(member.assigned_partitions, member.member_id))
             members.append(
-                {
-                    "member_id": member.member_id,
-                    "client_id": member.client_id,
-                    "host": member.client_host,
-                    "assigned": [
-                        {"topic": tp.topic, "partition": tp.partition}
-                        for tp in member.assigned_partitions
-                    ],
-                }
+                member_document(
+                    member.member_id,
+                    member.client_id,
+                    member.client_host,
+                    member.assigned_partitions,
+                )
             )
     offsets = [
         {
@@ -191,7 +158,6 @@ async def run_describe(context: Context) -> int:
     from aiokafkawire.admin import OffsetSpec
 
     group = context.args.group
-    report = context.report
     async with connect_admin(context) as admin:
         description = await _describe(admin, group)
         committed = await _committed(admin, group)
@@ -203,40 +169,14 @@ async def run_describe(context: Context) -> int:
                 ExitCode.NOT_FOUND,
             )
         ends = await lookup_offsets(admin, list(committed), OffsetSpec.latest())
-    if context.args.json:
-        report.json(_group_document(group, description, committed, ends))
-        return ExitCode.OK
-    owner: dict[TopicPartition, str] = {}
-    if description is None:
-        report.info("the broker cannot describe groups (no DescribeGroups): members unknown")
-    else:
-        rows = []
-        for member in description.members:
-            for tp in member.assigned_partitions:
-                owner[tp] = member.member_id
-            assigned = ", ".join(partition_name(tp) for tp in member.assigned_partitions)
-            rows.append((member.member_id, member.client_id, member.client_host, assigned))
-        report.table(
-            ["member", "client id", "host", "assigned partitions"],
-            rows,
-            title=f"group {group}: {description.state or 'unknown state'}, "
-            f"{len(description.members)} member(s), coordinator {description.coordinator}",
-        )
-    offset_rows = []
-    total_lag = 0
-    for tp in sorted(committed):
-        lag = max(ends[tp] - committed[tp].offset, 0)
-        total_lag += lag
-        offset_rows.append(
-            (tp.topic, tp.partition, committed[tp].offset, ends[tp], lag, owner.get(tp))
-        )
-    report.table(
-        ["topic", "partition", "committed", "end", "lag", "member"],
-        offset_rows,
-        title=f"committed offsets of {group}: total lag {total_lag}",
-        right=["partition", "committed", "end", "lag"],
+    document = _group_document(group, description, committed, ends)
+    return report_description(
+        context,
+        document,
+        kind="group",
+        offsets_title=f"committed offsets of {group}: total lag {document['total_lag']}",
+        offset_columns=["topic", "partition", "committed", "end", "lag", "member"],
     )
-    return ExitCode.OK
 
 
 async def run_delete(context: Context) -> int:
@@ -254,63 +194,21 @@ async def run_delete(context: Context) -> int:
     return ExitCode.OK
 
 
-async def _targets(
-    admin: PerItemAdmin,
-    args: Any,
-    partitions: list[TopicPartition],
-    current: dict[TopicPartition, int],
-) -> dict[TopicPartition, int]:
-    from aiokafkawire.admin import OffsetSpec
-
-    if args.to_offset is not None:
-        return dict.fromkeys(partitions, args.to_offset)
-    earliest = await lookup_offsets(admin, partitions, OffsetSpec.earliest())
-    if args.to_earliest:
-        return earliest
-    latest = await lookup_offsets(admin, partitions, OffsetSpec.latest())
-    if args.to_latest:
-        return latest
-    if args.to_timestamp is not None:
-        found = await lookup_offsets(admin, partitions, OffsetSpec.for_timestamp(args.to_timestamp))
-        # No record at or after the time: the end, as Kafka's own tool does.
-        return {tp: found[tp] if found[tp] >= 0 else latest[tp] for tp in partitions}
-    targets = {}
-    for tp in partitions:
-        if tp not in current:
-            raise CliError(
-                f"--shift-by: group {args.group!r} has no committed offset for "
-                f"{partition_name(tp)}",
-                ExitCode.NOT_FOUND,
-            )
-        targets[tp] = min(max(current[tp] + args.shift_by, earliest[tp]), latest[tp])
-    return targets
-
-
 async def run_reset_offsets(context: Context) -> int:
     """Compute and commit (unless --dry-run) new offsets for a group."""
     args = context.args
     async with connect_admin(context) as admin:
         partitions = await topic_partitions(admin, args.topic, args.partition)
         description = await _describe(admin, args.group)
-        if description is not None and description.members:
-            raise CliError(
-                f"group {args.group!r} has {len(description.members)} active member(s); "
-                "stop its consumers before resetting offsets"
-            )
+        if description is not None:
+            refuse_active_members(f"group {args.group!r}", description.members)
         current = {tp: o.offset for tp, o in (await _committed(admin, args.group)).items()}
-        targets = await _targets(admin, args, partitions, current)
+        targets = await reset_targets(admin, args, partitions, current)
         if not args.dry_run:
             results = await admin.alter_group_offsets(args.group, targets)
             for tp, result in answered_items(results, partitions, partition_name):
                 check_item(f"committing {partition_name(tp)}", result.error)
-    context.report.table(
-        ["topic", "partition", "old", "new"],
-        [(tp.topic, tp.partition, current.get(tp), targets[tp]) for tp in partitions],
-        title=f"group {args.group}: "
-        + ("new offsets (dry run, nothing committed)" if args.dry_run else "offsets committed"),
-        right=["partition", "old", "new"],
-    )
-    return ExitCode.OK
+    return report_reset(context, f"group {args.group}", partitions, current, targets, args.dry_run)
 
 
 async def run_delete_offsets(context: Context) -> int:

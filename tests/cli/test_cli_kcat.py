@@ -371,6 +371,12 @@ def test_consume_into_produce_copies_a_topic_byte_for_byte_on_apache_kafka(
     assert len(original) == 4
     assert copied == original
     assert any(row[4] is None for row in copied) and any(row[4] == b"" for row in copied)
+    # kcat -L -J's counterpart on the same cluster: one JSON document, both topics in it.
+    listed = run_in_process("topics", "list", "-J", "-b", servers)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    for topic in (source, copy):
+        assert rows[topic] == {"name": topic, "partitions": 2, "replication": 1, "internal": False}
 
 
 def test_the_test_suite_reads_the_same_variable(monkeypatch) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ssl
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from aiokafkawire.errors import ConfigError
@@ -16,7 +17,34 @@ from aiokafkawire.errors import ConfigError
 __all__ = ["connection_options"]
 
 
-def connection_options(
+#: aiokafka's connection arguments, shared by its producer, consumer and admin client.
+CONNECTION_ARGUMENTS = (
+    "loop",
+    "bootstrap_servers",
+    "client_id",
+    "metadata_max_age_ms",
+    "request_timeout_ms",
+    "retry_backoff_ms",
+    "api_version",
+    "security_protocol",
+    "ssl_context",
+    "connections_max_idle_ms",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_domain_name",
+    "sasl_oauth_token_provider",
+)
+
+
+def connection_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``_connection_options`` of the ``CONNECTION_ARGUMENTS`` in ``arguments`` (a client
+    constructor's ``locals()``: every one of them must be there)."""
+    return _connection_options(**{name: arguments[name] for name in CONNECTION_ARGUMENTS})
+
+
+def _connection_options(
     *,
     loop: Any,
     bootstrap_servers: str | list[str],
@@ -44,7 +72,7 @@ def connection_options(
         warnings.warn(
             "the loop argument is ignored: aiokafkawire uses the running event loop",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=4,  # the user's call: _connection_options, connection_options, __init__
         )
     del connections_max_idle_ms, sasl_kerberos_service_name  # no counterpart, no effect
     if sasl_kerberos_domain_name is not None or sasl_mechanism == "GSSAPI":

@@ -89,26 +89,7 @@ class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation
         sasl_kerberos_domain_name: str | None = None,
         sasl_oauth_token_provider: Any = None,
     ) -> None:
-        self._admin = Admin(
-            **connection_options(
-                loop=loop,
-                bootstrap_servers=bootstrap_servers,
-                client_id=client_id,
-                metadata_max_age_ms=metadata_max_age_ms,
-                request_timeout_ms=request_timeout_ms,
-                retry_backoff_ms=retry_backoff_ms,
-                api_version=api_version,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                connections_max_idle_ms=connections_max_idle_ms,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                sasl_kerberos_service_name=sasl_kerberos_service_name,
-                sasl_kerberos_domain_name=sasl_kerberos_domain_name,
-                sasl_oauth_token_provider=sasl_oauth_token_provider,
-            )
-        )
+        self._admin = Admin(**connection_options(locals()))
 
     @property
     def native(self) -> Admin:

@@ -111,24 +111,7 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
             not isinstance(max_poll_records, int) or max_poll_records < 1
         ):
             raise errors.ConfigError("max_poll_records should be positive integer")
-        common = connection_options(
-            loop=loop,
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            metadata_max_age_ms=metadata_max_age_ms,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            api_version=api_version,
-            security_protocol=security_protocol,
-            ssl_context=ssl_context,
-            connections_max_idle_ms=connections_max_idle_ms,
-            sasl_mechanism=sasl_mechanism,
-            sasl_plain_username=sasl_plain_username,
-            sasl_plain_password=sasl_plain_password,
-            sasl_kerberos_service_name=sasl_kerberos_service_name,
-            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
-            sasl_oauth_token_provider=sasl_oauth_token_provider,
-        )
+        common = connection_options(locals())
         self._consumer = Consumer(
             group_id=group_id,
             group_instance_id=group_instance_id,

@@ -156,24 +156,7 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
             enable_idempotence = True
         if acks is _missing:
             acks = "all" if enable_idempotence else 1
-        common = connection_options(
-            loop=loop,
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            metadata_max_age_ms=metadata_max_age_ms,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            api_version=api_version,
-            security_protocol=security_protocol,
-            ssl_context=ssl_context,
-            connections_max_idle_ms=connections_max_idle_ms,
-            sasl_mechanism=sasl_mechanism,
-            sasl_plain_username=sasl_plain_username,
-            sasl_plain_password=sasl_plain_password,
-            sasl_kerberos_service_name=sasl_kerberos_service_name,
-            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
-            sasl_oauth_token_provider=sasl_oauth_token_provider,
-        )
+        common = connection_options(locals())
         native_partitioner = None if isinstance(partitioner, DefaultPartitioner) else partitioner
         self._producer = Producer(
             acks=acks,
