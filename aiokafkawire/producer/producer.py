@@ -916,8 +916,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
 
         ``brokers``: per broker request counts, latency percentiles per API (``Produce``),
         in-flight requests, bytes in/out, throttle time.  ``producer``: records and batches
-        delivered, records per second since the previous call, average batch size, compression
-        ratio (bytes sent / uncompressed bytes), retries, failed batches and records, buffer use.
+        delivered, records per second over the last 30 s (``metrics.RATE_WINDOW_S``), average
+        batch size, compression ratio (bytes sent / uncompressed bytes), retries, failed batches
+        and records, buffer use.
         """
         stats = self._sender.stats if self._sender is not None else ProducerStats()
         return {
