@@ -210,6 +210,7 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
     def set_topics(self, topics: Iterable[str]) -> None:
         """Replace the tracked topics."""
         self._topics = set(topics)
+        self._new_topics &= self._topics
 
     def want_all_topics(self, value: bool = True, *, refresh_ms: float | None = None) -> None:
         """Ask for every topic on each refresh (pattern subscriptions, admin listing).
