@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, sys
 from aiokafkawire import Producer  # noqa: F401
+from aiokafkawire.metrics import api_name
+assert api_name(0) == "Produce" and api_name(2) == "ListOffsets"  # names, no class lookups
 loaded = sorted(
     m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("aiokafkawire.protocol.messages.")
 )
