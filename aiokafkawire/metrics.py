@@ -53,10 +53,12 @@ def api_name(api_key: int) -> str:
     """The name of an API key, e.g. ``0 -> "Produce"``."""
     global _API_NAMES
     if _API_NAMES is None:
-        from aiokafkawire.protocol.messages import REQUEST_TYPES
+        # From the ApiKey names (LIST_OFFSETS -> ListOffsets), not the classes: looking those
+        # up would import every message module.
+        from aiokafkawire.protocol.messages import ApiKey
 
         _API_NAMES = {
-            key: cls.__name__.removesuffix("Request") for key, cls in REQUEST_TYPES.items()
+            int(key): "".join(part.capitalize() for part in key.name.split("_")) for key in ApiKey
         }
     return _API_NAMES.get(api_key, f"Api{api_key}")
 

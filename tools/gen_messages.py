@@ -1416,9 +1416,69 @@ def generate_module(specs: list[Spec], module_doc: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+_LAZY_INIT_SUPPORT = '''
+
+def _load(name: str) -> Any:
+    """The class ``name``, importing its module on first use (then cached in this namespace)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __getattr__(name: str) -> Any:
+    return _load(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+_T = TypeVar("_T")
+
+
+class _LazyTypes(Mapping[int, _T]):
+    """api key -> message class; a class's module is imported on its first lookup."""
+
+    __slots__ = ("_loaded", "_names")
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self._names = names
+        self._loaded: dict[int, _T] = {}
+
+    def __getitem__(self, key: int) -> _T:
+        try:
+            return self._loaded[key]
+        except KeyError:
+            value: _T = _load(self._names[key])  # KeyError for an unknown key
+            self._loaded[key] = value
+            return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"<message types of {len(self._names)} APIs>"
+'''
+
+
 def render_init(
     modules: list[tuple[str, list[str]]], apis: list[tuple[int, str, Spec, Spec]]
 ) -> str:
+    """The package ``__init__``: every class by name, each module imported on first use.
+
+    A client uses a handful of the APIs; importing all ~84 modules would cost most of the
+    package's import time, so the names resolve through a module ``__getattr__`` and
+    ``REQUEST_TYPES``/``RESPONSE_TYPES`` are mappings that import on lookup.
+    """
     lines = [
         HEADER_LINE,
         '"""Kafka protocol messages generated from the official JSON specs.',
@@ -1431,11 +1491,17 @@ def render_init(
         "``decode_from(buf, pos, version) -> (obj, end)`` and ``encode_into(out, version)`` nest.",
         "The consumer-protocol structures add ``encode_versioned()``/``decode_versioned()`` for",
         "the int16-version-prefixed bytes inside JoinGroup/SyncGroup.",
+        "",
+        "Each API's module is imported on first use of one of its names (or of its entry in",
+        "``REQUEST_TYPES``/``RESPONSE_TYPES``), so that a client loads only the codecs it speaks.",
         '"""',
         "",
         "from __future__ import annotations",
         "",
+        "import importlib",
+        "from collections.abc import Iterator, Mapping",
         "from enum import IntEnum",
+        "from typing import TYPE_CHECKING, Any, TypeVar",
         "",
         "from aiokafkawire.protocol.messages._support import (",
         "    ApiMessage,",
@@ -1444,19 +1510,29 @@ def render_init(
         "    ResponseMessage,",
         "    VersionedData,",
         ")",
+        "",
+        "if TYPE_CHECKING:",
     ]
     for module, names in modules:
         names = sorted(names)
         joined = ", ".join(names)
-        line = f"from aiokafkawire.protocol.messages.{module} import {joined}"
+        line = f"    from aiokafkawire.protocol.messages.{module} import {joined}"
         if len(line) <= 100:
             lines.append(line)
         else:
-            lines.append(f"from aiokafkawire.protocol.messages.{module} import (")
-            lines.extend(f"    {n}," for n in names)
-            lines.append(")")
+            lines.append(f"    from aiokafkawire.protocol.messages.{module} import (")
+            lines.extend(f"        {n}," for n in names)
+            lines.append("    )")
     lines += [
         "",
+        "#: class name -> its module in this package (imported on the name's first use).",
+        "_MODULE_OF: dict[str, str] = {",
+    ]
+    for module, names in modules:
+        lines.extend(f"    {q(n)}: {q(module)}," for n in sorted(names))
+    lines.append("}")
+    lines.extend(_LAZY_INIT_SUPPORT.split("\n"))
+    lines += [
         "",
         "class ApiKey(IntEnum):",
         '    """Kafka API keys of the requests this client implements."""',
@@ -1465,12 +1541,16 @@ def render_init(
     for api_key, base, _req, _resp in apis:
         lines.append(f"    {snake_case(base).upper()} = {api_key}")
     lines += ["", ""]
-    lines.append("REQUEST_TYPES: dict[int, type[RequestMessage]] = {")
-    lines.extend(f"    {k}: {req.name}," for k, _b, req, _r in apis)
-    lines.append("}")
-    lines.append("RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {")
-    lines.extend(f"    {k}: {resp.name}," for k, _b, _q, resp in apis)
-    lines.append("}")
+    lines.append("REQUEST_TYPES: Mapping[int, type[RequestMessage]] = _LazyTypes(")
+    lines.append("    {")
+    lines.extend(f"        {k}: {q(req.name)}," for k, _b, req, _r in apis)
+    lines.append("    }")
+    lines.append(")")
+    lines.append("RESPONSE_TYPES: Mapping[int, type[ResponseMessage]] = _LazyTypes(")
+    lines.append("    {")
+    lines.extend(f"        {k}: {q(resp.name)}," for k, _b, _q, resp in apis)
+    lines.append("    }")
+    lines.append(")")
     lines.append("#: api key -> (lowest, highest) version in the specs, for version negotiation.")
     lines.append("SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {")
     for k, _b, req, _r in apis:

@@ -3,9 +3,10 @@
 Metadata is refreshed on demand (a stale-metadata error, a socket error to a leader, an unknown
 topic) and every ``metadata_max_age_ms``; concurrent triggers coalesce into one request.  A
 refresh for topics the client has not asked about yet goes out at once, as the Java client's
-``requestUpdateForNewTopics`` does; other refreshes, and any refresh after a failed one, wait
-``retry_backoff_ms`` since the previous one.  While an *awaited* topic (one a consumer subscribed
-to) is missing, refreshes repeat with exponential backoff from ``retry_backoff_ms`` up to
+``requestUpdateForNewTopics`` does, and asks for those topics only (the others keep their
+entries); other refreshes ask for every tracked topic, and they and any refresh after a failed
+one wait ``retry_backoff_ms`` since the previous one.  While an *awaited* topic (one a consumer
+subscribed to) is missing, refreshes repeat with exponential backoff from ``retry_backoff_ms`` up to
 ``retry_backoff_max_ms``, as the Java client does; while all topics are wanted (pattern
 subscriptions) an interval shorter than ``metadata_max_age_ms`` may bound how late a new topic is
 seen.  Coordinators (group and transaction) are cached until a coordinator error invalidates them.
@@ -89,8 +90,13 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         self._reschedule: asyncio.Future[None] | None = None
         self._refresh: asyncio.Future[ClusterMetadata] | None = None
         self._last_refresh = 0.0
-        # Topics added since the last request was sent: the next refresh skips the backoff.
-        self._new_topics = False
+        # Topics added since the last request was sent: the next refresh skips the backoff and,
+        # unless a full update is due too, asks for these only (Java's ProducerMetadata does the
+        # same), so that N new topics cost N small answers rather than N growing ones.
+        self._new_topics: set[str] = set()
+        # A refresh not only for new topics was asked for (stale metadata, periodic, start):
+        # the next request asks for every tracked topic.
+        self._full_update_due = True
         self._last_refresh_failed = False
         # The topics the request under way asked for (None: not sent yet, or all topics).
         self._asked: frozenset[str] | None = None
@@ -194,15 +200,17 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
 
     def add_topics(self, topics: Iterable[str]) -> bool:
         """Track more topics; returns True when any was new (a refresh is then due)."""
-        before = len(self._topics)
-        self._topics.update(topics)
-        added = len(self._topics) != before
-        self._new_topics = self._new_topics or added
-        return added
+        known = self._topics
+        added = [topic for topic in topics if topic not in known]
+        if added:
+            known.update(added)
+            self._new_topics.update(added)
+        return bool(added)
 
     def set_topics(self, topics: Iterable[str]) -> None:
         """Replace the tracked topics."""
         self._topics = set(topics)
+        self._new_topics &= self._topics
 
     def want_all_topics(self, value: bool = True, *, refresh_ms: float | None = None) -> None:
         """Ask for every topic on each refresh (pattern subscriptions, admin listing).
@@ -243,6 +251,12 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
             raise errors.ClientClosedError("the cluster client is closed")
         refresh = self._refresh
         asked = self._asked
+        if not wanted or not (
+            wanted <= self._new_topics
+            or (refresh is not None and not refresh.done() and (asked is None or wanted <= asked))
+        ):
+            # Neither a first lookup nor one under way: the next request asks for every topic.
+            self._full_update_due = True
         if refresh is not None and not refresh.done() and asked is not None and wanted - asked:
             await asyncio.wait([refresh])  # its outcome is its own waiters'; ours comes next
             refresh = self._refresh
@@ -252,7 +266,10 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
 
     def request_update(self) -> None:
         """Schedule a refresh without waiting (e.g. after a NotLeaderOrFollower error)."""
-        if self._closed or (self._refresh is not None and not self._refresh.done()):
+        if self._closed:
+            return
+        self._full_update_due = True
+        if self._refresh is not None and not self._refresh.done():
             return
         self._start_refresh()
 
@@ -298,8 +315,10 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
 
     async def _fetch_metadata(self) -> ClusterMetadata:
         full = self._want_all_topics
-        topics = sorted(self._topics)
-        self._new_topics = False
+        only_new = not full and not self._full_update_due and bool(self._new_topics)
+        topics = sorted(self._new_topics if only_new else self._topics)
+        self._new_topics = set()
+        self._full_update_due = False
         self._asked = None if full else frozenset(topics)
         recovery = self.recovery
         recovery.attempt_started()

@@ -9,11 +9,17 @@ Nested structs live in the per-API modules (``messages.metadata.MetadataRequestT
 ``decode_from(buf, pos, version) -> (obj, end)`` and ``encode_into(out, version)`` nest.
 The consumer-protocol structures add ``encode_versioned()``/``decode_versioned()`` for
 the int16-version-prefixed bytes inside JoinGroup/SyncGroup.
+
+Each API's module is imported on first use of one of its names (or of its entry in
+``REQUEST_TYPES``/``RESPONSE_TYPES``), so that a client loads only the codecs it speaks.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafkawire.protocol.messages._support import (
     ApiMessage,
@@ -22,256 +28,504 @@ from aiokafkawire.protocol.messages._support import (
     ResponseMessage,
     VersionedData,
 )
-from aiokafkawire.protocol.messages.add_offsets_to_txn import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-)
-from aiokafkawire.protocol.messages.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-)
-from aiokafkawire.protocol.messages.add_raft_voter import AddRaftVoterRequest, AddRaftVoterResponse
-from aiokafkawire.protocol.messages.alter_client_quotas import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-)
-from aiokafkawire.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from aiokafkawire.protocol.messages.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-)
-from aiokafkawire.protocol.messages.alter_replica_log_dirs import (
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponse,
-)
-from aiokafkawire.protocol.messages.alter_share_group_offsets import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsResponse,
-)
-from aiokafkawire.protocol.messages.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-)
-from aiokafkawire.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from aiokafkawire.protocol.messages.consumer_group_describe import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-)
-from aiokafkawire.protocol.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
-from aiokafkawire.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
-from aiokafkawire.protocol.messages.consumer_protocol_subscription import (
-    ConsumerProtocolSubscription,
-)
-from aiokafkawire.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
-from aiokafkawire.protocol.messages.create_delegation_token import (
-    CreateDelegationTokenRequest,
-    CreateDelegationTokenResponse,
-)
-from aiokafkawire.protocol.messages.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-)
-from aiokafkawire.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from aiokafkawire.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
-from aiokafkawire.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from aiokafkawire.protocol.messages.delete_records import (
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
-)
-from aiokafkawire.protocol.messages.delete_share_group_offsets import (
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsResponse,
-)
-from aiokafkawire.protocol.messages.delete_share_group_state import (
-    DeleteShareGroupStateRequest,
-    DeleteShareGroupStateResponse,
-)
-from aiokafkawire.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from aiokafkawire.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from aiokafkawire.protocol.messages.describe_client_quotas import (
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-)
-from aiokafkawire.protocol.messages.describe_cluster import (
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-)
-from aiokafkawire.protocol.messages.describe_configs import (
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
-)
-from aiokafkawire.protocol.messages.describe_delegation_token import (
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenResponse,
-)
-from aiokafkawire.protocol.messages.describe_groups import (
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-)
-from aiokafkawire.protocol.messages.describe_log_dirs import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-)
-from aiokafkawire.protocol.messages.describe_producers import (
-    DescribeProducersRequest,
-    DescribeProducersResponse,
-)
-from aiokafkawire.protocol.messages.describe_quorum import (
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-)
-from aiokafkawire.protocol.messages.describe_share_group_offsets import (
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponse,
-)
-from aiokafkawire.protocol.messages.describe_topic_partitions import (
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse,
-)
-from aiokafkawire.protocol.messages.describe_transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-)
-from aiokafkawire.protocol.messages.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-)
-from aiokafkawire.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from aiokafkawire.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
-from aiokafkawire.protocol.messages.expire_delegation_token import (
-    ExpireDelegationTokenRequest,
-    ExpireDelegationTokenResponse,
-)
-from aiokafkawire.protocol.messages.fetch import FetchRequest, FetchResponse
-from aiokafkawire.protocol.messages.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-)
-from aiokafkawire.protocol.messages.get_telemetry_subscriptions import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-)
-from aiokafkawire.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from aiokafkawire.protocol.messages.incremental_alter_configs import (
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
-from aiokafkawire.protocol.messages.init_producer_id import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
-from aiokafkawire.protocol.messages.initialize_share_group_state import (
-    InitializeShareGroupStateRequest,
-    InitializeShareGroupStateResponse,
-)
-from aiokafkawire.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
-from aiokafkawire.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from aiokafkawire.protocol.messages.list_config_resources import (
-    ListConfigResourcesRequest,
-    ListConfigResourcesResponse,
-)
-from aiokafkawire.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from aiokafkawire.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
-from aiokafkawire.protocol.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
-from aiokafkawire.protocol.messages.list_transactions import (
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-)
-from aiokafkawire.protocol.messages.metadata import MetadataRequest, MetadataResponse
-from aiokafkawire.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from aiokafkawire.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from aiokafkawire.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from aiokafkawire.protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-)
-from aiokafkawire.protocol.messages.produce import ProduceRequest, ProduceResponse
-from aiokafkawire.protocol.messages.push_telemetry import (
-    PushTelemetryRequest,
-    PushTelemetryResponse,
-)
-from aiokafkawire.protocol.messages.read_share_group_state import (
-    ReadShareGroupStateRequest,
-    ReadShareGroupStateResponse,
-)
-from aiokafkawire.protocol.messages.read_share_group_state_summary import (
-    ReadShareGroupStateSummaryRequest,
-    ReadShareGroupStateSummaryResponse,
-)
-from aiokafkawire.protocol.messages.remove_raft_voter import (
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
-)
-from aiokafkawire.protocol.messages.renew_delegation_token import (
-    RenewDelegationTokenRequest,
-    RenewDelegationTokenResponse,
-)
-from aiokafkawire.protocol.messages.request_header import RequestHeader
-from aiokafkawire.protocol.messages.response_header import ResponseHeader
-from aiokafkawire.protocol.messages.sasl_authenticate import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-)
-from aiokafkawire.protocol.messages.sasl_handshake import (
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
-from aiokafkawire.protocol.messages.share_acknowledge import (
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeResponse,
-)
-from aiokafkawire.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
-from aiokafkawire.protocol.messages.share_group_describe import (
-    ShareGroupDescribeRequest,
-    ShareGroupDescribeResponse,
-)
-from aiokafkawire.protocol.messages.share_group_heartbeat import (
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
-)
-from aiokafkawire.protocol.messages.streams_group_describe import (
-    StreamsGroupDescribeRequest,
-    StreamsGroupDescribeResponse,
-)
-from aiokafkawire.protocol.messages.streams_group_heartbeat import (
-    StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatResponse,
-)
-from aiokafkawire.protocol.messages.streams_group_topology_description_update import (
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    StreamsGroupTopologyDescriptionUpdateResponse,
-)
-from aiokafkawire.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from aiokafkawire.protocol.messages.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-)
-from aiokafkawire.protocol.messages.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
-from aiokafkawire.protocol.messages.unregister_controller import (
-    UnregisterControllerRequest,
-    UnregisterControllerResponse,
-)
-from aiokafkawire.protocol.messages.update_features import (
-    UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
-)
-from aiokafkawire.protocol.messages.write_share_group_state import (
-    WriteShareGroupStateRequest,
-    WriteShareGroupStateResponse,
-)
-from aiokafkawire.protocol.messages.write_txn_markers import (
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
+
+if TYPE_CHECKING:
+    from aiokafkawire.protocol.messages.add_offsets_to_txn import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+    )
+    from aiokafkawire.protocol.messages.add_partitions_to_txn import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnResponse,
+    )
+    from aiokafkawire.protocol.messages.add_raft_voter import (
+        AddRaftVoterRequest,
+        AddRaftVoterResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_client_quotas import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_replica_log_dirs import (
+        AlterReplicaLogDirsRequest,
+        AlterReplicaLogDirsResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_share_group_offsets import (
+        AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsResponse,
+    )
+    from aiokafkawire.protocol.messages.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+    )
+    from aiokafkawire.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+    from aiokafkawire.protocol.messages.consumer_group_describe import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+    )
+    from aiokafkawire.protocol.messages.consumer_group_heartbeat import (
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
+    )
+    from aiokafkawire.protocol.messages.consumer_protocol_assignment import (
+        ConsumerProtocolAssignment,
+    )
+    from aiokafkawire.protocol.messages.consumer_protocol_subscription import (
+        ConsumerProtocolSubscription,
+    )
+    from aiokafkawire.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+    from aiokafkawire.protocol.messages.create_delegation_token import (
+        CreateDelegationTokenRequest,
+        CreateDelegationTokenResponse,
+    )
+    from aiokafkawire.protocol.messages.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+    )
+    from aiokafkawire.protocol.messages.create_topics import (
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+    from aiokafkawire.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+    from aiokafkawire.protocol.messages.delete_groups import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+    )
+    from aiokafkawire.protocol.messages.delete_records import (
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+    )
+    from aiokafkawire.protocol.messages.delete_share_group_offsets import (
+        DeleteShareGroupOffsetsRequest,
+        DeleteShareGroupOffsetsResponse,
+    )
+    from aiokafkawire.protocol.messages.delete_share_group_state import (
+        DeleteShareGroupStateRequest,
+        DeleteShareGroupStateResponse,
+    )
+    from aiokafkawire.protocol.messages.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_acls import (
+        DescribeAclsRequest,
+        DescribeAclsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_client_quotas import (
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_cluster import (
+        DescribeClusterRequest,
+        DescribeClusterResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_delegation_token import (
+        DescribeDelegationTokenRequest,
+        DescribeDelegationTokenResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_groups import (
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_log_dirs import (
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_producers import (
+        DescribeProducersRequest,
+        DescribeProducersResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_quorum import (
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_share_group_offsets import (
+        DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_transactions import (
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+    )
+    from aiokafkawire.protocol.messages.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    )
+    from aiokafkawire.protocol.messages.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+    )
+    from aiokafkawire.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+    from aiokafkawire.protocol.messages.expire_delegation_token import (
+        ExpireDelegationTokenRequest,
+        ExpireDelegationTokenResponse,
+    )
+    from aiokafkawire.protocol.messages.fetch import FetchRequest, FetchResponse
+    from aiokafkawire.protocol.messages.find_coordinator import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+    )
+    from aiokafkawire.protocol.messages.get_telemetry_subscriptions import (
+        GetTelemetrySubscriptionsRequest,
+        GetTelemetrySubscriptionsResponse,
+    )
+    from aiokafkawire.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+    from aiokafkawire.protocol.messages.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
+    from aiokafkawire.protocol.messages.init_producer_id import (
+        InitProducerIdRequest,
+        InitProducerIdResponse,
+    )
+    from aiokafkawire.protocol.messages.initialize_share_group_state import (
+        InitializeShareGroupStateRequest,
+        InitializeShareGroupStateResponse,
+    )
+    from aiokafkawire.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+    from aiokafkawire.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from aiokafkawire.protocol.messages.list_config_resources import (
+        ListConfigResourcesRequest,
+        ListConfigResourcesResponse,
+    )
+    from aiokafkawire.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+    from aiokafkawire.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+    from aiokafkawire.protocol.messages.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
+    from aiokafkawire.protocol.messages.list_transactions import (
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+    )
+    from aiokafkawire.protocol.messages.metadata import MetadataRequest, MetadataResponse
+    from aiokafkawire.protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+    )
+    from aiokafkawire.protocol.messages.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+    )
+    from aiokafkawire.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+    from aiokafkawire.protocol.messages.offset_for_leader_epoch import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+    )
+    from aiokafkawire.protocol.messages.produce import ProduceRequest, ProduceResponse
+    from aiokafkawire.protocol.messages.push_telemetry import (
+        PushTelemetryRequest,
+        PushTelemetryResponse,
+    )
+    from aiokafkawire.protocol.messages.read_share_group_state import (
+        ReadShareGroupStateRequest,
+        ReadShareGroupStateResponse,
+    )
+    from aiokafkawire.protocol.messages.read_share_group_state_summary import (
+        ReadShareGroupStateSummaryRequest,
+        ReadShareGroupStateSummaryResponse,
+    )
+    from aiokafkawire.protocol.messages.remove_raft_voter import (
+        RemoveRaftVoterRequest,
+        RemoveRaftVoterResponse,
+    )
+    from aiokafkawire.protocol.messages.renew_delegation_token import (
+        RenewDelegationTokenRequest,
+        RenewDelegationTokenResponse,
+    )
+    from aiokafkawire.protocol.messages.request_header import RequestHeader
+    from aiokafkawire.protocol.messages.response_header import ResponseHeader
+    from aiokafkawire.protocol.messages.sasl_authenticate import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+    )
+    from aiokafkawire.protocol.messages.sasl_handshake import (
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
+    from aiokafkawire.protocol.messages.share_acknowledge import (
+        ShareAcknowledgeRequest,
+        ShareAcknowledgeResponse,
+    )
+    from aiokafkawire.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from aiokafkawire.protocol.messages.share_group_describe import (
+        ShareGroupDescribeRequest,
+        ShareGroupDescribeResponse,
+    )
+    from aiokafkawire.protocol.messages.share_group_heartbeat import (
+        ShareGroupHeartbeatRequest,
+        ShareGroupHeartbeatResponse,
+    )
+    from aiokafkawire.protocol.messages.streams_group_describe import (
+        StreamsGroupDescribeRequest,
+        StreamsGroupDescribeResponse,
+    )
+    from aiokafkawire.protocol.messages.streams_group_heartbeat import (
+        StreamsGroupHeartbeatRequest,
+        StreamsGroupHeartbeatResponse,
+    )
+    from aiokafkawire.protocol.messages.streams_group_topology_description_update import (
+        StreamsGroupTopologyDescriptionUpdateRequest,
+        StreamsGroupTopologyDescriptionUpdateResponse,
+    )
+    from aiokafkawire.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+    from aiokafkawire.protocol.messages.txn_offset_commit import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitResponse,
+    )
+    from aiokafkawire.protocol.messages.unregister_broker import (
+        UnregisterBrokerRequest,
+        UnregisterBrokerResponse,
+    )
+    from aiokafkawire.protocol.messages.unregister_controller import (
+        UnregisterControllerRequest,
+        UnregisterControllerResponse,
+    )
+    from aiokafkawire.protocol.messages.update_features import (
+        UpdateFeaturesRequest,
+        UpdateFeaturesResponse,
+    )
+    from aiokafkawire.protocol.messages.write_share_group_state import (
+        WriteShareGroupStateRequest,
+        WriteShareGroupStateResponse,
+    )
+    from aiokafkawire.protocol.messages.write_txn_markers import (
+        WriteTxnMarkersRequest,
+        WriteTxnMarkersResponse,
+    )
+
+#: class name -> its module in this package (imported on the name's first use).
+_MODULE_OF: dict[str, str] = {
+    "AddOffsetsToTxnRequest": "add_offsets_to_txn",
+    "AddOffsetsToTxnResponse": "add_offsets_to_txn",
+    "AddPartitionsToTxnRequest": "add_partitions_to_txn",
+    "AddPartitionsToTxnResponse": "add_partitions_to_txn",
+    "AddRaftVoterRequest": "add_raft_voter",
+    "AddRaftVoterResponse": "add_raft_voter",
+    "AlterClientQuotasRequest": "alter_client_quotas",
+    "AlterClientQuotasResponse": "alter_client_quotas",
+    "AlterConfigsRequest": "alter_configs",
+    "AlterConfigsResponse": "alter_configs",
+    "AlterPartitionReassignmentsRequest": "alter_partition_reassignments",
+    "AlterPartitionReassignmentsResponse": "alter_partition_reassignments",
+    "AlterReplicaLogDirsRequest": "alter_replica_log_dirs",
+    "AlterReplicaLogDirsResponse": "alter_replica_log_dirs",
+    "AlterShareGroupOffsetsRequest": "alter_share_group_offsets",
+    "AlterShareGroupOffsetsResponse": "alter_share_group_offsets",
+    "AlterUserScramCredentialsRequest": "alter_user_scram_credentials",
+    "AlterUserScramCredentialsResponse": "alter_user_scram_credentials",
+    "ApiVersionsRequest": "api_versions",
+    "ApiVersionsResponse": "api_versions",
+    "ConsumerGroupDescribeRequest": "consumer_group_describe",
+    "ConsumerGroupDescribeResponse": "consumer_group_describe",
+    "ConsumerGroupHeartbeatRequest": "consumer_group_heartbeat",
+    "ConsumerGroupHeartbeatResponse": "consumer_group_heartbeat",
+    "ConsumerProtocolAssignment": "consumer_protocol_assignment",
+    "ConsumerProtocolSubscription": "consumer_protocol_subscription",
+    "CreateAclsRequest": "create_acls",
+    "CreateAclsResponse": "create_acls",
+    "CreateDelegationTokenRequest": "create_delegation_token",
+    "CreateDelegationTokenResponse": "create_delegation_token",
+    "CreatePartitionsRequest": "create_partitions",
+    "CreatePartitionsResponse": "create_partitions",
+    "CreateTopicsRequest": "create_topics",
+    "CreateTopicsResponse": "create_topics",
+    "DeleteAclsRequest": "delete_acls",
+    "DeleteAclsResponse": "delete_acls",
+    "DeleteGroupsRequest": "delete_groups",
+    "DeleteGroupsResponse": "delete_groups",
+    "DeleteRecordsRequest": "delete_records",
+    "DeleteRecordsResponse": "delete_records",
+    "DeleteShareGroupOffsetsRequest": "delete_share_group_offsets",
+    "DeleteShareGroupOffsetsResponse": "delete_share_group_offsets",
+    "DeleteShareGroupStateRequest": "delete_share_group_state",
+    "DeleteShareGroupStateResponse": "delete_share_group_state",
+    "DeleteTopicsRequest": "delete_topics",
+    "DeleteTopicsResponse": "delete_topics",
+    "DescribeAclsRequest": "describe_acls",
+    "DescribeAclsResponse": "describe_acls",
+    "DescribeClientQuotasRequest": "describe_client_quotas",
+    "DescribeClientQuotasResponse": "describe_client_quotas",
+    "DescribeClusterRequest": "describe_cluster",
+    "DescribeClusterResponse": "describe_cluster",
+    "DescribeConfigsRequest": "describe_configs",
+    "DescribeConfigsResponse": "describe_configs",
+    "DescribeDelegationTokenRequest": "describe_delegation_token",
+    "DescribeDelegationTokenResponse": "describe_delegation_token",
+    "DescribeGroupsRequest": "describe_groups",
+    "DescribeGroupsResponse": "describe_groups",
+    "DescribeLogDirsRequest": "describe_log_dirs",
+    "DescribeLogDirsResponse": "describe_log_dirs",
+    "DescribeProducersRequest": "describe_producers",
+    "DescribeProducersResponse": "describe_producers",
+    "DescribeQuorumRequest": "describe_quorum",
+    "DescribeQuorumResponse": "describe_quorum",
+    "DescribeShareGroupOffsetsRequest": "describe_share_group_offsets",
+    "DescribeShareGroupOffsetsResponse": "describe_share_group_offsets",
+    "DescribeTopicPartitionsRequest": "describe_topic_partitions",
+    "DescribeTopicPartitionsResponse": "describe_topic_partitions",
+    "DescribeTransactionsRequest": "describe_transactions",
+    "DescribeTransactionsResponse": "describe_transactions",
+    "DescribeUserScramCredentialsRequest": "describe_user_scram_credentials",
+    "DescribeUserScramCredentialsResponse": "describe_user_scram_credentials",
+    "ElectLeadersRequest": "elect_leaders",
+    "ElectLeadersResponse": "elect_leaders",
+    "EndTxnRequest": "end_txn",
+    "EndTxnResponse": "end_txn",
+    "ExpireDelegationTokenRequest": "expire_delegation_token",
+    "ExpireDelegationTokenResponse": "expire_delegation_token",
+    "FetchRequest": "fetch",
+    "FetchResponse": "fetch",
+    "FindCoordinatorRequest": "find_coordinator",
+    "FindCoordinatorResponse": "find_coordinator",
+    "GetTelemetrySubscriptionsRequest": "get_telemetry_subscriptions",
+    "GetTelemetrySubscriptionsResponse": "get_telemetry_subscriptions",
+    "HeartbeatRequest": "heartbeat",
+    "HeartbeatResponse": "heartbeat",
+    "IncrementalAlterConfigsRequest": "incremental_alter_configs",
+    "IncrementalAlterConfigsResponse": "incremental_alter_configs",
+    "InitProducerIdRequest": "init_producer_id",
+    "InitProducerIdResponse": "init_producer_id",
+    "InitializeShareGroupStateRequest": "initialize_share_group_state",
+    "InitializeShareGroupStateResponse": "initialize_share_group_state",
+    "JoinGroupRequest": "join_group",
+    "JoinGroupResponse": "join_group",
+    "LeaveGroupRequest": "leave_group",
+    "LeaveGroupResponse": "leave_group",
+    "ListConfigResourcesRequest": "list_config_resources",
+    "ListConfigResourcesResponse": "list_config_resources",
+    "ListGroupsRequest": "list_groups",
+    "ListGroupsResponse": "list_groups",
+    "ListOffsetsRequest": "list_offsets",
+    "ListOffsetsResponse": "list_offsets",
+    "ListPartitionReassignmentsRequest": "list_partition_reassignments",
+    "ListPartitionReassignmentsResponse": "list_partition_reassignments",
+    "ListTransactionsRequest": "list_transactions",
+    "ListTransactionsResponse": "list_transactions",
+    "MetadataRequest": "metadata",
+    "MetadataResponse": "metadata",
+    "OffsetCommitRequest": "offset_commit",
+    "OffsetCommitResponse": "offset_commit",
+    "OffsetDeleteRequest": "offset_delete",
+    "OffsetDeleteResponse": "offset_delete",
+    "OffsetFetchRequest": "offset_fetch",
+    "OffsetFetchResponse": "offset_fetch",
+    "OffsetForLeaderEpochRequest": "offset_for_leader_epoch",
+    "OffsetForLeaderEpochResponse": "offset_for_leader_epoch",
+    "ProduceRequest": "produce",
+    "ProduceResponse": "produce",
+    "PushTelemetryRequest": "push_telemetry",
+    "PushTelemetryResponse": "push_telemetry",
+    "ReadShareGroupStateRequest": "read_share_group_state",
+    "ReadShareGroupStateResponse": "read_share_group_state",
+    "ReadShareGroupStateSummaryRequest": "read_share_group_state_summary",
+    "ReadShareGroupStateSummaryResponse": "read_share_group_state_summary",
+    "RemoveRaftVoterRequest": "remove_raft_voter",
+    "RemoveRaftVoterResponse": "remove_raft_voter",
+    "RenewDelegationTokenRequest": "renew_delegation_token",
+    "RenewDelegationTokenResponse": "renew_delegation_token",
+    "RequestHeader": "request_header",
+    "ResponseHeader": "response_header",
+    "SaslAuthenticateRequest": "sasl_authenticate",
+    "SaslAuthenticateResponse": "sasl_authenticate",
+    "SaslHandshakeRequest": "sasl_handshake",
+    "SaslHandshakeResponse": "sasl_handshake",
+    "ShareAcknowledgeRequest": "share_acknowledge",
+    "ShareAcknowledgeResponse": "share_acknowledge",
+    "ShareFetchRequest": "share_fetch",
+    "ShareFetchResponse": "share_fetch",
+    "ShareGroupDescribeRequest": "share_group_describe",
+    "ShareGroupDescribeResponse": "share_group_describe",
+    "ShareGroupHeartbeatRequest": "share_group_heartbeat",
+    "ShareGroupHeartbeatResponse": "share_group_heartbeat",
+    "StreamsGroupDescribeRequest": "streams_group_describe",
+    "StreamsGroupDescribeResponse": "streams_group_describe",
+    "StreamsGroupHeartbeatRequest": "streams_group_heartbeat",
+    "StreamsGroupHeartbeatResponse": "streams_group_heartbeat",
+    "StreamsGroupTopologyDescriptionUpdateRequest": "streams_group_topology_description_update",
+    "StreamsGroupTopologyDescriptionUpdateResponse": "streams_group_topology_description_update",
+    "SyncGroupRequest": "sync_group",
+    "SyncGroupResponse": "sync_group",
+    "TxnOffsetCommitRequest": "txn_offset_commit",
+    "TxnOffsetCommitResponse": "txn_offset_commit",
+    "UnregisterBrokerRequest": "unregister_broker",
+    "UnregisterBrokerResponse": "unregister_broker",
+    "UnregisterControllerRequest": "unregister_controller",
+    "UnregisterControllerResponse": "unregister_controller",
+    "UpdateFeaturesRequest": "update_features",
+    "UpdateFeaturesResponse": "update_features",
+    "WriteShareGroupStateRequest": "write_share_group_state",
+    "WriteShareGroupStateResponse": "write_share_group_state",
+    "WriteTxnMarkersRequest": "write_txn_markers",
+    "WriteTxnMarkersResponse": "write_txn_markers",
+}
+
+
+def _load(name: str) -> Any:
+    """The class ``name``, importing its module on first use (then cached in this namespace)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __getattr__(name: str) -> Any:
+    return _load(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+_T = TypeVar("_T")
+
+
+class _LazyTypes(Mapping[int, _T]):
+    """api key -> message class; a class's module is imported on its first lookup."""
+
+    __slots__ = ("_loaded", "_names")
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self._names = names
+        self._loaded: dict[int, _T] = {}
+
+    def __getitem__(self, key: int) -> _T:
+        try:
+            return self._loaded[key]
+        except KeyError:
+            value: _T = _load(self._names[key])  # KeyError for an unknown key
+            self._loaded[key] = value
+            return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"<message types of {len(self._names)} APIs>"
 
 
 class ApiKey(IntEnum):
@@ -358,168 +612,172 @@ class ApiKey(IntEnum):
     UNREGISTER_CONTROLLER = 94
 
 
-REQUEST_TYPES: dict[int, type[RequestMessage]] = {
-    0: ProduceRequest,
-    1: FetchRequest,
-    2: ListOffsetsRequest,
-    3: MetadataRequest,
-    8: OffsetCommitRequest,
-    9: OffsetFetchRequest,
-    10: FindCoordinatorRequest,
-    11: JoinGroupRequest,
-    12: HeartbeatRequest,
-    13: LeaveGroupRequest,
-    14: SyncGroupRequest,
-    15: DescribeGroupsRequest,
-    16: ListGroupsRequest,
-    17: SaslHandshakeRequest,
-    18: ApiVersionsRequest,
-    19: CreateTopicsRequest,
-    20: DeleteTopicsRequest,
-    21: DeleteRecordsRequest,
-    22: InitProducerIdRequest,
-    23: OffsetForLeaderEpochRequest,
-    24: AddPartitionsToTxnRequest,
-    25: AddOffsetsToTxnRequest,
-    26: EndTxnRequest,
-    27: WriteTxnMarkersRequest,
-    28: TxnOffsetCommitRequest,
-    29: DescribeAclsRequest,
-    30: CreateAclsRequest,
-    31: DeleteAclsRequest,
-    32: DescribeConfigsRequest,
-    33: AlterConfigsRequest,
-    34: AlterReplicaLogDirsRequest,
-    35: DescribeLogDirsRequest,
-    36: SaslAuthenticateRequest,
-    37: CreatePartitionsRequest,
-    38: CreateDelegationTokenRequest,
-    39: RenewDelegationTokenRequest,
-    40: ExpireDelegationTokenRequest,
-    41: DescribeDelegationTokenRequest,
-    42: DeleteGroupsRequest,
-    43: ElectLeadersRequest,
-    44: IncrementalAlterConfigsRequest,
-    45: AlterPartitionReassignmentsRequest,
-    46: ListPartitionReassignmentsRequest,
-    47: OffsetDeleteRequest,
-    48: DescribeClientQuotasRequest,
-    49: AlterClientQuotasRequest,
-    50: DescribeUserScramCredentialsRequest,
-    51: AlterUserScramCredentialsRequest,
-    55: DescribeQuorumRequest,
-    57: UpdateFeaturesRequest,
-    60: DescribeClusterRequest,
-    61: DescribeProducersRequest,
-    64: UnregisterBrokerRequest,
-    65: DescribeTransactionsRequest,
-    66: ListTransactionsRequest,
-    68: ConsumerGroupHeartbeatRequest,
-    69: ConsumerGroupDescribeRequest,
-    71: GetTelemetrySubscriptionsRequest,
-    72: PushTelemetryRequest,
-    74: ListConfigResourcesRequest,
-    75: DescribeTopicPartitionsRequest,
-    76: ShareGroupHeartbeatRequest,
-    77: ShareGroupDescribeRequest,
-    78: ShareFetchRequest,
-    79: ShareAcknowledgeRequest,
-    80: AddRaftVoterRequest,
-    81: RemoveRaftVoterRequest,
-    83: InitializeShareGroupStateRequest,
-    84: ReadShareGroupStateRequest,
-    85: WriteShareGroupStateRequest,
-    86: DeleteShareGroupStateRequest,
-    87: ReadShareGroupStateSummaryRequest,
-    88: StreamsGroupHeartbeatRequest,
-    89: StreamsGroupDescribeRequest,
-    90: DescribeShareGroupOffsetsRequest,
-    91: AlterShareGroupOffsetsRequest,
-    92: DeleteShareGroupOffsetsRequest,
-    93: StreamsGroupTopologyDescriptionUpdateRequest,
-    94: UnregisterControllerRequest,
-}
-RESPONSE_TYPES: dict[int, type[ResponseMessage]] = {
-    0: ProduceResponse,
-    1: FetchResponse,
-    2: ListOffsetsResponse,
-    3: MetadataResponse,
-    8: OffsetCommitResponse,
-    9: OffsetFetchResponse,
-    10: FindCoordinatorResponse,
-    11: JoinGroupResponse,
-    12: HeartbeatResponse,
-    13: LeaveGroupResponse,
-    14: SyncGroupResponse,
-    15: DescribeGroupsResponse,
-    16: ListGroupsResponse,
-    17: SaslHandshakeResponse,
-    18: ApiVersionsResponse,
-    19: CreateTopicsResponse,
-    20: DeleteTopicsResponse,
-    21: DeleteRecordsResponse,
-    22: InitProducerIdResponse,
-    23: OffsetForLeaderEpochResponse,
-    24: AddPartitionsToTxnResponse,
-    25: AddOffsetsToTxnResponse,
-    26: EndTxnResponse,
-    27: WriteTxnMarkersResponse,
-    28: TxnOffsetCommitResponse,
-    29: DescribeAclsResponse,
-    30: CreateAclsResponse,
-    31: DeleteAclsResponse,
-    32: DescribeConfigsResponse,
-    33: AlterConfigsResponse,
-    34: AlterReplicaLogDirsResponse,
-    35: DescribeLogDirsResponse,
-    36: SaslAuthenticateResponse,
-    37: CreatePartitionsResponse,
-    38: CreateDelegationTokenResponse,
-    39: RenewDelegationTokenResponse,
-    40: ExpireDelegationTokenResponse,
-    41: DescribeDelegationTokenResponse,
-    42: DeleteGroupsResponse,
-    43: ElectLeadersResponse,
-    44: IncrementalAlterConfigsResponse,
-    45: AlterPartitionReassignmentsResponse,
-    46: ListPartitionReassignmentsResponse,
-    47: OffsetDeleteResponse,
-    48: DescribeClientQuotasResponse,
-    49: AlterClientQuotasResponse,
-    50: DescribeUserScramCredentialsResponse,
-    51: AlterUserScramCredentialsResponse,
-    55: DescribeQuorumResponse,
-    57: UpdateFeaturesResponse,
-    60: DescribeClusterResponse,
-    61: DescribeProducersResponse,
-    64: UnregisterBrokerResponse,
-    65: DescribeTransactionsResponse,
-    66: ListTransactionsResponse,
-    68: ConsumerGroupHeartbeatResponse,
-    69: ConsumerGroupDescribeResponse,
-    71: GetTelemetrySubscriptionsResponse,
-    72: PushTelemetryResponse,
-    74: ListConfigResourcesResponse,
-    75: DescribeTopicPartitionsResponse,
-    76: ShareGroupHeartbeatResponse,
-    77: ShareGroupDescribeResponse,
-    78: ShareFetchResponse,
-    79: ShareAcknowledgeResponse,
-    80: AddRaftVoterResponse,
-    81: RemoveRaftVoterResponse,
-    83: InitializeShareGroupStateResponse,
-    84: ReadShareGroupStateResponse,
-    85: WriteShareGroupStateResponse,
-    86: DeleteShareGroupStateResponse,
-    87: ReadShareGroupStateSummaryResponse,
-    88: StreamsGroupHeartbeatResponse,
-    89: StreamsGroupDescribeResponse,
-    90: DescribeShareGroupOffsetsResponse,
-    91: AlterShareGroupOffsetsResponse,
-    92: DeleteShareGroupOffsetsResponse,
-    93: StreamsGroupTopologyDescriptionUpdateResponse,
-    94: UnregisterControllerResponse,
-}
+REQUEST_TYPES: Mapping[int, type[RequestMessage]] = _LazyTypes(
+    {
+        0: "ProduceRequest",
+        1: "FetchRequest",
+        2: "ListOffsetsRequest",
+        3: "MetadataRequest",
+        8: "OffsetCommitRequest",
+        9: "OffsetFetchRequest",
+        10: "FindCoordinatorRequest",
+        11: "JoinGroupRequest",
+        12: "HeartbeatRequest",
+        13: "LeaveGroupRequest",
+        14: "SyncGroupRequest",
+        15: "DescribeGroupsRequest",
+        16: "ListGroupsRequest",
+        17: "SaslHandshakeRequest",
+        18: "ApiVersionsRequest",
+        19: "CreateTopicsRequest",
+        20: "DeleteTopicsRequest",
+        21: "DeleteRecordsRequest",
+        22: "InitProducerIdRequest",
+        23: "OffsetForLeaderEpochRequest",
+        24: "AddPartitionsToTxnRequest",
+        25: "AddOffsetsToTxnRequest",
+        26: "EndTxnRequest",
+        27: "WriteTxnMarkersRequest",
+        28: "TxnOffsetCommitRequest",
+        29: "DescribeAclsRequest",
+        30: "CreateAclsRequest",
+        31: "DeleteAclsRequest",
+        32: "DescribeConfigsRequest",
+        33: "AlterConfigsRequest",
+        34: "AlterReplicaLogDirsRequest",
+        35: "DescribeLogDirsRequest",
+        36: "SaslAuthenticateRequest",
+        37: "CreatePartitionsRequest",
+        38: "CreateDelegationTokenRequest",
+        39: "RenewDelegationTokenRequest",
+        40: "ExpireDelegationTokenRequest",
+        41: "DescribeDelegationTokenRequest",
+        42: "DeleteGroupsRequest",
+        43: "ElectLeadersRequest",
+        44: "IncrementalAlterConfigsRequest",
+        45: "AlterPartitionReassignmentsRequest",
+        46: "ListPartitionReassignmentsRequest",
+        47: "OffsetDeleteRequest",
+        48: "DescribeClientQuotasRequest",
+        49: "AlterClientQuotasRequest",
+        50: "DescribeUserScramCredentialsRequest",
+        51: "AlterUserScramCredentialsRequest",
+        55: "DescribeQuorumRequest",
+        57: "UpdateFeaturesRequest",
+        60: "DescribeClusterRequest",
+        61: "DescribeProducersRequest",
+        64: "UnregisterBrokerRequest",
+        65: "DescribeTransactionsRequest",
+        66: "ListTransactionsRequest",
+        68: "ConsumerGroupHeartbeatRequest",
+        69: "ConsumerGroupDescribeRequest",
+        71: "GetTelemetrySubscriptionsRequest",
+        72: "PushTelemetryRequest",
+        74: "ListConfigResourcesRequest",
+        75: "DescribeTopicPartitionsRequest",
+        76: "ShareGroupHeartbeatRequest",
+        77: "ShareGroupDescribeRequest",
+        78: "ShareFetchRequest",
+        79: "ShareAcknowledgeRequest",
+        80: "AddRaftVoterRequest",
+        81: "RemoveRaftVoterRequest",
+        83: "InitializeShareGroupStateRequest",
+        84: "ReadShareGroupStateRequest",
+        85: "WriteShareGroupStateRequest",
+        86: "DeleteShareGroupStateRequest",
+        87: "ReadShareGroupStateSummaryRequest",
+        88: "StreamsGroupHeartbeatRequest",
+        89: "StreamsGroupDescribeRequest",
+        90: "DescribeShareGroupOffsetsRequest",
+        91: "AlterShareGroupOffsetsRequest",
+        92: "DeleteShareGroupOffsetsRequest",
+        93: "StreamsGroupTopologyDescriptionUpdateRequest",
+        94: "UnregisterControllerRequest",
+    }
+)
+RESPONSE_TYPES: Mapping[int, type[ResponseMessage]] = _LazyTypes(
+    {
+        0: "ProduceResponse",
+        1: "FetchResponse",
+        2: "ListOffsetsResponse",
+        3: "MetadataResponse",
+        8: "OffsetCommitResponse",
+        9: "OffsetFetchResponse",
+        10: "FindCoordinatorResponse",
+        11: "JoinGroupResponse",
+        12: "HeartbeatResponse",
+        13: "LeaveGroupResponse",
+        14: "SyncGroupResponse",
+        15: "DescribeGroupsResponse",
+        16: "ListGroupsResponse",
+        17: "SaslHandshakeResponse",
+        18: "ApiVersionsResponse",
+        19: "CreateTopicsResponse",
+        20: "DeleteTopicsResponse",
+        21: "DeleteRecordsResponse",
+        22: "InitProducerIdResponse",
+        23: "OffsetForLeaderEpochResponse",
+        24: "AddPartitionsToTxnResponse",
+        25: "AddOffsetsToTxnResponse",
+        26: "EndTxnResponse",
+        27: "WriteTxnMarkersResponse",
+        28: "TxnOffsetCommitResponse",
+        29: "DescribeAclsResponse",
+        30: "CreateAclsResponse",
+        31: "DeleteAclsResponse",
+        32: "DescribeConfigsResponse",
+        33: "AlterConfigsResponse",
+        34: "AlterReplicaLogDirsResponse",
+        35: "DescribeLogDirsResponse",
+        36: "SaslAuthenticateResponse",
+        37: "CreatePartitionsResponse",
+        38: "CreateDelegationTokenResponse",
+        39: "RenewDelegationTokenResponse",
+        40: "ExpireDelegationTokenResponse",
+        41: "DescribeDelegationTokenResponse",
+        42: "DeleteGroupsResponse",
+        43: "ElectLeadersResponse",
+        44: "IncrementalAlterConfigsResponse",
+        45: "AlterPartitionReassignmentsResponse",
+        46: "ListPartitionReassignmentsResponse",
+        47: "OffsetDeleteResponse",
+        48: "DescribeClientQuotasResponse",
+        49: "AlterClientQuotasResponse",
+        50: "DescribeUserScramCredentialsResponse",
+        51: "AlterUserScramCredentialsResponse",
+        55: "DescribeQuorumResponse",
+        57: "UpdateFeaturesResponse",
+        60: "DescribeClusterResponse",
+        61: "DescribeProducersResponse",
+        64: "UnregisterBrokerResponse",
+        65: "DescribeTransactionsResponse",
+        66: "ListTransactionsResponse",
+        68: "ConsumerGroupHeartbeatResponse",
+        69: "ConsumerGroupDescribeResponse",
+        71: "GetTelemetrySubscriptionsResponse",
+        72: "PushTelemetryResponse",
+        74: "ListConfigResourcesResponse",
+        75: "DescribeTopicPartitionsResponse",
+        76: "ShareGroupHeartbeatResponse",
+        77: "ShareGroupDescribeResponse",
+        78: "ShareFetchResponse",
+        79: "ShareAcknowledgeResponse",
+        80: "AddRaftVoterResponse",
+        81: "RemoveRaftVoterResponse",
+        83: "InitializeShareGroupStateResponse",
+        84: "ReadShareGroupStateResponse",
+        85: "WriteShareGroupStateResponse",
+        86: "DeleteShareGroupStateResponse",
+        87: "ReadShareGroupStateSummaryResponse",
+        88: "StreamsGroupHeartbeatResponse",
+        89: "StreamsGroupDescribeResponse",
+        90: "DescribeShareGroupOffsetsResponse",
+        91: "AlterShareGroupOffsetsResponse",
+        92: "DeleteShareGroupOffsetsResponse",
+        93: "StreamsGroupTopologyDescriptionUpdateResponse",
+        94: "UnregisterControllerResponse",
+    }
+)
 #: api key -> (lowest, highest) version in the specs, for version negotiation.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (0, 13),

@@ -14,8 +14,6 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from crc32c import crc32c
-
 from aiokafkawire.errors import CorruptRecordError, EncodeError, IllegalStateError
 from aiokafkawire.protocol.primitives import encode_varint, read_varint
 from aiokafkawire.protocol.records._builder import RecordBatchBuilder, now_ms
@@ -30,6 +28,22 @@ from aiokafkawire.protocol.records._types import (
     TimestampType,
 )
 from aiokafkawire.protocol.records.codecs import compress, decompress
+
+_crc32c: Callable[[Any], int] | None = None
+
+
+def crc32c(data: Any) -> int:
+    """CRC-32C of ``data``; the ``crc32c`` package is imported on first use, not with this
+    module: importing it costs ~50 ms of CPU (it loads ``importlib.metadata``), and with the
+    compiled records accelerator this pure path never needs it."""
+    global _crc32c
+    if _crc32c is None:
+        from crc32c import crc32c as loaded
+
+        _crc32c = loaded
+        return loaded(data)
+    return _crc32c(data)
+
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
