@@ -147,10 +147,14 @@ class SchemaRegistryServer(ChildProcessServer):
         java = find_java(21)
         home = apicurio_home(self.version)
         self.port = find_free_port()
+        management_port = find_free_port()
         self._log = tempfile.TemporaryFile()
         command = [
             *die_with_this_process(), java,
             f"-Dquarkus.http.port={self.port}", "-Dquarkus.http.host=127.0.0.1",
+            # Quarkus's management interface listens on *:9000 by default: two registries on
+            # one machine would collide (and it must not leave loopback)
+            f"-Dquarkus.management.port={management_port}", "-Dquarkus.management.host=127.0.0.1",
             "-Dquarkus.log.level=WARN", "-jar", str(home / "quarkus-run.jar"),
         ]  # fmt: skip
         self._process = subprocess.Popen(
