@@ -52,6 +52,7 @@ PUBLIC_MODULES = (
     "aiokafkawire.schema_registry",
     "aiokafkawire.schema_registry.avro",
     "aiokafkawire.schema_registry.json_schema",
+    "aiokafkawire.schema_registry.protobuf",
     "aiokafkawire.otel",
 )
 

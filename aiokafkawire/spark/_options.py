@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafkawire.errors import ConfigError
+from aiokafkawire.spark._registry_format import REGISTRY_OPTIONS
 from aiokafkawire.structs import TopicPartition
 
 __all__ = [
@@ -53,6 +54,7 @@ _READ_OPTIONS = (
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",
     "groupIdPrefix",
+    *REGISTRY_OPTIONS,
 )
 _BATCH_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 _STREAM_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
@@ -63,6 +65,7 @@ _WRITE_OPTIONS = (
     "transactionalIdPrefix",
     "transactionTimeoutMs",
     "commitLogTopic",
+    *REGISTRY_OPTIONS,
 )
 _OPTIONS_BY_MODE = {
     "batch": _READ_OPTIONS + _BATCH_OPTIONS,
@@ -283,6 +286,8 @@ class KafkaOptions:
     transaction_timeout_ms: int = 60_000
     commit_log_topic: str = "aiokafkawire-spark-commits"
     checkpoint_location: str | None = None
+    #: keyFormat/valueFormat (a ``_registry_format.RegistryOptions``), set by the data source
+    registry: Any = None
 
     @property
     def read_committed(self) -> bool:

@@ -38,8 +38,10 @@ from pyspark.sql.types import (
     BinaryType,
     DataType,
     IntegerType,
+    LongType,
     StringType,
     StructType,
+    TimestampType,
 )
 
 from aiokafkawire import errors
@@ -57,6 +59,13 @@ from aiokafkawire.spark._kafka_io import (
 )
 from aiokafkawire.spark._options import KafkaOptions, offsets_to_json, parse_options
 from aiokafkawire.spark._pushdown import PushedBounds, push_filters
+from aiokafkawire.spark._registry_format import (
+    decode_batch,
+    encode_batches,
+    parse_registry_options,
+    resolve,
+    spark_field,
+)
 from aiokafkawire.structs import TopicPartition
 
 __all__ = [
@@ -187,17 +196,28 @@ class KafkaDataSource(DataSource):
             )
         return value == "true"
 
-    def schema(self) -> str:
-        """Kafka's record columns, plus ``headers`` with ``includeHeaders``."""
-        return f"{SCHEMA_DDL}, {HEADERS_DDL}" if self._include_headers() else SCHEMA_DDL
+    def schema(self) -> str | StructType:
+        """Kafka's record columns, plus ``headers`` with ``includeHeaders``; with
+        ``keyFormat``/``valueFormat`` the key/value are typed by their registry schema."""
+        ddl = f"{SCHEMA_DDL}, {HEADERS_DDL}" if self._include_headers() else SCHEMA_DDL
+        registry = parse_registry_options(self.options)
+        if registry is None:
+            return ddl
+        typed = {c.column: spark_field(c) for c in resolve(registry).columns}
+        return StructType([typed.get(f.name, f) for f in _kafka_schema(self._include_headers())])
+
+    def _with_registry(self, opts: KafkaOptions) -> KafkaOptions:
+        """``opts`` with the registry formats resolved here, on the driver."""
+        registry = parse_registry_options(self.options)
+        return opts if registry is None else dataclasses.replace(opts, registry=resolve(registry))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader (offsets resolved once, here on the driver)."""
-        return KafkaBatchReader(parse_options(self.options, mode="batch"))
+        return KafkaBatchReader(self._with_registry(parse_options(self.options, mode="batch")))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The micro-batch reader."""
-        return KafkaStreamReader(parse_options(self.options, mode="stream"))
+        return KafkaStreamReader(self._with_registry(parse_options(self.options, mode="stream")))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         """The batch writer (``mode("append")`` only: Kafka topics cannot be overwritten)."""
@@ -205,7 +225,7 @@ class KafkaDataSource(DataSource):
             raise errors.ConfigError(
                 "save mode 'overwrite' is not possible with Kafka: use mode('append')"
             )
-        opts = parse_options(self.options, mode="write")
+        opts = self._with_registry(parse_options(self.options, mode="write"))
         _check_write_schema(schema, opts)
         if opts.exactly_once:
             opts = _exactly_once_options(opts, streaming=False)
@@ -213,7 +233,7 @@ class KafkaDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         """The streaming writer (each micro-batch's rows, at least once)."""
-        opts = parse_options(self.options, mode="write")
+        opts = self._with_registry(parse_options(self.options, mode="write"))
         _check_write_schema(schema, opts)
         if opts.exactly_once:
             opts = _exactly_once_options(opts, streaming=True)
@@ -225,6 +245,21 @@ _HEADERS_TYPE = ArrayType(
 )
 
 
+def _kafka_schema(include_headers: bool) -> StructType:
+    """``SCHEMA_DDL`` (and ``HEADERS_DDL``) as a StructType (DDL parsing needs a SparkContext)."""
+    schema = (
+        StructType()
+        .add("key", BinaryType())
+        .add("value", BinaryType())
+        .add("topic", StringType())
+        .add("partition", IntegerType())
+        .add("offset", LongType())
+        .add("timestamp", TimestampType())
+        .add("timestampType", IntegerType())
+    )
+    return schema.add("headers", _HEADERS_TYPE) if include_headers else schema
+
+
 def _check_write_schema(schema: StructType, opts: KafkaOptions) -> None:
     """The columns a Kafka write understands, with the types Spark's Kafka sink accepts."""
     fields: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
@@ -232,7 +267,12 @@ def _check_write_schema(schema: StructType, opts: KafkaOptions) -> None:
         raise errors.ConfigError("a Kafka write needs a 'value' column (binary or string)")
     for name in ("value", "key"):
         kind = fields.get(name)
-        if kind is not None and not isinstance(kind, (BinaryType, StringType)):
+        if opts.registry is not None and opts.registry.column(name) is not None:
+            if kind is not None and not isinstance(kind, StructType):
+                raise errors.ConfigError(
+                    f"column '{name}' must be a struct with {name}Format, not {kind.simpleString()}"
+                )
+        elif kind is not None and not isinstance(kind, (BinaryType, StringType)):
             raise errors.ConfigError(
                 f"column '{name}' must be binary or string, not {kind.simpleString()}"
             )
@@ -324,7 +364,7 @@ class KafkaBatchReader(DataSourceReader):
         ):
             kept = self._pushed.filter_rows(batch)
             if kept.num_rows:
-                yield kept
+                yield _decoded(self._opts, partition.topic, kept)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -465,9 +505,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The records of one range, as Arrow record batches."""
         if not isinstance(partition, OffsetRange):
             return
-        yield from read_range(
+        for batch in read_range(
             self._opts, partition.topic, partition.partition, partition.start, partition.end
-        )
+        ):
+            yield _decoded(self._opts, partition.topic, batch)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
@@ -520,7 +561,14 @@ def _exactly_once_options(opts: KafkaOptions, *, streaming: bool) -> KafkaOption
     return settled
 
 
+def _decoded(opts: KafkaOptions, topic: str, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with keyFormat/valueFormat columns decoded (writer schemas fetched here)."""
+    return batch if opts.registry is None else decode_batch(opts.registry, topic, batch)
+
+
 def _write(opts: KafkaOptions, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+    if opts.registry is not None:
+        iterator = encode_batches(opts.registry, opts.topic, iterator)
     if not opts.exactly_once:
         return KafkaCommitMessage(write_batches(opts, iterator))
     assert opts.transactional_id_prefix is not None

@@ -6,6 +6,19 @@ Schema Registry REST API at ``/apis/ccompat/v7``: what confluent-kafka's and aio
 registry clients speak.  It needs Java 21 or newer (found through ``$AIOKAFKAWIRE_JAVA21``,
 ``$JAVA_HOME`` or the JDKs under ``/usr/lib/jvm``); the archive is fetched once into
 ``~/.cache/aiokafkawire/apicurio/<version>/``.
+
+Notes on Apicurio 3.3.3 as a Confluent registry (checked by ``tests/schema_registry/``):
+
+- Protobuf: it accepts a schema as .proto text or, as confluent-kafka-python (2.x) and
+  aiokafkawire send it, as the base64 of a serialized ``FileDescriptorProto``; it stores and
+  returns either as sent.  ``GET /schemas/ids/N?format=serialized`` (what confluent-kafka's
+  ``ProtobufDeserializer`` asks for when given a registry client) fails with HTTP 500 for a
+  base64 schema and returns unencoded descriptor bytes for a text schema: confluent-kafka's
+  deserializer works against it only without a registry client.
+- It serves no associations API: confluent-kafka's deserializers need
+  ``subject.name.strategy.type: TOPIC`` when they look subjects up.
+- Quarkus's management interface binds ``*:9000`` unless told otherwise: the server moves it to
+  a free loopback port so that several registries can run on one machine.
 """
 
 from __future__ import annotations
@@ -147,10 +160,14 @@ class SchemaRegistryServer(ChildProcessServer):
         java = find_java(21)
         home = apicurio_home(self.version)
         self.port = find_free_port()
+        management_port = find_free_port()
         self._log = tempfile.TemporaryFile()
         command = [
             *die_with_this_process(), java,
             f"-Dquarkus.http.port={self.port}", "-Dquarkus.http.host=127.0.0.1",
+            # Quarkus's management interface listens on *:9000 by default: two registries on
+            # one machine would collide (and it must not leave loopback)
+            f"-Dquarkus.management.port={management_port}", "-Dquarkus.management.host=127.0.0.1",
             "-Dquarkus.log.level=WARN", "-jar", str(home / "quarkus-run.jar"),
         ]  # fmt: skip
         self._process = subprocess.Popen(

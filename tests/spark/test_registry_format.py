@@ -1,0 +1,213 @@
+"""Registry formats of the Spark source and sink (issue 22): Confluent-framed Avro keys and values
+as typed columns, checked against confluent-kafka's own Avro serializers on Apache Kafka and a
+real registry (Apicurio)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import Any
+
+import pytest
+from _spark_helpers import create_topic
+
+from aiokafkawire.errors import ConfigError
+from aiokafkawire.spark._options import parse_options
+from aiokafkawire.spark._registry_format import parse_registry_options
+from aiokafkawire.testing.registry import SchemaRegistryServer
+
+ck_registry = pytest.importorskip("confluent_kafka.schema_registry")
+ck_avro = pytest.importorskip("confluent_kafka.schema_registry.avro")
+ck_serialization = pytest.importorskip("confluent_kafka.serialization")
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+UTC = datetime.timezone.utc
+_FIELDS: list[dict[str, Any]] = [
+    {"name": "id", "type": "long"},
+    {"name": "name", "type": "string"},
+    {"name": "price", "type": "double"},
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "attrs", "type": {"type": "map", "values": "int"}},
+    {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "created", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {
+        "name": "address",
+        "type": {
+            "type": "record",
+            "name": "Address",
+            "fields": [{"name": "city", "type": "string"}],
+        },
+    },
+]
+ORDER_V1 = json.dumps({"type": "record", "name": "Order", "namespace": "shop", "fields": _FIELDS})
+ORDER_V2 = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        "fields": [*_FIELDS, {"name": "email", "type": "string", "default": "none"}],
+    }
+)
+BASE_MS = (int(time.time()) - 3600) * 1000
+COUNT = 200  # half written with v1, half with v2
+
+
+def order(i: int, v2: bool) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": i,
+        "name": f"order-{i}",
+        "price": i * 1.5,
+        "tags": [f"t{i % 3}"] * (i % 3),
+        "attrs": {"n": i} if i % 2 else {},
+        "note": None if i % 4 else f"note {i}",
+        "created": datetime.datetime.fromtimestamp((BASE_MS + i) / 1000, UTC),
+        "address": {"city": f"city-{i % 5}"},
+    }
+    if v2:
+        record["email"] = f"o{i}@example.org"
+    return record
+
+
+def as_row(record: dict[str, Any]) -> tuple:
+    """What the test compares: every field, the timestamp as epoch milliseconds."""
+    return (
+        record["id"], record["name"], record["price"], list(record["tags"]),
+        dict(record["attrs"]), record["note"],
+        int(record["created"].timestamp() * 1000), record["address"]["city"],
+        record.get("email", "none"),
+    )  # fmt: skip
+
+
+def produce_with_confluent(bootstrap: str, registry: SchemaRegistryServer, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    client = ck_registry.SchemaRegistryClient({"url": registry.url})
+    key_serializer = ck_avro.AvroSerializer(client, '"string"')
+    writers = {
+        False: ck_avro.AvroSerializer(client, ORDER_V1),
+        True: ck_avro.AvroSerializer(client, ORDER_V2),
+    }
+    key_ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.KEY)
+    value_ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(COUNT):
+        v2 = i >= COUNT // 2
+        producer.produce(
+            topic,
+            key=key_serializer(f"k{i}", key_ctx),
+            value=None if i == 7 else writers[v2](order(i, v2), value_ctx),
+            partition=i % 2,
+        )
+    assert producer.flush(60) == 0
+
+
+def test_confluent_avro_read_by_spark_into_typed_columns(
+    spark: Any, bootstrap: str, schema_registry: SchemaRegistryServer
+) -> None:
+    topic = create_topic(bootstrap, 2, "registry-read")
+    produce_with_confluent(bootstrap, schema_registry, topic)
+    df = (
+        spark.read.format("aiokafkawire")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("keyFormat", "avro")
+        .option("valueFormat", "avro")
+        .option("schema.registry.url", schema_registry.url)
+        .load()
+    )
+    # the schema comes from the subject's latest version (v2), typed
+    value_type = df.schema["value"].dataType
+    assert [f.name for f in value_type.fields][-1] == "email"
+    assert df.schema["key"].dataType.simpleString() == "string"
+    assert value_type["tags"].dataType.simpleString() == "array<string>"
+    assert value_type["created"].dataType.simpleString() == "timestamp"
+    rows = df.selectExpr(
+        "key", "value.id", "value.name", "value.price", "value.tags", "value.attrs", "value.note",
+        "unix_millis(value.created)", "value.address.city", "value.email", "value is null",
+    ).collect()  # fmt: skip
+    got = {r[0]: (tuple(r[1:10]) if not r[10] else None) for r in rows}
+    expected = {
+        f"k{i}": None if i == 7 else as_row(order(i, i >= COUNT // 2)) for i in range(COUNT)
+    }
+    # v1 records read into the v2 schema get the added field's default
+    assert got == expected
+
+
+def test_spark_avro_write_read_by_confluent(
+    spark: Any, bootstrap: str, schema_registry: SchemaRegistryServer
+) -> None:
+    from confluent_kafka import Consumer
+    from pyspark.sql import Row
+
+    topic = create_topic(bootstrap, 1, "registry-write")
+    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    schema_id = client.register_schema(f"{topic}-value", ck_registry.Schema(ORDER_V2, "AVRO"))
+    records = [order(i, True) for i in range(50)]
+    rows = [
+        Row(key=f"k{r['id']}".encode(), value=Row(**{**r, "address": Row(**r["address"])}))
+        for r in records
+    ]
+    df = spark.createDataFrame(rows, f"key binary, value {_ddl()}")
+    (
+        df.write.format("aiokafkawire")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("valueFormat", "avro")
+        .option("schema.registry.url", schema_registry.url)
+        .mode("append")
+        .save()
+    )
+    deserializer = ck_avro.AvroDeserializer(client, conf={"subject.name.strategy.type": "TOPIC"})
+    ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    got: dict[bytes, Any] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while len(got) < len(records) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None or message.error():
+                continue
+            assert int.from_bytes(message.value()[1:5], "big") == schema_id
+            got[message.key()] = deserializer(message.value(), ctx)
+    finally:
+        consumer.close()
+    assert {k.decode(): as_row(v) for k, v in got.items()} == {
+        f"k{r['id']}": as_row(r) for r in records
+    }
+
+
+def _ddl() -> str:
+    return (
+        "struct<id: bigint, name: string, price: double, tags: array<string>, "
+        "attrs: map<string, int>, note: string, created: timestamp, "
+        "address: struct<city: string>, email: string>"
+    )
+
+
+def test_registry_options_are_checked() -> None:
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    assert parse_options({**base, "valueformat": "avro"}, mode="batch") is not None
+    with pytest.raises(ConfigError, match="did you mean 'valueFormat'"):
+        parse_options({**base, "valuformat": "avro"}, mode="batch")
+    options = parse_registry_options({**base, "valueFormat": "AVRO", "schema.registry.url": "u"})
+    assert options is not None and options.column("value").subject == "t-value"
+    with pytest.raises(ConfigError, match="'protobuf' is not supported yet"):
+        parse_registry_options({**base, "valueFormat": "protobuf", "schema.registry.url": "u"})
+    with pytest.raises(ConfigError, match=r"'schema\.registry\.url' must be set"):
+        parse_registry_options({**base, "keyFormat": "avro"})
+    with pytest.raises(ConfigError, match="'valueSubject' must be set"):
+        parse_registry_options({"subscribe": "a,b", "valueFormat": "avro"})
+    with pytest.raises(ConfigError, match="applies only with keyFormat or valueFormat"):
+        parse_registry_options({**base, "schema.registry.url": "u"})
+    with pytest.raises(ConfigError, match="'valueSchemaVersion' must be 'latest' or a version"):
+        parse_registry_options({**base, "valueFormat": "avro", "valueSchemaVersion": "x"})
+    secret = parse_registry_options(
+        {**base, "valueFormat": "avro", "schema.registry.url": "u",
+         "schema.registry.basic.auth.user.info": "me:hunter2"}
+    )  # fmt: skip
+    assert "hunter2" not in repr(secret)
