@@ -1,0 +1,242 @@
+"""Serializer and deserializer interfaces: what a client's ``key_serializer`` /
+``value_serializer`` (producer) and ``key_deserializer`` / ``value_deserializer`` (consumers)
+may be.
+
+Three kinds are accepted, told apart once, when the client is constructed (never per record):
+
+- a **plain** one-argument callable, ``serializer(obj) -> bytes | None`` (``str.encode``,
+  ``json.dumps``-based lambdas): the fast path, as before;
+- a **context** callable, ``serializer(obj, ctx) -> bytes | None``, ``ctx`` a
+  :class:`SerializationContext` carrying the topic, whether the key or the value is being
+  (de)serialized and the record's headers (a serializer may append to them).  This is
+  confluent-kafka's ``Serializer.__call__(obj, ctx)``, so its serializers and the ones of
+  :mod:`aiokafkawire.schema_registry` plug in directly;
+- an **async** callable, ``async def serializer(obj, ctx)``: awaited (a registry lookup).
+
+A callable is a context one when its second positional parameter is named ``ctx`` or
+``context`` or is annotated with :class:`SerializationContext`; it is async when it is a
+coroutine function (or an object whose ``__call__`` is one).  Anything else is plain.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from aiokafkawire.errors import KafkaError
+
+__all__ = [
+    "AsyncDeserializer",
+    "AsyncSerializer",
+    "Deserializer",
+    "MessageField",
+    "RecordDeserializationError",
+    "SerializationContext",
+    "SerializationError",
+    "Serializer",
+]
+
+T_co = TypeVar("T_co", covariant=True)
+T_contra = TypeVar("T_contra", contravariant=True)
+
+Header = tuple[str, "bytes | None"]
+
+
+class SerializationError(KafkaError):
+    """A value could not be serialized or deserialized (the message says which and why)."""
+
+
+class MessageField(str, enum.Enum):
+    """Which part of a record a serializer works on."""
+
+    KEY = "key"
+    VALUE = "value"
+
+
+@dataclass
+class SerializationContext:
+    """The record a serializer works for: its ``topic``, ``field`` (key or value) and
+    ``headers`` (a list of ``(str, bytes | None)`` pairs; a serializer may append to them, a
+    deserializer reads them)."""
+
+    topic: str
+    field: MessageField = MessageField.VALUE
+    headers: list[tuple[str, bytes | None]] | None = None
+
+
+class RecordDeserializationError(SerializationError):
+    """A record's key or value could not be deserialized (Java's
+    ``RecordDeserializationException``).
+
+    Raised by ``getmany`` / ``async for`` / ``getone`` when the consumer's position reaches the
+    record: the records before it were handed out, the position stays *at* it, so the error
+    repeats until the application moves on: ``consumer.seek(err.topic_partition, err.offset
+    + 1)`` skips it (after writing ``err.key`` / ``err.value``, the raw bytes, to a
+    dead-letter topic if wanted).  ``__cause__`` is the deserializer's own exception.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        field: MessageField,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...] = (),
+        timestamp: int = -1,
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.field = field
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp = timestamp
+
+    @property
+    def topic_partition(self) -> Any:
+        """The record's partition as a :class:`~aiokafkawire.structs.TopicPartition`."""
+        from aiokafkawire.structs import TopicPartition
+
+        return TopicPartition(self.topic, self.partition)
+
+
+class Serializer(Protocol):
+    """``serializer(obj, ctx) -> bytes | None`` (confluent-kafka's signature)."""
+
+    def __call__(self, obj: Any, ctx: SerializationContext) -> bytes | None: ...
+
+
+class AsyncSerializer(Protocol):
+    """``await serializer(obj, ctx) -> bytes | None`` (a registry serializer)."""
+
+    def __call__(self, obj: Any, ctx: SerializationContext) -> Awaitable[bytes | None]: ...
+
+
+class Deserializer(Protocol, Generic[T_co]):
+    """``deserializer(data, ctx) -> T`` (confluent-kafka's signature)."""
+
+    def __call__(self, data: bytes | None, ctx: SerializationContext) -> T_co: ...
+
+
+class AsyncDeserializer(Protocol, Generic[T_co]):
+    """``await deserializer(data, ctx) -> T`` (a registry deserializer)."""
+
+    def __call__(self, data: bytes | None, ctx: SerializationContext) -> Awaitable[T_co]: ...
+
+
+# ---------------------------------------------------------------- telling the kinds apart
+
+PLAIN = 0
+CONTEXT = 1
+ASYNC = 2
+
+
+def _is_async(function: Any) -> bool:
+    if inspect.iscoroutinefunction(function):
+        return True
+    if inspect.isfunction(function) or inspect.ismethod(function) or isinstance(function, type):
+        return False
+    return inspect.iscoroutinefunction(type(function).__call__)
+
+
+def _takes_context(function: Any) -> bool:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: plain
+        return False
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(positional) < 2:
+        return False
+    second = positional[1]
+    annotation = second.annotation
+    named = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return second.name in ("ctx", "context") or "SerializationContext" in str(named)
+
+
+def kind_of(function: Any) -> int:
+    """:data:`PLAIN`, :data:`CONTEXT` or :data:`ASYNC` (async ones always get a context when
+    their signature takes one, else only the object)."""
+    if _is_async(function):
+        return ASYNC
+    return CONTEXT if _takes_context(function) else PLAIN
+
+
+def _bound(function: Any, field: MessageField) -> Callable[[Any, str, Any], Any] | None:
+    """``function`` as ``call(obj, topic, headers)`` (None: no function)."""
+    if function is None:
+        return None
+    if _takes_context(function):
+        return lambda obj, topic, headers: function(
+            obj, SerializationContext(topic, field, headers)
+        )
+    return lambda obj, topic, headers: function(obj)
+
+
+class SerializerPair:
+    """The producer's key and value serializers when one of them wants a context or is async.
+
+    ``plain_key`` / ``plain_value``: the serializers to apply the old way (None otherwise).
+    """
+
+    __slots__ = ("_key", "_key_async", "_value", "_value_async", "is_async")
+
+    def __init__(self, key_serializer: Any, value_serializer: Any) -> None:
+        self._key = _bound(key_serializer, MessageField.KEY)
+        self._value = _bound(value_serializer, MessageField.VALUE)
+        self._key_async = key_serializer is not None and _is_async(key_serializer)
+        self._value_async = value_serializer is not None and _is_async(value_serializer)
+        self.is_async = self._key_async or self._value_async
+
+    def apply(self, topic: str, key: Any, value: Any, headers: list[Any]) -> tuple[Any, Any]:
+        """Both serialized (sync serializers only)."""
+        if self._key is not None:
+            key = self._key(key, topic, headers)
+        if self._value is not None:
+            value = self._value(value, topic, headers)
+        return key, value
+
+    async def apply_async(
+        self, topic: str, key: Any, value: Any, headers: list[Any]
+    ) -> tuple[Any, Any]:
+        """Both serialized, the async ones awaited (key first, as confluent-kafka does)."""
+        if self._key is not None:
+            key = self._key(key, topic, headers)
+            if self._key_async:
+                key = await key
+        if self._value is not None:
+            value = self._value(value, topic, headers)
+            if self._value_async:
+                value = await value
+        return key, value
+
+
+def context_serializers(key_serializer: Any, value_serializer: Any) -> SerializerPair | None:
+    """A :class:`SerializerPair` when either serializer is a context or async one, else None
+    (plain serializers keep their fast path)."""
+    if any(s is not None and kind_of(s) != PLAIN for s in (key_serializer, value_serializer)):
+        return SerializerPair(key_serializer, value_serializer)
+    return None
+
+
+_D = TypeVar("_D")
+
+
+def plain_only(function: _D | None) -> _D | None:
+    """``function`` when it is a plain one-argument callable, else None (applied later, with a
+    context, by :class:`DeserializerPair`)."""
+    if function is None or kind_of(function) != PLAIN:
+        return None
+    return function
