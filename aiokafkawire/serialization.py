@@ -133,6 +133,9 @@ class AsyncDeserializer(Protocol, Generic[T_co]):
     def __call__(self, data: bytes | None, ctx: SerializationContext) -> Awaitable[T_co]: ...
 
 
+#: What a consumer's ``key_deserializer`` / ``value_deserializer`` may be.
+AnyDeserializer = Callable[[bytes | None], Any] | Deserializer[Any] | AsyncDeserializer[Any]
+
 # ---------------------------------------------------------------- telling the kinds apart
 
 PLAIN = 0
@@ -240,3 +243,116 @@ def plain_only(function: _D | None) -> _D | None:
     if function is None or kind_of(function) != PLAIN:
         return None
     return function
+
+
+def _raw_error(
+    record: Any, field: MessageField, cause: BaseException
+) -> RecordDeserializationError:
+    topic, partition, offset, timestamp = record[0], record[1], record[2], record[3]
+    error = RecordDeserializationError(
+        f"{topic}-{partition} offset {offset}: the {field.value} could not be deserialized: "
+        f"{cause!r} (seek past it to skip the record)",
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        field=field,
+        key=record[5],
+        value=record[6],
+        headers=record[7],
+        timestamp=timestamp,
+    )
+    error.__cause__ = cause
+    return error
+
+
+def locate_failure(
+    records: list[Any], key_deserializer: Any, value_deserializer: Any
+) -> tuple[list[Any], RecordDeserializationError]:
+    """Raw records (not deserialized yet) with plain deserializers that failed on one of them:
+    the records before the failing one, deserialized, and the error for it."""
+    good: list[Any] = []
+    for record in records:
+        key, value = record[5], record[6]
+        field = MessageField.KEY
+        try:
+            if key_deserializer is not None:
+                key = key_deserializer(key)
+            field = MessageField.VALUE
+            if value_deserializer is not None:
+                value = value_deserializer(value)
+        except Exception as exc:
+            return good, _raw_error(record, field, exc)
+        good.append(tuple.__new__(type(record), (*record[:5], key, value, *record[7:])))
+    raise AssertionError("the deserializers failed on none of the records")  # pragma: no cover
+
+
+class DeserializerPair:
+    """The consumer's key and value deserializers that want a context or are async (a plain
+    one is applied by the record decoder, in C, and left out here)."""
+
+    __slots__ = ("_key", "_key_async", "_value", "_value_async")
+
+    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        self._key, self._key_async = _context_only(key_deserializer, MessageField.KEY)
+        self._value, self._value_async = _context_only(value_deserializer, MessageField.VALUE)
+
+    async def apply(
+        self, records: list[Any]
+    ) -> tuple[list[Any], RecordDeserializationError | None]:
+        """``records`` (one partition's, in order) deserialized; on a failure, those before
+        the failing record and the error for it.
+
+        Records are done one after the other: an async registry deserializer asks for a schema
+        id once (its first record) and finds it in its cache for the others.
+        """
+        key_call, key_async = self._key, self._key_async
+        value_call, value_async = self._value, self._value_async
+        out: list[Any] = []
+        append = out.append
+        new = tuple.__new__
+        for record in records:
+            topic = record[0]
+            headers = record[7]
+            key, value = record[5], record[6]
+            field = MessageField.KEY
+            try:
+                if key_call is not None:
+                    key = key_call(key, topic, headers)
+                    if key_async:
+                        key = await key
+                field = MessageField.VALUE
+                if value_call is not None:
+                    value = value_call(value, topic, headers)
+                    if value_async:
+                        value = await value
+            except Exception as exc:
+                return out, _raw_error(record, field, exc)
+            append(new(type(record), (*record[:5], key, value, *record[7:])))
+        return out, None
+
+
+def _context_only(
+    function: Any, field: MessageField
+) -> tuple[Callable[[Any, str, Any], Any] | None, bool]:
+    if function is None or kind_of(function) == PLAIN:
+        return None, False
+    if _takes_context(function):
+
+        def call(data: Any, topic: str, headers: Any) -> Any:
+            return function(data, SerializationContext(topic, field, list(headers)))
+
+    else:
+
+        def call(data: Any, topic: str, headers: Any) -> Any:
+            return function(data)
+
+    return call, _is_async(function)
+
+
+def context_deserializers(
+    key_deserializer: Any, value_deserializer: Any
+) -> DeserializerPair | None:
+    """A :class:`DeserializerPair` when either deserializer is a context or async one."""
+    if any(d is not None and kind_of(d) != PLAIN for d in (key_deserializer, value_deserializer)):
+        return DeserializerPair(key_deserializer, value_deserializer)
+    return None

@@ -17,7 +17,7 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
@@ -29,6 +29,7 @@ from aiokafkawire.consumer._metrics import MetricsMixin
 from aiokafkawire.consumer._options import consumer_options
 from aiokafkawire.consumer._position_controls import PositionControlsMixin
 from aiokafkawire.consumer.fetch import Fetcher
+from aiokafkawire.consumer.fetch.deserialize import deserialize_drained
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import Membership
@@ -37,6 +38,7 @@ from aiokafkawire.consumer.no_group import NoGroupAssignment
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
+from aiokafkawire.serialization import AnyDeserializer, context_deserializers
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -108,7 +110,11 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
     - ``pattern_refresh_interval_ms``: with a pattern subscription, how often the topic list is
       fetched again, so that new matching topics are joined within this time (subscribed
       topics that do not exist yet are looked for with backoff up to ``retry_backoff_max_ms``).
-    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
+    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``, or
+      ``deserializer(data, ctx)`` receiving a
+      :class:`~aiokafkawire.serialization.SerializationContext`, possibly ``async`` (a
+      schema-registry deserializer).  A failure raises
+      :class:`~aiokafkawire.serialization.RecordDeserializationError` at the record's position.
     """
 
     def __init__(  # long: the documented signature, one line per option
@@ -139,8 +145,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         client_rack: str | None = None,
         fetch_sessions: bool = True,
         pattern_refresh_interval_ms: int = 5_000,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
+        key_deserializer: AnyDeserializer | None = None,
+        value_deserializer: AnyDeserializer | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
@@ -185,6 +191,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         self._assignors = opts.assignors
         self._group_config = opts.group_config()
         self._fetch_config = opts.fetch_config()
+        # Context / async deserializers, applied after a drain (plain ones run in the decoder).
+        self._deserializers = context_deserializers(key_deserializer, value_deserializer)
         self._cluster = None
         # Exists from the start: subscribe() and assign() before start() take effect at start.
         self._subs = SubscriptionState(self._fetch_config.auto_offset_reset)
@@ -493,7 +501,13 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         while True:
             if self._membership is not None:
                 await self._membership.on_poll()
-            data, _ = fetcher.drain(limit, wanted)
+            if self._deserializers is None:
+                data, _ = fetcher.drain(limit, wanted)
+            else:
+                data, ends = fetcher.drain(limit, wanted, advance=False)
+                await deserialize_drained(self._deserializers, data, ends, self._subs, fetcher)
+                for tp, update in ends.items():
+                    fetcher.apply_position(tp, update)
             if data:
                 self._records_consumed += sum(map(len, data.values()))
                 return data
@@ -533,6 +547,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
             if self._membership is not None:
                 await self._membership.on_poll()
             data, ends = fetcher.drain(self._max_poll_records, advance=False)
+            if self._deserializers is not None and data:
+                await deserialize_drained(self._deserializers, data, ends, self._subs, fetcher)
             if data or ends:
                 self._iter_ends = ends
                 for tp, update in ends.items():
