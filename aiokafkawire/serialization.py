@@ -292,9 +292,12 @@ class DeserializerPair:
 
     __slots__ = ("_key", "_key_async", "_value", "_value_async")
 
-    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
-        self._key, self._key_async = _context_only(key_deserializer, MessageField.KEY)
-        self._value, self._value_async = _context_only(value_deserializer, MessageField.VALUE)
+    def __init__(
+        self, key_deserializer: Any, value_deserializer: Any, *, plain_too: bool = False
+    ) -> None:
+        key, value = MessageField.KEY, MessageField.VALUE
+        self._key, self._key_async = _context_only(key_deserializer, key, plain_too)
+        self._value, self._value_async = _context_only(value_deserializer, value, plain_too)
 
     async def apply(
         self, records: list[Any]
@@ -332,9 +335,9 @@ class DeserializerPair:
 
 
 def _context_only(
-    function: Any, field: MessageField
+    function: Any, field: MessageField, plain_too: bool
 ) -> tuple[Callable[[Any, str, Any], Any] | None, bool]:
-    if function is None or kind_of(function) == PLAIN:
+    if function is None or (kind_of(function) == PLAIN and not plain_too):
         return None, False
     if _takes_context(function):
 
@@ -350,9 +353,13 @@ def _context_only(
 
 
 def context_deserializers(
-    key_deserializer: Any, value_deserializer: Any
+    key_deserializer: Any, value_deserializer: Any, *, plain_too: bool = False
 ) -> DeserializerPair | None:
     """A :class:`DeserializerPair` when either deserializer is a context or async one."""
+    if plain_too:
+        if key_deserializer is None and value_deserializer is None:
+            return None
+        return DeserializerPair(key_deserializer, value_deserializer, plain_too=True)
     if any(d is not None and kind_of(d) != PLAIN for d in (key_deserializer, value_deserializer)):
         return DeserializerPair(key_deserializer, value_deserializer)
     return None

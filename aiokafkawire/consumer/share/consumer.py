@@ -46,6 +46,7 @@ from aiokafkawire.client_config import (
 )
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
+from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import (
     SHARE_GROUP_HEARTBEAT_KEY,
@@ -57,6 +58,7 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
+from aiokafkawire.serialization import AnyDeserializer, context_deserializers
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -107,8 +109,12 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
       most ``max_poll_records`` per fetch: finer sharing between members, more requests).
     - ``check_crcs``: verify the CRC of fetched record batches.
     - ``client_rack``: the rack id sent with the heartbeat (rack-aware assignment).
-    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys.
-    - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
+    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys, or
+      ``deserializer(data, ctx)`` (a :class:`~aiokafkawire.serialization.SerializationContext`),
+      possibly ``async``.
+    - ``value_deserializer``: the same for record values.  A record either fails on is
+      released (as the Java client does) and
+      :class:`~aiokafkawire.serialization.RecordDeserializationError` raised at its position.
     """
 
     def __init__(  # long: one checked line per option of the documented signature
@@ -124,8 +130,8 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         acquire_mode: str = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
+        key_deserializer: AnyDeserializer | None = None,
+        value_deserializer: AnyDeserializer | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         common, rest = split_common_options(dict(options))
@@ -168,8 +174,6 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             max_poll_records=max_poll_records,
             acquire_mode=ACQUIRE_MODES[acquire_mode],
             check_crcs=check_crcs,
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
             request_timeout_ms=common.request_timeout_ms,
             retry_backoff_ms=common.retry_backoff_ms,
             retry_backoff_max_ms=common.retry_backoff_max_ms,
@@ -183,6 +187,12 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         #: The records handed out by the last poll, as runs of one partition each.
         self._delivered: list[tuple[TopicPartition, list[ShareRecord]]] = []
         self._iter_records: deque[ShareRecord] = deque()
+        # Deserializers run as records are handed out; a failing record is released and
+        # raised (RecordDeserializationError), the records after it held for the next poll.
+        self._deserializers = context_deserializers(
+            key_deserializer, value_deserializer, plain_too=True
+        )
+        self._held: Runs = []
         self._fatal: errors.KafkaError | None = None
         self._started = False
         self._closed = False
@@ -388,7 +398,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         limit = max_records or self._max_poll_records
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            runs = fetcher.drain(limit)
+            runs = await self._drain(fetcher, limit)
             if runs:
                 self._delivered = runs
                 out: dict[TopicPartition, list[ShareRecord]] = {}
@@ -405,6 +415,16 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             if self._fatal is not None:
                 raise self._fatal
 
+    async def _drain(self, fetcher: ShareFetcher, limit: int) -> Runs:
+        """Runs of records for a poll, deserialized (held ones first)."""
+        runs, self._held = (self._held, []) if self._held else (fetcher.drain(limit), [])
+        if not runs or self._deserializers is None:
+            return runs
+        runs, self._held, error = await deserialize_runs(self._deserializers, runs, self._acks)
+        if error is not None and not runs:
+            raise error
+        return runs
+
     def __aiter__(self) -> ShareConsumer:
         return self
 
@@ -418,7 +438,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         while not pending:
             if self._closed:
                 raise StopAsyncIteration
-            for _, records in fetcher.drain(self._max_poll_records):
+            for _, records in await self._drain(fetcher, self._max_poll_records):
                 pending.extend(records)
             if not pending:
                 await fetcher.wait_for_data(1.0)
