@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from _producer_helpers import MOCK_AUTO_CREATED_PARTITIONS, create_topic
-from test_share_kafka import _setup, share_cluster  # noqa: F401  (the module's fixture)
+from test_share_kafka import _setup
 
 from aiokafkawire import Consumer
 from aiokafkawire.consumer.share import ShareConsumer
@@ -94,10 +94,10 @@ async def test_confluent_serializer_as_our_value_serializer(
 
 
 async def test_avro_deserializer_on_a_share_consumer(
-    share_cluster: KafkaCluster,  # noqa: F811
-    schema_registry: SchemaRegistryServer,
+    kafka_cluster: KafkaCluster, schema_registry: SchemaRegistryServer
 ) -> None:
-    bootstrap = share_cluster.bootstrap_servers
+    """On the session's Apache Kafka 4.x (share groups are on by default there)."""
+    bootstrap = kafka_cluster.bootstrap_servers
     topic, group = await _setup(bootstrap)
     async with AsyncSchemaRegistryClient({"url": schema_registry.url}) as registry:
         async with Producer(bootstrap_servers=bootstrap) as raw_producer:
