@@ -24,7 +24,7 @@ import enum
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, Union
 
 from aiokafkawire.errors import KafkaError
 
@@ -40,7 +40,18 @@ __all__ = [
 ]
 
 T_co = TypeVar("T_co", covariant=True)
-T_contra = TypeVar("T_contra", contravariant=True)
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    #: The types of a consumer's record keys and values: its deserializers' return types
+    #: (``Any`` without one, as before).
+    K = DefaultTypeVar("K", default=Any)
+    V = DefaultTypeVar("V", default=Any)
+else:
+    K = TypeVar("K")
+    V = TypeVar("V")
 
 Header = tuple[str, "bytes | None"]
 
@@ -134,7 +145,11 @@ class AsyncDeserializer(Protocol, Generic[T_co]):
 
 
 #: What a consumer's ``key_deserializer`` / ``value_deserializer`` may be.
-AnyDeserializer = Callable[[bytes | None], Any] | Deserializer[Any] | AsyncDeserializer[Any]
+#: (generic in the type it returns: ``AnyDeserializer[int]``).
+# Union: a `|` of these generics is not subscriptable at run time on Python 3.10.
+AnyDeserializer = Union[  # noqa: UP007
+    AsyncDeserializer[_T], Deserializer[_T], Callable[[bytes | None], _T]
+]
 
 # ---------------------------------------------------------------- telling the kinds apart
 

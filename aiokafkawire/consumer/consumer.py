@@ -18,7 +18,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -38,7 +38,7 @@ from aiokafkawire.consumer.no_group import NoGroupAssignment
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.metrics import Rate
-from aiokafkawire.serialization import AnyDeserializer, context_deserializers
+from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -71,7 +71,9 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: public API + option map
+class Consumer(
+    Generic[K, V], PositionControlsMixin, CommitsMixin, MetricsMixin
+):  # long: public API + option map
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
@@ -145,8 +147,8 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         client_rack: str | None = None,
         fetch_sessions: bool = True,
         pattern_refresh_interval_ms: int = 5_000,
-        key_deserializer: AnyDeserializer | None = None,
-        value_deserializer: AnyDeserializer | None = None,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
@@ -488,7 +490,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
         *partitions: TopicPartition,
         timeout_ms: int = 0,
         max_records: int | None = None,
-    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+    ) -> dict[TopicPartition, list[ConsumerRecord[K, V]]]:
         """Records fetched so far, waiting up to ``timeout_ms`` for some to arrive.
 
         Positions advance past the returned records.  Only ``partitions`` when given.
@@ -521,7 +523,7 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
                 continue
             await wait_event(event, min(remaining, 1.0))
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[K, V]:
         """The next record (waiting as long as needed); its position advances past it."""
         if partitions:
             while True:
@@ -530,10 +532,10 @@ class Consumer(PositionControlsMixin, CommitsMixin, MetricsMixin):  # long: publ
                     return records[0]
         return await self.__anext__()
 
-    def __aiter__(self) -> Consumer:
+    def __aiter__(self) -> Consumer[K, V]:
         return self
 
-    async def __anext__(self) -> ConsumerRecord:
+    async def __anext__(self) -> ConsumerRecord[K, V]:
         """The next record; iteration stops when the consumer is closed."""
         pending = self._iter_records
         if pending:

@@ -30,7 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -58,7 +58,7 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
-from aiokafkawire.serialization import AnyDeserializer, context_deserializers
+from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -80,7 +80,9 @@ _ACK_BY_NAME = {
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
-class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iteration)
+class ShareConsumer(
+    Generic[K, V]
+):  # long: the public API (getmany, acknowledge, commit, iteration)
     """A member of a share group: records are shared out one by one and acknowledged.
 
     How long a record stays locked (``share.record.lock.duration.ms``), how often it is
@@ -130,8 +132,8 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         acquire_mode: str = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
-        key_deserializer: AnyDeserializer | None = None,
-        value_deserializer: AnyDeserializer | None = None,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         common, rest = split_common_options(dict(options))
@@ -383,7 +385,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
 
     async def getmany(
         self, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[TopicPartition, list[ShareRecord]]:
+    ) -> dict[TopicPartition, list[ShareRecord[K, V]]]:
         """Records acquired for this member, waiting up to ``timeout_ms`` for some to arrive.
 
         Settles the previous poll first (implicit mode accepts its records; explicit mode raises
@@ -425,10 +427,10 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             raise error
         return runs
 
-    def __aiter__(self) -> ShareConsumer:
+    def __aiter__(self) -> ShareConsumer[K, V]:
         return self
 
-    async def __anext__(self) -> ShareRecord:
+    async def __anext__(self) -> ShareRecord[K, V]:
         """The next record (one record is one poll); iteration stops when the consumer closes."""
         if self._closed:
             raise StopAsyncIteration
