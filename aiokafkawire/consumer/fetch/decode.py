@@ -166,11 +166,12 @@ class RecordDecoder:
                 except Exception:
                     if key_deserializer is None and value_deserializer is None:
                         raise
-                    good, error = self._failed_batch(tp, batch, fetch_offset)
-                    out = out + good if out else good
-                    if not out:
-                        raise error from error.__cause__
-                    return out, error.offset, out[-1].leader_epoch
+                    part, error = self._failed_batch(tp, batch, fetch_offset)
+                    if error is not None:
+                        out = out + part if out else part
+                        if not out:
+                            raise error from error.__cause__
+                        return out, error.offset, out[-1].leader_epoch
             else:
                 epoch = None
                 part = self._legacy_records(tp, batch, fetch_offset)
@@ -185,7 +186,7 @@ class RecordDecoder:
 
     def _failed_batch(
         self, tp: TopicPartition, batch: Any, fetch_offset: int
-    ) -> tuple[list[ConsumerRecord], RecordDeserializationError]:
+    ) -> tuple[list[ConsumerRecord], RecordDeserializationError | None]:
         """A batch a deserializer failed on: the records before the failing one and its error
         (a batch that cannot be decoded at all raises what the decoder raises)."""
         raw = batch.consumer_records(ConsumerRecord, tp.topic, tp.partition, fetch_offset)
