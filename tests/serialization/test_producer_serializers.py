@@ -186,3 +186,31 @@ async def test_serializer_errors_reach_the_caller(mock_cluster: MockCluster, top
         with pytest.raises(ValueError, match="no schema"):
             await producer.send(topic, 1)
         assert producer._serializing == {}  # nothing left waiting
+
+
+async def test_a_cancelled_send_does_not_let_later_ones_overtake(
+    mock_cluster: MockCluster, topic: str
+) -> None:
+    gate = asyncio.Event()
+
+    async def serializer(obj: Any, ctx: SerializationContext) -> bytes:
+        if obj == "a":
+            await gate.wait()
+        return obj.encode()
+
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, value_serializer=serializer
+    ) as producer:
+        first, second, third = (
+            asyncio.ensure_future(producer.send(topic, v, partition=0)) for v in "abc"
+        )
+        await asyncio.sleep(0.05)  # b and c are serialized, waiting for a's append
+        second.cancel()
+        await asyncio.sleep(0.05)
+        assert not third.done()  # c still waits for a, though b (its predecessor) is gone
+        gate.set()
+        await (await first)
+        await (await third)
+        assert second.cancelled()
+    records = await read_all(mock_cluster.bootstrap_servers, topic, 2)
+    assert [r.value for r in records] == [b"a", b"c"]
