@@ -602,7 +602,47 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             fatal = self._txn.fatal  # type: ignore[union-attr]  # started: _send_checks is off
             if fatal is not None:
                 raise fatal
-        return await self._append(topic, value, key, partition, timestamp, headers)
+        size = _RECORD_OVERHEAD
+        # Types are checked before anything changes (a builder that failed half-way would
+        # leave a broken batch); exact bytes pass with one comparison each.
+        if type(key) is bytes:
+            size += len(key)
+        elif key is not None:
+            _check_bytes("key", key, self.key_serializer)
+            size += len(key)
+        if type(value) is bytes:
+            size += len(value)
+        elif value is not None:
+            _check_bytes("value", value, self.value_serializer)
+            size += len(value)
+        if headers is None:
+            header_list = None
+        else:
+            header_list, header_size = _checked_headers(headers)
+            size += header_size
+        if size > self._max_record_size:
+            raise errors.RecordTooLargeError(
+                f"the record is about {size} bytes, more than max_request_size "
+                f"({self.max_request_size}) or buffer_memory ({self.buffer_memory})"
+            )
+        if timestamp is None:
+            timestamp = int(_wall_clock() * 1000)
+        elif type(timestamp) is not int:
+            timestamp = _checked_timestamp(timestamp)
+        accumulator = self._accumulator
+        handle = await accumulator.append(
+            topic, partition, timestamp, key, value, header_list, size
+        )
+        if accumulator.full_batch_waiting:
+            # A batch filled up: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.  The one place that pumps the sender eagerly.
+            accumulator.full_batch_waiting = False
+            sender = self._sender
+            assert sender is not None
+            sender.pump()
+            await asyncio.sleep(0)
+        return handle
 
     async def _append(
         self,
@@ -613,7 +653,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         timestamp: int | None,
         headers: Headers | None,
     ) -> DeliveryHandle:
-        """The record (serialized) into its partition's batch: the Python path of send."""
+        """The record (serialized) into its partition's batch: the tail of :meth:`send`, kept
+        inline there (a call per record costs the plain path), for the context path and
+        :meth:`send_batch`."""
         size = _RECORD_OVERHEAD
         # Types are checked before anything changes (a builder that failed half-way would
         # leave a broken batch); exact bytes pass with one comparison each.
@@ -657,7 +699,14 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         return handle
 
     def _check_send(self, key: Any, value: Any) -> tuple[Any, Any]:
-        self._check_can_send()
+        if self._closed:
+            raise errors.ClientClosedError("send() on a closed producer")
+        if not self._started:
+            raise errors.IllegalStateError("start the producer (or use `async with`) first")
+        txn = self._txn
+        assert txn is not None
+        if txn.fatal is not None or txn.transactional:
+            txn.check_can_send()
         key_serializer = self._plain_key_serializer
         if key_serializer is not None:
             key = key_serializer(key)
