@@ -49,6 +49,7 @@ PUBLIC_MODULES = (
     "aiokafkawire.testing",
     "aiokafkawire.spark",
     "aiokafkawire.compat",
+    "aiokafkawire.serialization",
     "aiokafkawire.schema_registry",
     "aiokafkawire.schema_registry.avro",
     "aiokafkawire.schema_registry.json_schema",

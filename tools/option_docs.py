@@ -118,11 +118,15 @@ PRODUCER = {
     "partitioner": "a name, class, instance or function (see `create_partitioner`).",
     "key_serializer": (
         "a callable turning each record key into `bytes` or `None` (it is called for "
-        "`None` keys too)."
+        "`None` keys too): `f(obj)`, or `f(obj, ctx)` (a `SerializationContext`: topic, "
+        "field, headers it may add to), possibly async (a registry serializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
     ),
     "value_serializer": (
         "a callable turning each record value into `bytes` or `None` (it is called for "
-        "`None` values too)."
+        "`None` values too): `f(obj)`, or `f(obj, ctx)` (a `SerializationContext`: topic, "
+        "field, headers it may add to), possibly async (a registry serializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
     ),
 }
 #: ``Consumer(*topics, **options)``.
@@ -175,8 +179,16 @@ CONSUMER = {
         "matching topics are joined within this time (subscribed topics that do not exist yet "
         "are looked for with backoff up to `retry_backoff_max_ms`)."
     ),
-    "key_deserializer": "`bytes | None -> Any` applied to every record key.",
-    "value_deserializer": "`bytes | None -> Any` applied to every record value.",
+    "key_deserializer": (
+        "`bytes | None -> Any` applied to every record key, or `f(data, ctx)` (a "
+        "`SerializationContext`), possibly async (a registry deserializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
+    ),
+    "value_deserializer": (
+        "`bytes | None -> Any` applied to every record value, or `f(data, ctx)` (a "
+        "`SerializationContext`), possibly async (a registry deserializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
+    ),
 }
 #: ``ShareConsumer(*topics, group_id=..., **options)``.
 SHARE_CONSUMER = {
@@ -203,6 +215,14 @@ SHARE_CONSUMER = {
     ),
     "check_crcs": "verify the CRC of fetched record batches.",
     "client_rack": "the rack id sent with the heartbeat (rack-aware assignment).",
-    "key_deserializer": "`bytes | None -> Any` applied to record keys.",
-    "value_deserializer": "`bytes | None -> Any` applied to record values.",
+    "key_deserializer": (
+        "`bytes | None -> Any` applied to record keys, or `f(data, ctx)` (a "
+        "`SerializationContext`), possibly async (a registry deserializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
+    ),
+    "value_deserializer": (
+        "`bytes | None -> Any` applied to record values, or `f(data, ctx)` (a "
+        "`SerializationContext`), possibly async (a registry deserializer): see "
+        "[the serializer interface](schemas.md#the-serializer-interface)."
+    ),
 }

@@ -17,8 +17,8 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -31,6 +31,7 @@ from aiokafkawire.consumer._position_controls import PositionControls
 from aiokafkawire.consumer._state import ConsumerParts, IteratedRecords, discard_buffered
 from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.fetch import Fetcher
+from aiokafkawire.consumer.fetch.deserialize import deserialize_drained
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
 from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import Membership
@@ -43,6 +44,7 @@ from aiokafkawire.consumer.records import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, Value, consumer_values, start_reporter
 
@@ -77,7 +79,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer:  # long: the public API (delegating to its collaborators) + option map
+class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators) + option map
     """Reads records from Kafka topics, alone (:meth:`assign`) or in a consumer group.
 
     Options (besides the common connection options of every client, e.g. ``bootstrap_servers``,
@@ -116,7 +118,11 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
     - ``pattern_refresh_interval_ms``: with a pattern subscription, how often the topic list is
       fetched again, so that new matching topics are joined within this time (subscribed
       topics that do not exist yet are looked for with backoff up to ``retry_backoff_max_ms``).
-    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``.
+    - ``key_deserializer`` / ``value_deserializer``: ``bytes | None -> Any``, or
+      ``deserializer(data, ctx)`` receiving a
+      :class:`~aiokafkawire.serialization.SerializationContext`, possibly ``async`` (a
+      schema-registry deserializer).  A failure raises
+      :class:`~aiokafkawire.serialization.RecordDeserializationError` at the record's position.
     """
 
     def __init__(  # long: the documented signature, one line per option
@@ -147,8 +153,8 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         client_rack: str | None = None,
         fetch_sessions: bool = True,
         pattern_refresh_interval_ms: int = 5_000,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         """Configure the consumer; nothing connects until :meth:`start` (or ``async with``).
@@ -191,6 +197,8 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         self._max_poll_records = max_poll_records
         self._group_config = opts.group_config()
         self._fetch_config = opts.fetch_config()
+        # Context / async deserializers, applied after a drain (plain ones run in the decoder).
+        self._deserializers = context_deserializers(key_deserializer, value_deserializer)
         # Exists from the start: subscribe() and assign() before start() take effect at start.
         self._subs = subs = SubscriptionState(self._fetch_config.auto_offset_reset)
         if topics:
@@ -676,7 +684,7 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         *partitions: TopicPartition,
         timeout_ms: int = 0,
         max_records: int | None = None,
-    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+    ) -> dict[TopicPartition, list[ConsumerRecord[K, V]]]:
         """Records fetched so far, waiting up to ``timeout_ms`` for some to arrive.
 
         Positions advance past the returned records.  Only ``partitions`` when given.
@@ -689,7 +697,13 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
         while True:
             if self._parts.membership is not None:
                 await self._parts.membership.on_poll()
-            data, _ = fetcher.drain(limit, wanted)
+            if self._deserializers is None:
+                data, _ = fetcher.drain(limit, wanted)
+            else:
+                data, ends = fetcher.drain(limit, wanted, advance=False)
+                await deserialize_drained(self._deserializers, data, ends, self._subs, fetcher)
+                for tp, update in ends.items():
+                    fetcher.apply_position(tp, update)
             if data:
                 self._metrics.records_consumed += sum(map(len, data.values()))
                 return data
@@ -703,7 +717,7 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
                 continue
             await wait_event(event, min(remaining, 1.0))
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[K, V]:
         """The next record (waiting as long as needed); its position advances past it."""
         if partitions:
             while True:
@@ -712,10 +726,10 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
                     return records[0]
         return await self.__anext__()
 
-    def __aiter__(self) -> Consumer:
+    def __aiter__(self) -> Consumer[K, V]:
         return self
 
-    async def __anext__(self) -> ConsumerRecord:
+    async def __anext__(self) -> ConsumerRecord[K, V]:
         """The next record; iteration stops when the consumer is closed."""
         iterated = self._iterated
         pending = iterated.records
@@ -730,6 +744,8 @@ class Consumer:  # long: the public API (delegating to its collaborators) + opti
             if self._parts.membership is not None:
                 await self._parts.membership.on_poll()
             data, ends = fetcher.drain(self._max_poll_records, advance=False)
+            if self._deserializers is not None and data:
+                await deserialize_drained(self._deserializers, data, ends, self._subs, fetcher)
             if data or ends:
                 iterated.ends = ends
                 for tp, update in ends.items():

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import time as _wall_clock
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from aiokafkawire import errors
 from aiokafkawire.client_config import (
@@ -44,6 +44,8 @@ from aiokafkawire.producer.partitioner import Partitioner, create_partitioner
 from aiokafkawire.protocol.messages import InitProducerIdRequest
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.protocol.records.codecs import ensure_available as ensure_codec_available
+from aiokafkawire.serialization import AsyncSerializer, context_serializers
+from aiokafkawire.serialization import Serializer as ContextSerializer
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, producer_values, start_reporter
 
@@ -67,7 +69,10 @@ COMPRESSION_TYPES: dict[str | None, CompressionType] = {
 _RECORD_OVERHEAD = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
 _HEADER_OVERHEAD = 10
 
-Serializer = Callable[[Any], bytes | None]
+# A plain ``obj -> bytes | None`` callable, or one taking a SerializationContext, or an async
+# one (see aiokafkawire.serialization).
+PlainSerializer = Callable[[Any], bytes | None]
+Serializer = PlainSerializer | ContextSerializer | AsyncSerializer
 # A list of (name, value) pairs, any iterable of them, or a mapping of names to values.
 Headers = Iterable[tuple[str, bytes | None]] | Mapping[str, bytes | None]
 
@@ -139,6 +144,11 @@ def _checked_headers(headers: Any) -> tuple[list[Any], int]:
     return header_list, size
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _checked_timestamp(timestamp: Any) -> int:
     if isinstance(timestamp, int) and not isinstance(timestamp, bool):
         return int(timestamp)
@@ -162,10 +172,15 @@ class BatchBuilder:
     def __init__(
         self,
         max_size: int,
-        key_serializer: Serializer | None = None,
-        value_serializer: Serializer | None = None,
+        key_serializer: PlainSerializer | None = None,
+        value_serializer: PlainSerializer | None = None,
+        *,
+        deferred: bool = False,
     ) -> None:
         self._max_size = max_size
+        # deferred: the producer's serializers need a context; send_batch applies them (the
+        # size of keys and values that are not bytes yet is then unknown here, counted as 0).
+        self._deferred = deferred
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
         self.records: list[tuple[Any, Any, int | None, Any]] = []
@@ -191,11 +206,13 @@ class BatchBuilder:
             key = self._key_serializer(key)
         if self._value_serializer is not None:
             value = self._value_serializer(value)
+        size = _RECORD_OVERHEAD
         for what, item in (("key", key), ("value", value)):
             if item is not None:
+                if self._deferred and not isinstance(item, _BYTES_LIKE):
+                    continue
                 _check_bytes(what, item, None)
-        size = _RECORD_OVERHEAD + (len(key) if key is not None else 0)
-        size += len(value) if value is not None else 0
+                size += len(item)
         header_list = None if headers is None else _header_list(headers)
         for header in header_list or ():
             try:
@@ -287,7 +304,11 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
       ``transaction_timeout_ms`` (60000).
     - ``partitioner``: a name, class, instance or function (see
       :func:`~aiokafkawire.producer.partitioner.create_partitioner`).
-    - ``key_serializer`` / ``value_serializer``: callables turning keys/values into bytes.
+    - ``key_serializer`` / ``value_serializer``: turn keys/values into bytes: a plain
+      ``obj -> bytes | None`` callable, or ``serializer(obj, ctx)`` receiving a
+      :class:`~aiokafkawire.serialization.SerializationContext` (topic, key or value, headers
+      it may add to), possibly ``async`` (a schema-registry serializer): see
+      :mod:`aiokafkawire.serialization`.
     """
 
     def __init__(  # long: one checked line per option of the documented signature
@@ -397,6 +418,18 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         self.partitioner: Partitioner = create_partitioner(partitioner)
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
+        # Context / async serializers (None: plain ones or none, applied on the fast path).
+        self._context_serializers = context_serializers(key_serializer, value_serializer)
+        # Per topic, the future of the last async-serializing send's append (ordering).
+        self._serializing: dict[str, asyncio.Future[None]] = {}
+        plain = self._context_serializers is None
+        # Plain ones are called as obj -> bytes on the Python path (and by BatchBuilder).
+        self._plain_key_serializer = cast(
+            "PlainSerializer | None", key_serializer if plain else None
+        )
+        self._plain_value_serializer = cast(
+            "PlainSerializer | None", value_serializer if plain else None
+        )
         self._cluster: Cluster | None = None
         self._accumulator = RecordAccumulator(
             batch_size=batch_size,
@@ -594,10 +627,66 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         if self._send_checks:
             # Rare cases kept off the hot path: not started, closed, serializers, transactions.
             key, value = self._check_send(key, value)
+            if self._context_serializers is not None:
+                return await self._send_in_context(topic, value, key, partition, timestamp, headers)
         else:
             fatal = self._txn.fatal  # type: ignore[union-attr]  # started: _send_checks is off
             if fatal is not None:
                 raise fatal
+        size = _RECORD_OVERHEAD
+        # Types are checked before anything changes (a builder that failed half-way would
+        # leave a broken batch); exact bytes pass with one comparison each.
+        if type(key) is bytes:
+            size += len(key)
+        elif key is not None:
+            _check_bytes("key", key, self.key_serializer)
+            size += len(key)
+        if type(value) is bytes:
+            size += len(value)
+        elif value is not None:
+            _check_bytes("value", value, self.value_serializer)
+            size += len(value)
+        if headers is None:
+            header_list = None
+        else:
+            header_list, header_size = _checked_headers(headers)
+            size += header_size
+        if size > self._max_record_size:
+            raise errors.RecordTooLargeError(
+                f"the record is about {size} bytes, more than max_request_size "
+                f"({self.max_request_size}) or buffer_memory ({self.buffer_memory})"
+            )
+        if timestamp is None:
+            timestamp = int(_wall_clock() * 1000)
+        elif type(timestamp) is not int:
+            timestamp = _checked_timestamp(timestamp)
+        accumulator = self._accumulator
+        handle = await accumulator.append(
+            topic, partition, timestamp, key, value, header_list, size
+        )
+        if accumulator.full_batch_waiting:
+            # A batch filled up: write it now, then give the loop a turn (answers, other
+            # tasks), so that a tight send loop overlaps with the network instead of buffering
+            # everything first.  The one place that pumps the sender eagerly.
+            accumulator.full_batch_waiting = False
+            sender = self._sender
+            assert sender is not None
+            sender.pump()
+            await asyncio.sleep(0)
+        return handle
+
+    async def _append(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Headers | None,
+    ) -> DeliveryHandle:
+        """The record (serialized) into its partition's batch: the tail of :meth:`send`, kept
+        inline there (a call per record costs the plain path), for the context path and
+        :meth:`send_batch`."""
         size = _RECORD_OVERHEAD
         # Types are checked before anything changes (a builder that failed half-way would
         # leave a broken batch); exact bytes pass with one comparison each.
@@ -649,11 +738,63 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         assert txn is not None
         if txn.fatal is not None or txn.transactional:
             txn.check_can_send()
-        if self.key_serializer is not None:
-            key = self.key_serializer(key)
-        if self.value_serializer is not None:
-            value = self.value_serializer(value)
+        key_serializer = self._plain_key_serializer
+        if key_serializer is not None:
+            key = key_serializer(key)
+        value_serializer = self._plain_value_serializer
+        if value_serializer is not None:
+            value = value_serializer(value)
         return key, value
+
+    def _check_can_send(self) -> None:
+        if self._closed:
+            raise errors.ClientClosedError("send() on a closed producer")
+        if not self._started:
+            raise errors.IllegalStateError("start the producer (or use `async with`) first")
+        txn = self._txn
+        assert txn is not None
+        if txn.fatal is not None or txn.transactional:
+            txn.check_can_send()
+
+    async def _send_in_context(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Headers | None,
+    ) -> DeliveryHandle:
+        """send with context or async serializers: they get the topic, the field and a copy of
+        the headers (which they may add to).
+
+        Async serialization runs concurrently with other sends, but records of one topic join
+        their batches in the order of the ``send`` calls: each waits for the append of the
+        send before it to the same topic (its partition is only known once the key is
+        serialized), so a record still being serialized is never overtaken.
+        """
+        serializers = self._context_serializers
+        assert serializers is not None
+        header_list: list[Any] = [] if headers is None else list(_header_list(headers))
+        if not serializers.is_async:
+            key, value = serializers.apply(topic, key, value, header_list)
+            return await self._append(topic, value, key, partition, timestamp, header_list or None)
+        tails = self._serializing
+        before = tails.get(topic)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        tails[topic] = mine
+        try:
+            key, value = await serializers.apply_async(topic, key, value, header_list)
+            if before is not None and not before.done():
+                await asyncio.shield(before)
+            return await self._append(topic, value, key, partition, timestamp, header_list or None)
+        finally:
+            if tails.get(topic) is mine:
+                del tails[topic]
+            if before is None or before.done():
+                mine.set_result(None)
+            else:  # cancelled while waiting: the sends after this one still wait for `before`
+                before.add_done_callback(lambda _: _resolve(mine))
 
     def _install_fast_append(self) -> None:
         """Use the accumulator's compiled common case in :meth:`send` where it can apply."""
@@ -879,8 +1020,13 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         Its size is bounded by ``batch_size`` and ``max_request_size``; ``append`` returns None
         once a record does not fit.
         """
+        if self._context_serializers is not None:
+            # Context serializers need the topic, given to send_batch: they run there.
+            return BatchBuilder(min(self.batch_size, self.max_request_size), deferred=True)
         return BatchBuilder(
-            min(self.batch_size, self.max_request_size), self.key_serializer, self.value_serializer
+            min(self.batch_size, self.max_request_size),
+            self._plain_key_serializer,
+            self._plain_value_serializer,
         )
 
     async def send_batch(
@@ -899,12 +1045,17 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
             )
         check_type_arg("partition", partition, int)
         batch.close()
-        handles = [
-            await self.send(
-                topic, value, key, partition=partition, timestamp=timestamp, headers=headers
-            )
-            for key, value, timestamp, headers in batch.records
-        ]
+        handles = []
+        for key, value, timestamp, headers in batch.records:
+            # Plain serializers already ran in BatchBuilder.append; context ones run here.
+            self._check_can_send()
+            if self._context_serializers is not None:
+                handle = await self._send_in_context(
+                    topic, value, key, partition, timestamp, headers
+                )
+            else:
+                handle = await self._append(topic, value, key, partition, timestamp, headers)
+            handles.append(handle)
         if handles:
             self._accumulator.flush_batch_of(handles[-1])  # nothing more is coming: no linger
         return asyncio.ensure_future(_first_metadata(handles, topic, partition))

@@ -3,12 +3,12 @@ and the Confluent wire format (magic byte 0, a 4-byte big-endian schema id, the 
 
 from __future__ import annotations
 
-import enum
 import struct
-from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from aiokafkawire.errors import KafkaError
+# The interfaces live in aiokafkawire.serialization (every client uses them); re-exported here
+# under confluent-kafka's module layout.
+from aiokafkawire.serialization import MessageField, SerializationContext, SerializationError
 
 __all__ = [
     "MAGIC_BYTE",
@@ -25,27 +25,6 @@ __all__ = [
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
-
-
-class SerializationError(KafkaError):
-    """A value could not be serialized or deserialized (the message says which and why)."""
-
-
-class MessageField(str, enum.Enum):
-    """Which part of a record a serializer works on."""
-
-    KEY = "key"
-    VALUE = "value"
-
-
-@dataclass
-class SerializationContext:
-    """The record a serializer works for: its ``topic``, ``field`` (key or value) and
-    ``headers`` (a serializer may add to them)."""
-
-    topic: str
-    field: MessageField = MessageField.VALUE
-    headers: MutableSequence[tuple[str, bytes | None]] | None = None
 
 
 #: ``strategy(ctx, record_name) -> subject`` (record_name: the schema's full name, if any).

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from aiokafkawire.consumer.fetch.decode import RecordDecoder, ScannedRecords
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import PartitionState, SubscriptionState
+from aiokafkawire.serialization import RecordDeserializationError
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["FetchBuffer", "FetchedChunk", "PositionUpdate"]
@@ -42,6 +43,7 @@ class FetchedChunk:
 
     __slots__ = (
         "aborted",
+        "cut",
         "index",
         "last_epoch",
         "next_offset",
@@ -66,6 +68,8 @@ class FetchedChunk:
         self.next_offset = scanned.next_offset
         self.version = version
         self.last_epoch: int | None = None
+        # A deserializer failed at next_offset: the partition is fetched again from there.
+        self.cut = False
 
 
 def _advance(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
@@ -181,7 +185,12 @@ class FetchBuffer:
                 continue
             if state.paused or state.held:
                 continue
-            taken, position, epoch, remaining = self._take(tp, state, chunks, remaining)
+            try:
+                taken, position, epoch, remaining = self._take(tp, state, chunks, remaining)
+            except RecordDeserializationError:
+                if result:
+                    break  # hand out what was taken: the error comes with the next drain
+                raise
             if position is not None and position != state.position:
                 if advance:
                     _advance(state, position, epoch)
@@ -236,6 +245,15 @@ class FetchBuffer:
                 position = chunk.next_offset
                 if chunk.last_epoch is not None:
                     epoch = chunk.last_epoch
+                if chunk.cut:
+                    # Fetch the record a deserializer failed on again: it raises then.
+                    chunks.clear()
+                    state.fetch_position = position
+                    state.fetch_epoch = epoch
+                    self._subs.notify()
+                    if part:
+                        taken = part if taken is None else taken + part
+                    break
             if part:
                 if taken is None:
                     taken = part
@@ -265,5 +283,8 @@ class FetchBuffer:
             raise
         chunk.records = records
         chunk.last_epoch = last_epoch
+        if _next < chunk.next_offset:
+            chunk.next_offset = _next
+            chunk.cut = True
         chunk.aborted = None
         return records

@@ -21,6 +21,7 @@ from aiokafkawire.consumer.fetch.config import FetchConfig
 from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError
 from aiokafkawire.protocol.records import ControlRecordType, iter_batches
+from aiokafkawire.serialization import RecordDeserializationError, locate_failure, plain_only
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["RecordDecoder", "ScannedRecords", "scan"]
@@ -114,8 +115,10 @@ class RecordDecoder:
     def __init__(self, config: FetchConfig) -> None:
         self._check_crcs = config.check_crcs
         self._read_committed = config.read_committed
-        self._key_deserializer = config.key_deserializer
-        self._value_deserializer = config.value_deserializer
+        # Only plain one-argument deserializers run here (in C); context and async ones run
+        # after the drain (serialization.DeserializerPair, applied by the consumer).
+        self._key_deserializer = plain_only(config.key_deserializer)
+        self._value_deserializer = plain_only(config.value_deserializer)
 
     def decode(
         self,
@@ -125,7 +128,12 @@ class RecordDecoder:
         aborted: list[Any] | None,
     ) -> tuple[list[ConsumerRecord], int, int | None]:
         """Records at or after ``fetch_offset``, the offset after the last batch read, and the
-        leader epoch of that batch; a corrupt batch raises (CorruptRecordError)."""
+        leader epoch of that batch; a corrupt batch raises (CorruptRecordError).
+
+        When a deserializer fails on a record, the records before it are returned with the
+        failing record's offset as the "next offset" (the caller fetches it again from there);
+        if it is the first record, RecordDeserializationError is raised.
+        """
         topic, partition = tp
         key_deserializer = self._key_deserializer
         value_deserializer = self._value_deserializer
@@ -146,14 +154,24 @@ class RecordDecoder:
                     continue
                 # One call per batch: the records are built as ConsumerRecord tuples directly
                 # (in C when the accelerator is built), deserializers applied.
-                part = batch.consumer_records(
-                    ConsumerRecord,
-                    topic,
-                    partition,
-                    fetch_offset,
-                    key_deserializer,
-                    value_deserializer,
-                )
+                try:
+                    part = batch.consumer_records(
+                        ConsumerRecord,
+                        topic,
+                        partition,
+                        fetch_offset,
+                        key_deserializer,
+                        value_deserializer,
+                    )
+                except Exception:
+                    if key_deserializer is None and value_deserializer is None:
+                        raise
+                    part, error = self._failed_batch(tp, batch, fetch_offset)
+                    if error is not None:
+                        out = out + part if out else part
+                        if not out:
+                            raise error from error.__cause__
+                        return out, error.offset, out[-1].leader_epoch
             else:
                 epoch = None
                 part = self._legacy_records(tp, batch, fetch_offset)
@@ -165,6 +183,14 @@ class RecordDecoder:
             next_offset = max(next_offset, batch.next_offset)
             last_epoch = epoch
         return out, next_offset, last_epoch
+
+    def _failed_batch(
+        self, tp: TopicPartition, batch: Any, fetch_offset: int
+    ) -> tuple[list[ConsumerRecord], RecordDeserializationError | None]:
+        """A batch a deserializer failed on: the records before the failing one and its error
+        (a batch that cannot be decoded at all raises what the decoder raises)."""
+        raw = batch.consumer_records(ConsumerRecord, tp.topic, tp.partition, fetch_offset)
+        return locate_failure(raw, self._key_deserializer, self._value_deserializer)
 
     def _batches(self, scanned: ScannedRecords) -> Iterable[Any]:
         if not self._check_crcs:

@@ -21,6 +21,7 @@ from aiokafkawire.protocol.messages import ShareAcknowledgeRequest, ShareFetchRe
 from aiokafkawire.protocol.messages import share_acknowledge as m_ack
 from aiokafkawire.protocol.messages import share_fetch as m_fetch
 from aiokafkawire.protocol.records import iter_batches
+from aiokafkawire.serialization import DeserializerPair, RecordDeserializationError
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -221,16 +222,9 @@ def _records_in_ranges(
     for batch in iter_batches(raw, check_crcs=config.check_crcs):
         if batch.last_offset < lowest or batch.magic != 2:
             continue
-        decoded.extend(
-            batch.consumer_records(
-                ConsumerRecord,
-                topic,
-                partition,
-                lowest,
-                config.key_deserializer,
-                config.value_deserializer,
-            )
-        )
+        # Raw keys and values: the share consumer applies the deserializers when it hands the
+        # records out (a failing one is then released and raised at its position).
+        decoded.extend(batch.consumer_records(ConsumerRecord, topic, partition, lowest))
     # Each record becomes a ShareRecord: its nine fields and its range's delivery count.
     if len(ranges) == 1:
         tail = (ranges[0][2],)
@@ -242,3 +236,32 @@ def _records_in_ranges(
         run = decoded[bisect_left(offsets, first) : bisect_right(offsets, last)]
         out.extend([_new(ShareRecord, r + tail) for r in run])
     return out
+
+
+Runs = list[tuple[TopicPartition, list[ShareRecord]]]
+
+
+async def deserialize_runs(
+    pair: DeserializerPair, runs: Runs, acks: Acknowledgements
+) -> tuple[Runs, Runs, RecordDeserializationError | None]:
+    """Drained runs of records with their keys and values deserialized: ``(runs, held,
+    error)``.
+
+    As the Java share consumer does, a record a deserializer fails on is released (delivered
+    again, to any member, until the group's delivery attempt limit archives it); the records
+    before it are returned, those after it are ``held`` for the next poll, and ``error`` is to
+    be raised when nothing precedes it.
+    """
+    out: Runs = []
+    for index, (tp, records) in enumerate(runs):
+        good, error = await pair.apply(records)
+        if good:
+            out.append((tp, good))
+        if error is None:
+            continue
+        failed = records[len(good)]
+        acks.acknowledge(tp, failed.offset, AcknowledgeType.RELEASE, failed.delivery_count)
+        rest = records[len(good) + 1 :]
+        held: Runs = [(tp, rest)] if rest else []
+        return out, held + runs[index + 1 :], error
+    return out, [], None

@@ -31,7 +31,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -48,6 +48,7 @@ from aiokafkawire.client_config import (
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
+from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import (
     SHARE_GROUP_HEARTBEAT_KEY,
@@ -59,6 +60,7 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
+from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -80,7 +82,9 @@ _ACK_BY_NAME = {
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
-class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iteration)
+class ShareConsumer(
+    Generic[K, V]
+):  # long: the public API (getmany, acknowledge, commit, iteration)
     """A member of a share group: records are shared out one by one and acknowledged.
 
     How long a record stays locked (``share.record.lock.duration.ms``), how often it is
@@ -109,8 +113,12 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
       most ``max_poll_records`` per fetch: finer sharing between members, more requests).
     - ``check_crcs``: verify the CRC of fetched record batches.
     - ``client_rack``: the rack id sent with the heartbeat (rack-aware assignment).
-    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys.
-    - ``value_deserializer``: ``bytes | None -> Any`` applied to record values.
+    - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys, or
+      ``deserializer(data, ctx)`` (a :class:`~aiokafkawire.serialization.SerializationContext`),
+      possibly ``async``.
+    - ``value_deserializer``: the same for record values.  A record either fails on is
+      released (as the Java client does) and
+      :class:`~aiokafkawire.serialization.RecordDeserializationError` raised at its position.
     """
 
     def __init__(  # long: one checked line per option of the documented signature
@@ -126,8 +134,8 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         acquire_mode: str = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
         **options: Unpack[CommonOptions],
     ) -> None:
         common, rest = split_common_options(dict(options))
@@ -170,8 +178,6 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             max_poll_records=max_poll_records,
             acquire_mode=ACQUIRE_MODES[acquire_mode],
             check_crcs=check_crcs,
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
             request_timeout_ms=common.request_timeout_ms,
             retry_backoff_ms=common.retry_backoff_ms,
             retry_backoff_max_ms=common.retry_backoff_max_ms,
@@ -185,6 +191,12 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         #: The records handed out by the last poll, as runs of one partition each.
         self._delivered: list[tuple[TopicPartition, list[ShareRecord]]] = []
         self._iter_records: deque[ShareRecord] = deque()
+        # Deserializers run as records are handed out; a failing record is released and
+        # raised (RecordDeserializationError), the records after it held for the next poll.
+        self._deserializers = context_deserializers(
+            key_deserializer, value_deserializer, plain_too=True
+        )
+        self._held: Runs = []
         self._fatal: errors.KafkaError | None = None
         self._started = False
         self._closed = False
@@ -387,7 +399,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
 
     async def getmany(
         self, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[TopicPartition, list[ShareRecord]]:
+    ) -> dict[TopicPartition, list[ShareRecord[K, V]]]:
         """Records acquired for this member, waiting up to ``timeout_ms`` for some to arrive.
 
         Settles the previous poll first (implicit mode accepts its records; explicit mode raises
@@ -402,7 +414,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         limit = max_records or self._max_poll_records
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            runs = fetcher.drain(limit)
+            runs = await self._drain(fetcher, limit)
             if runs:
                 self._delivered = runs
                 out: dict[TopicPartition, list[ShareRecord]] = {}
@@ -419,10 +431,20 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
             if self._fatal is not None:
                 raise self._fatal
 
-    def __aiter__(self) -> ShareConsumer:
+    async def _drain(self, fetcher: ShareFetcher, limit: int) -> Runs:
+        """Runs of records for a poll, deserialized (held ones first)."""
+        runs, self._held = (self._held, []) if self._held else (fetcher.drain(limit), [])
+        if not runs or self._deserializers is None:
+            return runs
+        runs, self._held, error = await deserialize_runs(self._deserializers, runs, self._acks)
+        if error is not None and not runs:
+            raise error
+        return runs
+
+    def __aiter__(self) -> ShareConsumer[K, V]:
         return self
 
-    async def __anext__(self) -> ShareRecord:
+    async def __anext__(self) -> ShareRecord[K, V]:
         """The next record (one record is one poll); iteration stops when the consumer closes."""
         if self._closed:
             raise StopAsyncIteration
@@ -432,7 +454,7 @@ class ShareConsumer:  # long: the public API (getmany, acknowledge, commit, iter
         while not pending:
             if self._closed:
                 raise StopAsyncIteration
-            for _, records in fetcher.drain(self._max_poll_records):
+            for _, records in await self._drain(fetcher, self._max_poll_records):
                 pending.extend(records)
             if not pending:
                 await fetcher.wait_for_data(1.0)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 from aiokafkawire.errors import KafkaError, KafkaValueError
+from aiokafkawire.serialization import K, V
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AcknowledgeType", "AcknowledgementOutcome", "ShareRecord"]
@@ -57,29 +58,62 @@ class AcknowledgeType(enum.IntEnum):
         return member
 
 
-class ShareRecord(NamedTuple):
-    """One record delivered by a share group.
+if TYPE_CHECKING:
 
-    The first nine fields are those of :class:`~aiokafkawire.consumer.ConsumerRecord`;
-    ``delivery_count`` is how many times the broker has handed this record out (1 on the first
-    delivery, 2 after one release or lock expiry, ...).
-    """
+    class ShareRecord(NamedTuple, Generic[K, V]):
+        """One record delivered by a share group.
 
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    headers: tuple[tuple[str, bytes | None], ...]
-    leader_epoch: int | None
-    delivery_count: int
+        The first nine fields are those of :class:`~aiokafkawire.consumer.ConsumerRecord`;
+        ``delivery_count`` is how many times the broker has handed this record out (1 on the first
+        delivery, 2 after one release or lock expiry, ...).
+        """
 
-    @property
-    def topic_partition(self) -> TopicPartition:
-        """The record's partition as a :class:`TopicPartition`."""
-        return TopicPartition(self.topic, self.partition)
+        topic: str
+        partition: int
+        offset: int
+        timestamp: int
+        timestamp_type: int
+        key: K
+        value: V
+        headers: tuple[tuple[str, bytes | None], ...]
+        leader_epoch: int | None
+        delivery_count: int
+
+        @property
+        def topic_partition(self) -> TopicPartition:
+            """The record's partition as a :class:`TopicPartition`."""
+            return TopicPartition(self.topic, self.partition)
+
+else:
+
+    class ShareRecord(NamedTuple):
+        """One record delivered by a share group.
+
+        The first nine fields are those of :class:`~aiokafkawire.consumer.ConsumerRecord`;
+        ``delivery_count`` is how many times the broker has handed this record out (1 on the first
+        delivery, 2 after one release or lock expiry, ...).
+        """
+
+        topic: str
+        partition: int
+        offset: int
+        timestamp: int
+        timestamp_type: int
+        key: Any
+        value: Any
+        headers: tuple[tuple[str, bytes | None], ...]
+        leader_epoch: int | None
+        delivery_count: int
+
+        @property
+        def topic_partition(self) -> TopicPartition:
+            """The record's partition as a :class:`TopicPartition`."""
+            return TopicPartition(self.topic, self.partition)
+
+        @classmethod
+        def __class_getitem__(cls, item: Any) -> Any:
+            """``ShareRecord[K, V]`` at run time (Python 3.10 has no generic NamedTuple)."""
+            return cls
 
 
 class AcknowledgementOutcome(NamedTuple):
