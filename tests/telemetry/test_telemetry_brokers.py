@@ -181,6 +181,34 @@ async def test_consumer_pushes_its_metrics_to_kafka(telemetry_kafka) -> None:
     assert values(pushes, "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg")
 
 
+async def test_share_consumer_pushes_to_kafka_and_admin_does_not(telemetry_kafka) -> None:
+    cluster, recorder = telemetry_kafka
+    bootstrap = cluster.bootstrap_servers
+    consumer = ShareConsumer(
+        TOPIC, bootstrap_servers=bootstrap, client_id="tel-s", group_id="tel-sg"
+    )
+    async with consumer:
+        instance = await consumer.client_instance_id(10)
+        assert instance is not None
+        running = await pushes_of(recorder, "tel-s", 3)
+        assert len(running) >= 3, running
+    pushes = await pushes_of(recorder, "tel-s", len(running) + 1, timeout=5)
+    check_cadence(pushes)
+    assert pushes[0]["resource"] == {"client_id": "tel-s", "group_id": "tel-sg"}
+    assert {p["client_instance_id"] for p in pushes} == {kafka_uuid(instance)}
+    names = {m["name"] for p in pushes for m in p["metrics"]}
+    assert {
+        "org.apache.kafka.consumer.share.connection.creation.total",
+        "org.apache.kafka.consumer.share.fetch.manager.fetch.latency.avg",
+        "org.apache.kafka.consumer.share.fetch.manager.acknowledgements.send.total",
+    } <= names
+    async with Admin(bootstrap_servers=bootstrap, client_id="tel-a") as admin:
+        admin_instance = await admin.client_instance_id(timeout=10)
+        assert admin_instance is not None and admin_instance != instance
+        await asyncio.sleep(INTERVAL_MS * 2.5 / 1000)
+    assert [p for p in recorder.pushes() if p["client_id"] == "tel-a"] == []
+
+
 async def test_no_push_when_disabled(telemetry_kafka) -> None:
     cluster, recorder = telemetry_kafka
     producer = Producer(
