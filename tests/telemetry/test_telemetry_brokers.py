@@ -307,3 +307,27 @@ async def test_admin_client_instance_id(kafka_bootstrap) -> None:
             await admin.client_instance_id()
     with pytest.raises(errors.IllegalStateError):
         await Admin(bootstrap_servers=kafka_bootstrap).client_instance_id()
+
+
+async def test_a_failed_share_consumer_close_still_ends_the_push_loop(mock_cluster) -> None:
+    mock_cluster.create_topic("tel-share-f", 1, 1)
+    mock_cluster.set_telemetry(["org.apache.kafka.consumer.share."], 100)
+    consumer = ShareConsumer(
+        "tel-share-f", bootstrap_servers=mock_cluster.bootstrap_servers, group_id="tel-share-f"
+    )
+    await consumer.start()
+    assert isinstance(await consumer.client_instance_id(5), uuid.UUID)
+    telemetry = consumer._telemetry
+    assert telemetry is not None and telemetry._task is not None
+
+    assert consumer._fetcher is not None
+    original_close = consumer._fetcher.close
+
+    async def failing_close(seconds: float) -> None:
+        await original_close(seconds)
+        raise errors.KafkaConnectionError("the session close failed")
+
+    consumer._fetcher.close = failing_close  # type: ignore[method-assign]
+    with pytest.raises(errors.KafkaConnectionError):
+        await consumer.close()
+    assert telemetry._task.done()

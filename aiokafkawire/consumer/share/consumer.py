@@ -317,8 +317,8 @@ class ShareConsumer(
             await self._membership.close()
             if self._telemetry is not None:
                 await self._telemetry.close()  # the terminating push (KIP-714)
-            await self._tasks.stop()
         finally:
+            await self._tasks.stop()  # also after a failed close: no loop outlives the client
             await self._cluster.close()
 
     def _telemetry_values(self) -> list[Value]:
