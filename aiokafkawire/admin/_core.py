@@ -8,6 +8,7 @@ coordinator, or each partition's leader.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +18,7 @@ from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.client_config import CommonOptions, split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo
+from aiokafkawire.protocol.messages import GetTelemetrySubscriptionsRequest
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ class AdminCore:
         self._cluster: Cluster = common.build_cluster()
         self._started = False
         self._closed = False
+        self._instance_id: uuid.UUID | None = None  # KIP-714, asked for by client_instance_id
 
     def __repr__(self) -> str:
         return f"<Admin {self._config.bootstrap_servers!r}>"
@@ -69,6 +72,41 @@ class AdminCore:
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name)."""
         await self.close()
+
+    async def client_instance_id(self, timeout: float = 5.0) -> uuid.UUID | None:
+        """The client instance id the cluster gives this client (KIP-714), as Java's
+        ``Admin.clientInstanceId(timeout)``: one GetTelemetrySubscriptions request (the answer
+        is kept).  None when the broker does not support client telemetry or did not answer
+        within ``timeout`` seconds.  The admin client asks only for the id: it pushes no
+        metrics (as Java's admin client).
+
+        Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
+        or before :meth:`start`, and the broker's error (a
+        :class:`~aiokafkawire.errors.BrokerResponseError`) if it refuses the request.
+        """
+        self._check()
+        if not self._config.enable_metrics_push:
+            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+        if timeout < 0:
+            raise errors.ConfigError(f"timeout must be >= 0, not {timeout}")
+        if self._instance_id is None:
+            try:
+                self._instance_id = await asyncio.wait_for(self._ask_instance_id(), timeout)
+            except TimeoutError:
+                return None
+        return self._instance_id
+
+    async def _ask_instance_id(self) -> uuid.UUID | None:
+        connection = await self._cluster.any_connection()
+        if not connection.versions.supports(GetTelemetrySubscriptionsRequest.API_KEY):
+            return None
+        request = GetTelemetrySubscriptionsRequest(client_instance_id=uuid.UUID(int=0))
+        response = await connection.send(request, timeout_ms=self._timeout_ms)
+        if response.error_code:
+            raise errors.error_for_code(response.error_code)(
+                "GetTelemetrySubscriptions (the client instance id)"
+            )
+        return response.client_instance_id if response.client_instance_id.int else None
 
     def metrics(self) -> dict[str, Any]:
         """A snapshot of this client's per-broker counters (see :mod:`aiokafkawire.metrics`)."""

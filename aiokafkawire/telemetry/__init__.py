@@ -1,8 +1,9 @@
 """KIP-714 client telemetry: the client pushes its metrics to the broker when asked.
 
-Every producer and consumer does this by default (``enable_metrics_push=True``, as Java's
-``enable.metrics.push``) when the broker supports GetTelemetrySubscriptions and PushTelemetry
-and a client-metrics subscription selects some of its metrics.  See ``docs/observability.md``.
+Every producer, consumer and share consumer does this by default (``enable_metrics_push=True``,
+as Java's ``enable.metrics.push``) when the broker supports GetTelemetrySubscriptions and
+PushTelemetry and a client-metrics subscription selects some of its metrics (the admin client
+never pushes, as Java's; it only asks for its client instance id).  See ``docs/observability.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from aiokafkawire.telemetry.collect import (
     Value,
     consumer_values,
     producer_values,
+    share_consumer_values,
 )
 from aiokafkawire.telemetry.otlp import MetricPoint, encode_metrics_data
 from aiokafkawire.telemetry.reporter import TelemetryReporter, metric_selector
@@ -28,6 +30,7 @@ __all__ = [
     "encode_metrics_data",
     "metric_selector",
     "producer_values",
+    "share_consumer_values",
     "start_reporter",
 ]
 
@@ -40,7 +43,8 @@ def start_reporter(
     values: Callable[[], list[Any]],
     resource: dict[str, str | None],
 ) -> TelemetryReporter | None:
-    """Start ``kind``'s (``"producer"``/``"consumer"``) push loop under ``tasks``.
+    """Start ``kind``'s (``"producer"``, ``"consumer"``, ``"consumer.share"``) push loop under
+    ``tasks``: its metric names start with ``org.apache.kafka.<kind>.``.
 
     ``config`` is the client's :class:`~aiokafkawire.client_config.CommonConfig`; None (nothing
     started) when its ``enable_metrics_push`` is off.  ``resource`` entries that are None

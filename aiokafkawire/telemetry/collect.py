@@ -18,7 +18,13 @@ from typing import Any
 from aiokafkawire.metrics import ClientMetrics
 from aiokafkawire.telemetry.otlp import MetricPoint
 
-__all__ = ["MetricsCollector", "Value", "consumer_values", "producer_values"]
+__all__ = [
+    "MetricsCollector",
+    "Value",
+    "consumer_values",
+    "producer_values",
+    "share_consumer_values",
+]
 
 #: ``(name after the client prefix, "sum" or "gauge", value)``
 Value = tuple[str, str, "int | float"]
@@ -90,6 +96,20 @@ def consumer_values(
     ]
 
 
+def share_consumer_values(
+    acknowledgements_sent: int, acknowledgements_failed: int, client: ClientMetrics
+) -> list[Value]:
+    """The share consumer's own values (Java's ``consumer-share-fetch-manager-metrics``):
+    ShareFetch latency, and the acknowledgements (one per record) sent and refused."""
+    fetch_avg, fetch_max = _ms(_samples(client, 78))  # ShareFetch
+    return [
+        ("fetch.manager.fetch.latency.avg", "gauge", fetch_avg),
+        ("fetch.manager.fetch.latency.max", "gauge", fetch_max),
+        ("fetch.manager.acknowledgements.send.total", "sum", acknowledgements_sent),
+        ("fetch.manager.acknowledgements.error.total", "sum", acknowledgements_failed),
+    ]
+
+
 def _samples(client: ClientMetrics, api_key: int) -> list[float]:
     samples: list[float] = []
     for stats in client.brokers.values():
@@ -102,7 +122,8 @@ def _samples(client: ClientMetrics, api_key: int) -> list[float]:
 class MetricsCollector:
     """Turns a client's counters into :class:`MetricPoint` lists, one list per push.
 
-    ``prefix`` is ``"org.apache.kafka.producer."`` or ``"...consumer."``; ``values`` returns
+    ``prefix`` is ``"org.apache.kafka.producer."``, ``"...consumer."`` or
+    ``"...consumer.share."``; ``values`` returns
     the client's own values; the connection counters every client has are added here.  With
     ``delta=True`` (the subscription's ``DeltaTemporality``) sums are the change since the
     previous :meth:`collect`, else totals since the client started.

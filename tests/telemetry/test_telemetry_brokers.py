@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
-from aiokafkawire import Consumer, Producer, errors
+from aiokafkawire import Consumer, Producer, ShareConsumer, errors
 from aiokafkawire.admin import Admin, NewTopic
 from aiokafkawire.admin.configs import ConfigResource, ResourceType
+from aiokafkawire.protocol.records.codecs import decompress
 from aiokafkawire.testing import BrokerUnavailableError
 from aiokafkawire.testing.kafka import KafkaCluster, newest_kafka_version
 from aiokafkawire.testing.pytest_plugin import enabled_broker_kinds, skip_or_fail_unavailable
 from aiokafkawire.testing.telemetry import TelemetryRecorder
+from tests.telemetry.otlp_decode import decode_metrics_data
 
 pytestmark = pytest.mark.integration
 
@@ -179,6 +181,34 @@ async def test_consumer_pushes_its_metrics_to_kafka(telemetry_kafka) -> None:
     assert values(pushes, "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg")
 
 
+async def test_share_consumer_pushes_to_kafka_and_admin_does_not(telemetry_kafka) -> None:
+    cluster, recorder = telemetry_kafka
+    bootstrap = cluster.bootstrap_servers
+    consumer = ShareConsumer(
+        TOPIC, bootstrap_servers=bootstrap, client_id="tel-s", group_id="tel-sg"
+    )
+    async with consumer:
+        instance = await consumer.client_instance_id(10)
+        assert instance is not None
+        running = await pushes_of(recorder, "tel-s", 3)
+        assert len(running) >= 3, running
+    pushes = await pushes_of(recorder, "tel-s", len(running) + 1, timeout=5)
+    check_cadence(pushes)
+    assert pushes[0]["resource"] == {"client_id": "tel-s", "group_id": "tel-sg"}
+    assert {p["client_instance_id"] for p in pushes} == {kafka_uuid(instance)}
+    names = {m["name"] for p in pushes for m in p["metrics"]}
+    assert {
+        "org.apache.kafka.consumer.share.connection.creation.total",
+        "org.apache.kafka.consumer.share.fetch.manager.fetch.latency.avg",
+        "org.apache.kafka.consumer.share.fetch.manager.acknowledgements.send.total",
+    } <= names
+    async with Admin(bootstrap_servers=bootstrap, client_id="tel-a") as admin:
+        admin_instance = await admin.client_instance_id(timeout=10)
+        assert admin_instance is not None and admin_instance != instance
+        await asyncio.sleep(INTERVAL_MS * 2.5 / 1000)
+    assert [p for p in recorder.pushes() if p["client_id"] == "tel-a"] == []
+
+
 async def test_no_push_when_disabled(telemetry_kafka) -> None:
     cluster, recorder = telemetry_kafka
     producer = Producer(
@@ -227,3 +257,77 @@ async def test_pushes_to_the_mock_cluster(mock_cluster) -> None:
     keys = [r.api_key for r in mock_cluster.requests() if r.api_key in (71, 72)]
     assert keys[0] == 71
     assert keys.count(72) == telemetry.pushes  # the terminating push included
+
+
+async def test_share_consumer_pushes_to_the_mock_cluster(mock_cluster) -> None:
+    """The share consumer pushes under ``org.apache.kafka.consumer.share.`` (Java's metric
+    groups ``consumer-share-*``), and once more, terminating, on close."""
+    mock_cluster.create_topic("tel-share", 1, 1)
+    mock_cluster.set_telemetry(["org.apache.kafka.consumer.share."], 100)
+    mock_cluster.start_request_tracking()
+    consumer = ShareConsumer(
+        "tel-share", bootstrap_servers=mock_cluster.bootstrap_servers, group_id="tel-share-g"
+    )
+    async with consumer:
+        assert isinstance(await consumer.client_instance_id(5), uuid.UUID)
+        telemetry = consumer._telemetry
+        assert telemetry is not None
+        for _ in range(200):  # 10 s at most
+            if telemetry.pushes >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert telemetry.pushes >= 2
+        codec, data = telemetry.payload()
+    assert telemetry.stopped_reason is None  # every push was accepted
+    keys = [r.api_key for r in mock_cluster.requests() if r.api_key in (71, 72)]
+    assert keys[0] == 71
+    assert keys.count(72) == telemetry.pushes  # the terminating push included
+    names = set(decode_metrics_data(decompress(codec, data) if codec else data)["metrics"])
+    assert {
+        "org.apache.kafka.consumer.share.connection.creation.total",
+        "org.apache.kafka.consumer.share.fetch.manager.fetch.latency.avg",
+        "org.apache.kafka.consumer.share.fetch.manager.acknowledgements.send.total",
+    } <= names
+
+
+async def test_admin_client_instance_id(kafka_bootstrap) -> None:
+    """As Java's admin client: ``client_instance_id`` sends one GetTelemetrySubscriptions (the
+    answer is kept).  Kafka without a telemetry plugin has no such API: None."""
+    async with Admin(bootstrap_servers=kafka_bootstrap) as admin:
+        first = await admin.client_instance_id(timeout=5)
+        assert await admin.client_instance_id(timeout=5) == first
+        if kafka_bootstrap.kind in ("tansu", "mock"):
+            assert isinstance(first, uuid.UUID)
+        elif kafka_bootstrap.kind in ("kafka", "kafka39"):
+            assert first is None
+        with pytest.raises(errors.ConfigError):
+            await admin.client_instance_id(timeout=-1)
+    async with Admin(bootstrap_servers=kafka_bootstrap, enable_metrics_push=False) as admin:
+        with pytest.raises(errors.IllegalStateError, match="enable_metrics_push"):
+            await admin.client_instance_id()
+    with pytest.raises(errors.IllegalStateError):
+        await Admin(bootstrap_servers=kafka_bootstrap).client_instance_id()
+
+
+async def test_a_failed_share_consumer_close_still_ends_the_push_loop(mock_cluster) -> None:
+    mock_cluster.create_topic("tel-share-f", 1, 1)
+    mock_cluster.set_telemetry(["org.apache.kafka.consumer.share."], 100)
+    consumer = ShareConsumer(
+        "tel-share-f", bootstrap_servers=mock_cluster.bootstrap_servers, group_id="tel-share-f"
+    )
+    await consumer.start()
+    assert isinstance(await consumer.client_instance_id(5), uuid.UUID)
+    telemetry = consumer._telemetry
+    assert telemetry is not None and telemetry._task is not None
+
+    assert consumer._fetcher is not None
+    original_close = consumer._fetcher.close
+
+    async def failing_close(seconds: float) -> None:
+        await original_close(seconds)
+        raise errors.KafkaConnectionError("the session close failed")
+
+    consumer._fetcher.close = failing_close  # type: ignore[method-assign]
+    with pytest.raises(errors.KafkaConnectionError):
+        await consumer.close()
+    assert telemetry._task.done()

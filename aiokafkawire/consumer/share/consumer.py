@@ -28,6 +28,7 @@ import asyncio
 import inspect
 import logging
 import time
+import uuid
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -62,6 +63,7 @@ from aiokafkawire.consumer.share.records import (
 )
 from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
 from aiokafkawire.structs import TopicPartition
+from aiokafkawire.telemetry import TelemetryReporter, Value, share_consumer_values, start_reporter
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -207,6 +209,11 @@ class ShareConsumer(
 
     # ----------------------------------------------------------------- lifecycle
 
+    # Client telemetry (KIP-714): the push loop (started by start()) and its counters.
+    _telemetry: TelemetryReporter | None = None
+    _acks_sent = 0
+    _acks_failed = 0
+
     async def start(self) -> None:
         """Connect, check that the cluster serves share groups, and join with the topics given.
 
@@ -249,6 +256,14 @@ class ShareConsumer(
             self._started = True
             if self._topics:
                 self.subscribe(self._topics)
+            self._telemetry = start_reporter(
+                self._common,
+                cluster,
+                self._tasks,
+                "consumer.share",
+                self._telemetry_values,
+                {"group_id": self._group_id},
+            )
         except BaseException:
             await self._undo_start(cluster)
             raise
@@ -300,9 +315,28 @@ class ShareConsumer(
             self._outcomes(self._acks.take_expired())
             await self._fetcher.close(seconds)
             await self._membership.close()
-            await self._tasks.stop()
+            if self._telemetry is not None:
+                await self._telemetry.close()  # the terminating push (KIP-714)
         finally:
+            await self._tasks.stop()  # also after a failed close: no loop outlives the client
             await self._cluster.close()
+
+    def _telemetry_values(self) -> list[Value]:
+        return share_consumer_values(self._acks_sent, self._acks_failed, self._common.metrics)
+
+    async def client_instance_id(self, timeout: float = 5.0) -> uuid.UUID | None:
+        """The client instance id the cluster gave this share consumer (KIP-714), as Java's
+        ``clientInstanceId(timeout)``; None when the broker does not support client telemetry or
+        gave none within ``timeout`` seconds.
+
+        Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
+        or before :meth:`start`.
+        """
+        if not self._common.enable_metrics_push:
+            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+        if self._telemetry is None:
+            raise errors.IllegalStateError("the share consumer is not started")
+        return await self._telemetry.client_instance_id(timeout * 1000)
 
     async def __aenter__(self) -> ShareConsumer:
         await self.start()
@@ -526,7 +560,9 @@ class ShareConsumer(
     def _outcomes(self, outcomes: list[AcknowledgementOutcome]) -> None:
         callback = self._on_acknowledgement
         for outcome in outcomes:
+            self._acks_sent += len(outcome.offsets)  # counted for client telemetry (KIP-714)
             if outcome.error is not None:
+                self._acks_failed += len(outcome.offsets)
                 log.info(
                     "acknowledgements of %s failed: %s",
                     outcome.partition,
