@@ -1,5 +1,7 @@
-"""Registry formats of the Spark source and sink: Confluent-framed Avro keys and values as typed
-columns (options ``keyFormat`` / ``valueFormat`` = ``avro`` with ``schema.registry.url``).
+"""Registry formats of the Spark source and sink: Confluent-framed Avro, Protobuf and JSON Schema
+keys and values as typed columns (options ``keyFormat`` / ``valueFormat`` = ``avro``,
+``protobuf`` or ``json`` with ``schema.registry.url``; Protobuf in ``_registry_protobuf``, JSON
+Schema in ``_registry_json``).
 
 On the driver the subject's schema (``valueSubject``, default ``<topic>-value``, at
 ``valueSchemaVersion``, default ``latest``) is fetched and turned into the column's Spark type.
@@ -55,7 +57,7 @@ REGISTRY_OPTIONS = (
     "keySchemaVersion",
     "valueSchemaVersion",
 )
-_SUPPORTED = ("avro", "protobuf")
+_SUPPORTED = ("avro", "protobuf", "json")
 _SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 _KNOWN = ("avro", "json", "protobuf")
 
@@ -222,6 +224,10 @@ def _writer_schema(options: RegistryOptions, schema_id: int, kind: str = "avro")
 
             async def fetch(client: Any) -> Any:
                 schema = await client.get_schema(schema_id)
+                if kind == "json":
+                    from aiokafkawire.schema_registry.json_schema import _validator
+
+                    return _validator(schema.schema_str)
                 if kind != "protobuf":
                     return _parse(schema.schema_str)
                 from aiokafkawire.spark._registry_protobuf import build_file, fetch_files
@@ -322,6 +328,10 @@ def _column_types(column: RegistryColumn) -> tuple[Any, pa.DataType]:
         from aiokafkawire.spark._registry_protobuf import build_file, message_at, message_types
 
         return message_types(message_at(build_file(column.schema_files), [0]))
+    if column.format == "json":
+        from aiokafkawire.spark._registry_json import json_types
+
+        return json_types(json.loads(column.schema_str))
     spark, arrow, _ = avro_types(json.loads(column.schema_str))
     return spark, arrow
 
@@ -402,7 +412,35 @@ def _decode_protobuf(
     return decode
 
 
-_DECODERS = {"avro": _decode_avro, "protobuf": _decode_protobuf}
+def _decode_json(
+    options: RegistryOptions, ctx: SerializationContext, column: RegistryColumn
+) -> Any:
+    """``decode(data) -> row`` of a JSON Schema column: parsed, validated against the writer's
+    schema (fetched by id), then shaped by the subject's schema."""
+    from aiokafkawire.schema_registry.json_schema import _check
+    from aiokafkawire.spark._registry_json import to_row
+
+    reader = json.loads(column.schema_str or "")
+
+    def decode(data: bytes) -> Any:
+        schema_id, payload = unpack_payload(data, ctx)
+        try:
+            value = json.loads(bytes(payload))
+        except ValueError as exc:
+            raise SerializationError(f"{ctx.topic} {column.column}: not JSON: {exc}") from exc
+        _check(_writer_schema(options, schema_id, "json"), value, ctx)
+        try:
+            return to_row(reader, value)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: schema id {schema_id}: the value does not fit "
+                f"{column.subject} version {column.version}: {exc}"
+            ) from exc
+
+    return decode
+
+
+_DECODERS = {"avro": _decode_avro, "protobuf": _decode_protobuf, "json": _decode_json}
 
 
 def decode_batch(options: RegistryOptions, topic: str, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -473,7 +511,23 @@ def _encode_protobuf(column: RegistryColumn, ctx: SerializationContext) -> Any:
     return encode
 
 
-_ENCODERS = {"avro": _encode_avro, "protobuf": _encode_protobuf}
+def _encode_json(column: RegistryColumn, ctx: SerializationContext) -> Any:
+    """``encode(row) -> payload`` of a JSON Schema column, validated with the subject's schema."""
+    from aiokafkawire.schema_registry.json_schema import _check, _validator
+    from aiokafkawire.spark._registry_json import from_row
+
+    schema = json.loads(column.schema_str or "")
+    validator = _validator(column.schema_str or "")
+
+    def encode(row: Any) -> bytes:
+        value = from_row(schema, row)
+        _check(validator, value, ctx)
+        return json.dumps(value, separators=(",", ":")).encode()
+
+    return encode
+
+
+_ENCODERS = {"avro": _encode_avro, "protobuf": _encode_protobuf, "json": _encode_json}
 
 
 def encode_batches(
