@@ -1,5 +1,7 @@
-"""Registry formats of the Spark source and sink: Confluent-framed Avro keys and values as typed
-columns (options ``keyFormat`` / ``valueFormat`` = ``avro`` with ``schema.registry.url``).
+"""Registry formats of the Spark source and sink: Confluent-framed Avro, Protobuf and JSON Schema
+keys and values as typed columns (options ``keyFormat`` / ``valueFormat`` = ``avro``,
+``protobuf`` or ``json`` with ``schema.registry.url``; Protobuf in ``_registry_protobuf``, JSON
+Schema in ``_registry_json``).
 
 On the driver the subject's schema (``valueSubject``, default ``<topic>-value``, at
 ``valueSchemaVersion``, default ``latest``) is fetched and turned into the column's Spark type.
@@ -55,7 +57,8 @@ REGISTRY_OPTIONS = (
     "keySchemaVersion",
     "valueSchemaVersion",
 )
-_SUPPORTED = ("avro",)
+_SUPPORTED = ("avro", "protobuf", "json")
+_SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 _KNOWN = ("avro", "json", "protobuf")
 
 
@@ -70,6 +73,8 @@ class RegistryColumn:
     version: str = "latest"
     schema_id: int | None = None
     schema_str: str | None = None
+    #: protobuf: the base64 descriptors of the schema's imports, then of the schema itself
+    schema_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,7 +180,7 @@ def resolve(options: RegistryOptions) -> RegistryOptions:
                 found = await client.get_latest_version(column.subject)
             else:
                 found = await client.get_version(column.subject, int(column.version))
-            if found.schema.schema_type != "AVRO":
+            if found.schema.schema_type != _SCHEMA_TYPES[column.format]:
                 raise ConfigError(
                     f"subject {column.subject!r} holds a {found.schema.schema_type} schema, "
                     f"not the {column.format} the option '{column.column}Format' names"
@@ -188,6 +193,7 @@ def resolve(options: RegistryOptions) -> RegistryOptions:
                     column.version,
                     found.schema_id,
                     found.schema.schema_str,
+                    await _files(client, column, found.schema),
                 )
             )
         return tuple(resolved)
@@ -195,22 +201,40 @@ def resolve(options: RegistryOptions) -> RegistryOptions:
     return RegistryOptions(options.client_conf, _run_with_client(options.client_conf, fetch))
 
 
-_WRITERS: dict[tuple[str, int], Any] = {}
+async def _files(client: Any, column: RegistryColumn, schema: Any) -> tuple[str, ...]:
+    """protobuf: the descriptors the schema needs (nothing for the other formats)."""
+    if column.format != "protobuf":
+        return ()
+    from aiokafkawire.spark._registry_protobuf import fetch_files
+
+    return await fetch_files(client, schema, f"subject {column.subject!r}")
+
+
+_WRITERS: dict[tuple[str, int, str], Any] = {}
 _WRITERS_LOCK = threading.Lock()
 
 
-def _writer_schema(options: RegistryOptions, schema_id: int) -> Any:
-    """The parsed writer schema ``schema_id``, fetched once per executor process."""
-    key = (options.client_conf["url"], schema_id)
+def _writer_schema(options: RegistryOptions, schema_id: int, kind: str = "avro") -> Any:
+    """The parsed writer schema ``schema_id`` (protobuf: its ``FileDescriptor``), fetched once
+    per executor process."""
+    key = (options.client_conf["url"], schema_id, kind)
     with _WRITERS_LOCK:
         parsed = _WRITERS.get(key)
         if parsed is None:
 
             async def fetch(client: Any) -> Any:
-                return await client.get_schema(schema_id)
+                schema = await client.get_schema(schema_id)
+                if kind == "json":
+                    from aiokafkawire.schema_registry.json_schema import _validator
 
-            schema = _run_with_client(options.client_conf, fetch)
-            parsed = _WRITERS[key] = _parse(schema.schema_str)
+                    return _validator(schema.schema_str)
+                if kind != "protobuf":
+                    return _parse(schema.schema_str)
+                from aiokafkawire.spark._registry_protobuf import build_file, fetch_files
+
+                return build_file(await fetch_files(client, schema, f"schema id {schema_id}"))
+
+            parsed = _WRITERS[key] = _run_with_client(options.client_conf, fetch)
         return parsed
 
 
@@ -300,6 +324,14 @@ def avro_types(schema: Any, named: dict[str, Any] | None = None) -> tuple[Any, p
 
 def _column_types(column: RegistryColumn) -> tuple[Any, pa.DataType]:
     assert column.schema_str is not None, "resolve() first"
+    if column.format == "protobuf":
+        from aiokafkawire.spark._registry_protobuf import build_file, message_at, message_types
+
+        return message_types(message_at(build_file(column.schema_files), [0]))
+    if column.format == "json":
+        from aiokafkawire.spark._registry_json import json_types
+
+        return json_types(json.loads(column.schema_str))
     spark, arrow, _ = avro_types(json.loads(column.schema_str))
     return spark, arrow
 
@@ -323,31 +355,103 @@ def _to_arrow_value(value: Any) -> Any:
     return value
 
 
+def _decode_avro(
+    options: RegistryOptions, ctx: SerializationContext, column: RegistryColumn
+) -> Any:
+    """``decode(data) -> row`` of an Avro column: the writer's schema read into the reader's."""
+    import fastavro
+
+    reader = _parse(column.schema_str or "")
+
+    def decode(data: bytes) -> Any:
+        schema_id, payload = unpack_payload(data, ctx)
+        writer = _writer_schema(options, schema_id)
+        try:
+            record = fastavro.schemaless_reader(io.BytesIO(payload), writer, reader)
+        except (ValueError, TypeError, KeyError, EOFError, StopIteration) as exc:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: schema id {schema_id} cannot be read into "
+                f"{column.subject} version {column.version}: {exc!r}"
+            ) from exc
+        return _to_arrow_value(record)
+
+    return decode
+
+
+def _decode_protobuf(
+    options: RegistryOptions, ctx: SerializationContext, column: RegistryColumn
+) -> Any:
+    """``decode(data) -> row`` of a Protobuf column: read with the subject's message class,
+    after checking that the writer's message (schema id and message indexes) is the same."""
+    from aiokafkawire.schema_registry.protobuf import decode_message_indexes
+    from aiokafkawire.spark._registry_protobuf import build_file, message_at, message_class, to_row
+
+    reader = message_at(build_file(column.schema_files), [0])
+    reader_class = message_class(reader)
+
+    def decode(data: bytes) -> Any:
+        schema_id, payload = unpack_payload(data, ctx)
+        indexes, body = decode_message_indexes(payload)
+        writer = message_at(_writer_schema(options, schema_id, "protobuf"), indexes)
+        if writer.full_name != reader.full_name:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: schema id {schema_id} wrote a "
+                f"{writer.full_name}, not the {reader.full_name} of {column.subject} "
+                f"version {column.version}"
+            )
+        message = reader_class()
+        try:
+            message.ParseFromString(bytes(body))
+        except Exception as exc:  # google.protobuf.message.DecodeError and kin
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: schema id {schema_id}: not a "
+                f"{reader.full_name}: {exc}"
+            ) from exc
+        return to_row(message)
+
+    return decode
+
+
+def _decode_json(
+    options: RegistryOptions, ctx: SerializationContext, column: RegistryColumn
+) -> Any:
+    """``decode(data) -> row`` of a JSON Schema column: parsed, validated against the writer's
+    schema (fetched by id), then shaped by the subject's schema."""
+    from aiokafkawire.schema_registry.json_schema import _check
+    from aiokafkawire.spark._registry_json import to_row
+
+    reader = json.loads(column.schema_str or "")
+
+    def decode(data: bytes) -> Any:
+        schema_id, payload = unpack_payload(data, ctx)
+        try:
+            value = json.loads(bytes(payload))
+        except ValueError as exc:
+            raise SerializationError(f"{ctx.topic} {column.column}: not JSON: {exc}") from exc
+        _check(_writer_schema(options, schema_id, "json"), value, ctx)
+        try:
+            return to_row(reader, value)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: schema id {schema_id}: the value does not fit "
+                f"{column.subject} version {column.version}: {exc}"
+            ) from exc
+
+    return decode
+
+
+_DECODERS = {"avro": _decode_avro, "protobuf": _decode_protobuf, "json": _decode_json}
+
+
 def decode_batch(options: RegistryOptions, topic: str, batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` with its formatted columns decoded into their Arrow struct types."""
-    import fastavro
     import pyarrow as pa
 
     for column in options.columns:
         _, arrow = _column_types(column)
-        reader = _parse(column.schema_str or "")
         index = batch.schema.get_field_index(column.column)
-        ctx = SerializationContext(topic)
-        rows: list[Any] = []
-        for data in batch.column(index).to_pylist():
-            if data is None:
-                rows.append(None)
-                continue
-            schema_id, payload = unpack_payload(data, ctx)
-            writer = _writer_schema(options, schema_id)
-            try:
-                record = fastavro.schemaless_reader(io.BytesIO(payload), writer, reader)
-            except (ValueError, TypeError, KeyError, EOFError, StopIteration) as exc:
-                raise SerializationError(
-                    f"{topic} {column.column}: schema id {schema_id} cannot be read into "
-                    f"{column.subject} version {column.version}: {exc!r}"
-                ) from exc
-            rows.append(_to_arrow_value(record))
+        decode = _DECODERS[column.format](options, SerializationContext(topic), column)
+        rows = [None if d is None else decode(d) for d in batch.column(index).to_pylist()]
         batch = batch.set_column(index, pa.field(column.column, arrow), pa.array(rows, type=arrow))
     return batch
 
@@ -363,35 +467,88 @@ def _from_arrow_value(value: Any) -> Any:
     return value
 
 
+def _encode_avro(column: RegistryColumn, ctx: SerializationContext) -> Any:
+    """``encode(row) -> payload`` of an Avro column, with the subject's schema."""
+    import fastavro
+
+    parsed = _parse(column.schema_str or "")
+
+    def encode(row: Any) -> bytes:
+        out = io.BytesIO()
+        try:
+            fastavro.schemaless_writer(out, parsed, _from_arrow_value(row))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: a row does not match {column.subject} "
+                f"version {column.version}: {exc}"
+            ) from exc
+        return out.getvalue()
+
+    return encode
+
+
+def _encode_protobuf(column: RegistryColumn, ctx: SerializationContext) -> Any:
+    """``encode(row) -> payload`` of a Protobuf column: the subject file's first message."""
+    from aiokafkawire.spark._registry_protobuf import (
+        build_file,
+        from_row,
+        message_at,
+        message_class,
+    )
+
+    reader_class = message_class(message_at(build_file(column.schema_files), [0]))
+
+    def encode(row: Any) -> bytes:
+        try:
+            message = from_row(row, reader_class())
+        except (ValueError, TypeError, KeyError, AttributeError, SerializationError) as exc:
+            raise SerializationError(
+                f"{ctx.topic} {column.column}: a row does not match {column.subject} "
+                f"version {column.version}: {exc}"
+            ) from exc
+        return b"\x00" + message.SerializeToString()  # message indexes [0]
+
+    return encode
+
+
+def _encode_json(column: RegistryColumn, ctx: SerializationContext) -> Any:
+    """``encode(row) -> payload`` of a JSON Schema column, validated with the subject's schema."""
+    from aiokafkawire.schema_registry.json_schema import _check, _validator
+    from aiokafkawire.spark._registry_json import from_row
+
+    schema = json.loads(column.schema_str or "")
+    validator = _validator(column.schema_str or "")
+
+    def encode(row: Any) -> bytes:
+        value = from_row(schema, row)
+        _check(validator, value, ctx)
+        return json.dumps(value, separators=(",", ":")).encode()
+
+    return encode
+
+
+_ENCODERS = {"avro": _encode_avro, "protobuf": _encode_protobuf, "json": _encode_json}
+
+
 def encode_batches(
     options: RegistryOptions, topic: str | None, batches: Iterable[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """``batches`` with each formatted struct column encoded into Confluent-framed Avro."""
-    import fastavro
+    """``batches`` with each formatted struct column encoded in the Confluent wire format."""
     import pyarrow as pa
 
-    parsed = {c.column: _parse(c.schema_str or "") for c in options.columns}
+    ctx = SerializationContext(topic or "(topic column)")
+    encoders = {c.column: _ENCODERS[c.format](c, ctx) for c in options.columns}
     for batch in batches:
         for column in options.columns:
             index = batch.schema.get_field_index(column.column)
             if index < 0:
                 continue
             assert column.schema_id is not None
-            ctx = SerializationContext(topic or "(topic column)")
-            encoded: list[bytes | None] = []
-            for row in batch.column(index).to_pylist():
-                if row is None:
-                    encoded.append(None)
-                    continue
-                out = io.BytesIO()
-                try:
-                    fastavro.schemaless_writer(out, parsed[column.column], _from_arrow_value(row))
-                except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    raise SerializationError(
-                        f"{ctx.topic} {column.column}: a row does not match {column.subject} "
-                        f"version {column.version}: {exc}"
-                    ) from exc
-                encoded.append(pack_payload(column.schema_id, out.getvalue()))
+            encode = encoders[column.column]
+            encoded = [
+                None if row is None else pack_payload(column.schema_id, encode(row))
+                for row in batch.column(index).to_pylist()
+            ]
             batch = batch.set_column(
                 index, pa.field(column.column, pa.binary()), pa.array(encoded, pa.binary())
             )
