@@ -37,7 +37,7 @@ def cluster() -> Iterator[Any]:
     from aiokafkawire.testing.spark import StandaloneCluster
 
     try:
-        started = StandaloneCluster(workers=2, cores=1).start()
+        started = StandaloneCluster(workers=2, cores=1, distinct_hosts=True).start()
     except BrokerUnavailableError as exc:
         skip_or_fail_unavailable("a Spark standalone cluster", exc)
     try:
@@ -88,26 +88,59 @@ def test_exactly_once_on_the_cluster(
     assert open_transactions(bootstrap, prefix) == []
 
 
-def test_exactly_once_with_speculation(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
-    """Speculation on, the first attempt of task 0 slow, so that Spark may start a copy on the
-    other worker: whichever attempt Spark keeps, the output holds every record once and no
-    transaction stays open.  (In two runs on the loaded test machine Spark kept the original
-    attempt; that a copy ran is not asserted.)"""
+def _task_events(event_dir: Path, kind: str) -> list[dict[str, Any]]:
+    """Every ``SparkListener<kind>`` event of the (one) application logged in ``event_dir``."""
+    found = []
+    for log in event_dir.rglob("events_*"):  # Spark 4 rolls logs: <dir>/eventlog_v2_<app>/
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("Event") == f"SparkListener{kind}":
+                found.append(event)
+    return found
+
+
+def test_exactly_once_speculative_copy_wins(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
+    """Speculation on; the first attempt of task 0 sleeps at every row (``--slow-first-partition``,
+    50 s), the other task is quick, so Spark starts a copy of task 0 on the other worker
+    (another host: ``distinct_hosts``), the copy finishes first and the first attempt is killed.
+    Spark's event log shows both copies and which won; the commit log shows that the driver
+    committed the copy's transaction; the output holds every record once and the killed
+    attempt's transaction is not left open."""
     source = create_topic(bootstrap, 2, "cluster-spec-in")
     sink = create_topic(bootstrap, 2, "cluster-spec-out")
-    expected = produce_values(bootstrap, source, 300)
+    expected = produce_values(bootstrap, source, 100)
     prefix = unique("cluster-spec")
+    events = tmp_path / "events"
+    events.mkdir()
     _run(
         str(HERE / "_eos_driver.py"), "batch", bootstrap, source, sink, str(tmp_path / "ckpt"),
-        prefix, "--slow", "0.3", "--slow-first-partition", "--master", cluster.url,
-        "--conf", "spark.speculation=true", "--conf", "spark.speculation.interval=200ms",
+        prefix, "--slow", "1.0", "--slow-first-partition", "--master", cluster.url,
+        "--conf", "spark.speculation=true", "--conf", "spark.speculation.interval=100ms",
         "--conf", "spark.speculation.quantile=0.5", "--conf", "spark.speculation.multiplier=1.5",
         "--conf", "spark.speculation.minTaskRuntime=1s", "--conf", "spark.cores.max=2",
         # Spark 4 otherwise speculates only tasks slow at reading input, not at a slow UDF.
         "--conf", "spark.speculation.efficiency.enabled=false",
         "--conf", "spark.executor.memory=512m",
+        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events.as_uri()}",
+        "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=true",
     )  # fmt: skip
     assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
     assert open_transactions(bootstrap, prefix) == []
+    # The job has one stage (read, UDF, write). Both copies of task 0 started, on two hosts;
+    # only the speculative copy succeeded (the first one's end, TaskKilled, may come after the
+    # driver stopped).
+    starts = [e["Task Info"] for e in _task_events(events, "TaskStart") if e["Stage ID"] == 0]
+    assert sorted((t["Index"], t["Attempt"], t["Speculative"]) for t in starts) == [
+        (0, 0, False),
+        (0, 1, True),
+        (1, 0, False),
+    ], starts
+    assert len({t["Host"] for t in starts if t["Index"] == 0}) == 2, starts
+    won = [
+        (e["Task Info"]["Index"], e["Task Info"]["Attempt"])
+        for e in _task_events(events, "TaskEnd")
+        if e["Task End Reason"]["Reason"] == "Success"
+    ]
+    assert sorted(won) == [(0, 1), (1, 0)], won
     committed = committed_transactional_ids(bootstrap, prefix, "aiokafkawire-spark-commits")
-    assert {tid.rsplit("-", 2)[1] for tid in committed} == {"0", "1"}, committed
+    assert committed == {f"{prefix}-0-1", f"{prefix}-1-0"}, committed
