@@ -1,6 +1,6 @@
 """The Spark format on a Spark standalone cluster (master and two workers, separate processes).
 
-Drivers run as their own processes (:mod:`_cluster_read`, :mod:`_eos_driver`); one cluster serves
+Drivers run as their own processes (:mod:`_eos_driver`); one cluster serves
 the whole module and is stopped at its end.  Nothing may rely on driver and executors sharing a
 process: options, offsets and transactions travel only through pickles and Kafka.
 """
@@ -58,34 +58,21 @@ def _run(*args: str, timeout: float = 600) -> str:
     return result.stdout
 
 
-def test_batch_read_runs_on_both_workers(cluster: Any, bootstrap: str) -> None:
-    topic = create_topic(bootstrap, 2, "cluster-read")
-    produce_values(bootstrap, topic, 400)
-    out = _run(str(HERE / "_cluster_read.py"), cluster.url, bootstrap, topic)
-    result = json.loads(out.strip().splitlines()[-1])
-    assert result["records"] == sorted([p, o] for p in range(2) for o in range(200))
-    workers = {
-        str(d) for d in cluster.worker_dirs if any(c.startswith(str(d)) for c in result["cwds"])
-    }
-    assert len(workers) == 2, result["cwds"]
-
-
-@pytest.mark.parametrize("mode", ["drain", "batch"])
-def test_exactly_once_on_the_cluster(
-    cluster: Any, bootstrap: str, tmp_path: Path, mode: str
-) -> None:
+def test_exactly_once_on_the_cluster(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
+    """A batch write, then a streaming drain, in one driver; every task's first attempt dies."""
     source = create_topic(bootstrap, 2, "cluster-eos-in")
-    sink = create_topic(bootstrap, 2, "cluster-eos-out")
+    sinks = [create_topic(bootstrap, 2, f"cluster-eos-out-{mode}") for mode in ("batch", "drain")]
     expected = produce_values(bootstrap, source, 300)
-    prefix = unique("cluster-eos")
+    prefixes = [unique(f"cluster-eos-{mode}") for mode in ("batch", "drain")]
     _run(
-        str(HERE / "_eos_driver.py"), mode, bootstrap, source, sink, str(tmp_path / "ckpt"),
-        prefix, "--fail-first", "--master", cluster.url,
+        str(HERE / "_eos_driver.py"), "batch+drain", bootstrap, source, ",".join(sinks),
+        str(tmp_path / "ckpt"), ",".join(prefixes), "--fail-first", "--master", cluster.url,
         "--conf", "spark.task.maxFailures=4", "--conf", "spark.executor.memory=512m",
         "--conf", "spark.cores.max=2",
     )  # fmt: skip
-    assert sorted(read_committed(bootstrap, sink)) == sorted(expected)
-    assert open_transactions(bootstrap, prefix) == []
+    for sink, prefix in zip(sinks, prefixes, strict=True):
+        assert sorted(read_committed(bootstrap, sink)) == sorted(expected), sink
+        assert open_transactions(bootstrap, prefix) == []
 
 
 def _task_events(event_dir: Path, kind: str) -> list[dict[str, Any]]:
@@ -100,7 +87,9 @@ def _task_events(event_dir: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def test_exactly_once_speculative_copy_wins(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
-    """Speculation on; the first attempt of task 0 sleeps at every row (``--slow-first-partition``,
+    """Also the test that a read's tasks run on both workers (task 0's two copies ran on two).
+
+    Speculation on; the first attempt of task 0 sleeps at every row (``--slow-first-partition``,
     50 s), the other task is quick, so Spark starts a copy of task 0 on the other worker
     (another host: ``distinct_hosts``), the copy finishes first and the first attempt is killed.
     Spark's event log shows both copies and which won; the commit log shows that the driver
