@@ -58,8 +58,10 @@ def _run(*args: str, timeout: float = 600) -> str:
     return result.stdout
 
 
+@pytest.mark.timeout(1500)
 def test_exactly_once_on_the_cluster(cluster: Any, bootstrap: str, tmp_path: Path) -> None:
-    """A batch write, then a streaming drain, in one driver; every task's first attempt dies."""
+    """A batch write, then a streaming drain, in one driver; every task's first attempt dies.
+    (Two runs of the former tests in one: twice their time limit.)"""
     source = create_topic(bootstrap, 2, "cluster-eos-in")
     sinks = [create_topic(bootstrap, 2, f"cluster-eos-out-{mode}") for mode in ("batch", "drain")]
     expected = produce_values(bootstrap, source, 300)
@@ -69,6 +71,7 @@ def test_exactly_once_on_the_cluster(cluster: Any, bootstrap: str, tmp_path: Pat
         str(tmp_path / "ckpt"), ",".join(prefixes), "--fail-first", "--master", cluster.url,
         "--conf", "spark.task.maxFailures=4", "--conf", "spark.executor.memory=512m",
         "--conf", "spark.cores.max=2",
+        timeout=1200,
     )  # fmt: skip
     for sink, prefix in zip(sinks, prefixes, strict=True):
         assert sorted(read_committed(bootstrap, sink)) == sorted(expected), sink
