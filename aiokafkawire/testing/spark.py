@@ -99,24 +99,37 @@ class StandaloneCluster:
 
     ``start()`` waits until every worker has registered; ``stop()`` ends the processes it
     started (SIGTERM, then SIGKILL) and removes the directories.  Use as a context manager.
+
+    With ``distinct_hosts``, worker ``n`` binds to loopback address ``127.0.0.<n + 2>`` instead
+    of ``127.0.0.1``, so Spark sees the workers as separate hosts: it never runs a speculative
+    copy of a task on a host where the task already runs, so speculation needs this (Linux
+    routes all of ``127.0.0.0/8`` to loopback; other systems may need aliases).
     """
 
-    def __init__(self, *, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
+    def __init__(
+        self, *, workers: int = 2, cores: int = 1, memory: str = "1g", distinct_hosts: bool = False
+    ) -> None:
         self.workers = workers
         self.cores = cores
         self.memory = memory
+        self.worker_hosts = [
+            f"127.0.0.{n + 2}" if distinct_hosts else "127.0.0.1" for n in range(workers)
+        ]
         self.port = 0
         self.url = ""
         self._processes: list[subprocess.Popen[bytes]] = []
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self.worker_dirs: list[Path] = []
 
-    def _spark_class(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+    def _spark_class(
+        self, *args: str, log: Path, host: str = "127.0.0.1"
+    ) -> subprocess.Popen[bytes]:
         import pyspark
 
         spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
         env = _python_env()
         env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+        env["SPARK_LOCAL_IP"] = host  # the executors a worker starts bind there too
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [str(spark_class), *args],
@@ -150,13 +163,14 @@ class StandaloneCluster:
                 self.worker_dirs.append(work)
                 self._spark_class(
                     "org.apache.spark.deploy.worker.Worker",
-                    "--host", "127.0.0.1",
+                    "--host", self.worker_hosts[number],
                     "--cores", str(self.cores),
                     "--memory", self.memory,
                     "--work-dir", str(work),
                     "--webui-port", str(find_free_port()),
                     self.url,
                     log=root / f"worker-{number}.log",
+                    host=self.worker_hosts[number],
                 )  # fmt: skip
             self._wait_registered(master_log, timeout)
         except BaseException:

@@ -4,9 +4,11 @@
                           [--master M] [--conf k=v ...]
 
 MODE: ``stream`` (processing-time trigger, runs until killed), ``drain`` (availableNow, exits when
-done) or ``batch`` (one batch write of SOURCE to SINK).  ``--fail-first`` makes the first attempt
-of every write task die half-way (its Python worker exits, leaving its transaction open), so Spark
-retries it.  Prints ``READY`` once the query runs.
+done) or ``batch`` (one batch write of SOURCE to SINK); ``batch+drain`` runs both in one session
+(one JVM start fewer), the batch write to the first of SINK's comma-separated topics with the
+first of PREFIX's, the drain to the second ones (checkpoint under CHECKPOINT/drain).
+``--fail-first`` makes the first attempt of every write task die half-way (its Python worker
+exits, leaving its transaction open), so Spark retries it.  Prints ``READY`` once the query runs.
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ def _passthrough(fail_first: bool, slow: float, slow_first: bool = False) -> Any
     return passthrough
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["stream", "drain", "batch"])
+    parser.add_argument("mode", choices=["stream", "drain", "batch", "batch+drain"])
     parser.add_argument("bootstrap")
     parser.add_argument("source")
     parser.add_argument("sink")
@@ -57,23 +59,18 @@ def main() -> None:
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--slow-first-partition", action="store_true")
     parser.add_argument("--conf", action="append", default=[])
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    from aiokafkawire.spark import register
-    from aiokafkawire.testing.spark import local_spark_session
 
-    config = dict(item.split("=", 1) for item in args.conf)
-    config.setdefault("spark.sql.execution.arrow.maxRecordsPerBatch", "10")
-    config["spark.master"] = args.master
-    spark = local_spark_session(app_name="eos-driver", config=config)
-    register(spark)
-    reader = spark.readStream if args.mode != "batch" else spark.read
+def _write(spark: Any, args: argparse.Namespace, mode: str, sink: str, prefix: str) -> bool:
+    """One write of SOURCE to ``sink`` in ``mode``; False if a streaming query failed."""
+    reader = spark.readStream if mode != "batch" else spark.read
     df = (
         reader.format("aiokafkawire")
         .option("kafka.bootstrap.servers", args.bootstrap)
         .option("subscribe", args.source)
         .option("startingOffsets", "earliest")
-        .options(**({} if args.mode == "batch" else {"maxOffsetsPerTrigger": "400"}))
+        .options(**({} if mode == "batch" else {"maxOffsetsPerTrigger": "400"}))
         .load()
         .selectExpr("key", "value")
     )
@@ -88,24 +85,24 @@ def main() -> None:
         df = df.select("key", passthrough("value").alias("value"))
     options = {
         "kafka.bootstrap.servers": args.bootstrap,
-        "topic": args.sink,
+        "topic": sink,
         "exactlyOnce": "true",
-        "transactionalIdPrefix": args.prefix,
+        "transactionalIdPrefix": prefix,
         # Above the slowest task of the tests (a slow first attempt, a loaded machine).
         "transactionTimeoutMs": "300000",
     }
-    if args.mode == "batch":
+    if mode == "batch":
         writer = df.write.format("aiokafkawire").mode("append")
         for key, value in options.items():
             writer = writer.option(key, value)
         print("READY", flush=True)
         writer.save()
-        print("DONE", flush=True)
-        return
-    writer = df.writeStream.format("aiokafkawire").option("checkpointLocation", args.checkpoint)
+        return True
+    checkpoint = args.checkpoint if "+" not in args.mode else f"{args.checkpoint}/{mode}"
+    writer = df.writeStream.format("aiokafkawire").option("checkpointLocation", checkpoint)
     for key, value in options.items():
         writer = writer.option(key, value)
-    if args.mode == "drain":
+    if mode == "drain":
         query = writer.trigger(availableNow=True).start()
     else:
         query = writer.trigger(processingTime="500 milliseconds").start()
@@ -113,7 +110,26 @@ def main() -> None:
     query.awaitTermination()
     if query.exception() is not None:
         print(f"FAILED {query.exception()}", flush=True)
-        sys.exit(1)
+        return False
+    return True
+
+
+def main() -> None:
+    args = _args()
+    from aiokafkawire.spark import register
+    from aiokafkawire.testing.spark import local_spark_session
+
+    config = dict(item.split("=", 1) for item in args.conf)
+    config.setdefault("spark.sql.execution.arrow.maxRecordsPerBatch", "10")
+    config["spark.master"] = args.master
+    spark = local_spark_session(app_name="eos-driver", config=config)
+    register(spark)
+    modes = args.mode.split("+")
+    sinks, prefixes = args.sink.split(","), args.prefix.split(",")
+    assert len(sinks) == len(prefixes) == len(modes), (modes, sinks, prefixes)
+    for mode, sink, prefix in zip(modes, sinks, prefixes, strict=True):
+        if not _write(spark, args, mode, sink, prefix):
+            sys.exit(1)
     print("DONE", flush=True)
 
 
