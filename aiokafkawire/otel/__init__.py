@@ -358,6 +358,34 @@ def _counters(section: str, key: str) -> Any:
     return observe
 
 
+def _broker_observations(key: str, api_stat: str | None = None) -> Any:
+    """Per-broker observations of ``metrics()["brokers"][...][key]`` (with ``api_stat``, of
+    ``[key][api][api_stat]``: one observation per API, e.g. the p99 request latency)."""
+    from opentelemetry.metrics import Observation
+
+    def observe(_options: Any) -> list[Any]:
+        found = []
+        for client in list(_live_clients):
+            try:
+                brokers = client.metrics().get("brokers") or {}
+            except (RuntimeError, AttributeError):  # a client mid-change: next collection
+                continue
+            client_id = _client_id(client)
+            for stats in brokers.values():
+                base = {"messaging.system": "kafka", "server.address": stats["address"]}
+                if client_id:
+                    base["messaging.client.id"] = client_id
+                if api_stat is None:
+                    found.append(Observation(stats[key], base))
+                    continue
+                for api, summary in stats[key].items():
+                    if api_stat in summary:
+                        found.append(Observation(summary[api_stat], {**base, "kafka.api": api}))
+        return found
+
+    return observe
+
+
 def _register_instruments(meter: Any) -> None:
     counters = {
         "messaging.client.sent.messages": ("producer", "records_sent", "{message}"),
@@ -375,4 +403,20 @@ def _register_instruments(meter: Any) -> None:
         "aiokafkawire.consumer.lag", callbacks=[_counters("consumer", "lag_total")],
         unit="{message}",
     )  # fmt: skip
+    # Per broker (``server.address``): what metrics()["brokers"] counts, never reset.
+    for key, unit in (
+        ("bytes_sent", "By"),
+        ("bytes_received", "By"),
+        ("requests", "{request}"),
+        ("request_errors", "{error}"),
+    ):
+        meter.create_observable_counter(
+            f"aiokafkawire.broker.{key}", callbacks=[_broker_observations(key)], unit=unit
+        )
+    for stat in ("p50_ms", "p99_ms"):
+        meter.create_observable_gauge(
+            f"aiokafkawire.broker.request_latency.{stat[:3]}",
+            callbacks=[_broker_observations("latency", stat)],
+            unit="ms",
+        )
     _meter_state["meter"] = meter

@@ -108,6 +108,18 @@ async def test_send_and_process_spans_form_one_trace(kafka_cluster: KafkaCluster
         for point in metric.data.data_points
     ]
     assert sent and max(sent) >= 3
+    points = {
+        metric.name: list(metric.data.data_points)
+        for rm in reader_data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+    }
+    received = points["aiokafkawire.broker.bytes_received"]
+    assert received and all(p.attributes["server.address"] for p in received)
+    assert max(p.value for p in received) > 0
+    assert max(p.value for p in points["aiokafkawire.broker.requests"]) >= 1
+    latency = points["aiokafkawire.broker.request_latency.p99"]
+    assert {"Produce", "Fetch"} <= {p.attributes["kafka.api"] for p in latency}
 
 
 async def test_a_getmany_batch_is_one_receive_span_linked_to_its_records(
