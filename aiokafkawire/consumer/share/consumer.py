@@ -31,7 +31,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -60,11 +60,34 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
-from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
+from aiokafkawire.serialization import (
+    AnyAsyncDeserializer,
+    AnyDeserializer,
+    K,
+    SyncDeserializer,
+    V,
+    context_deserializers,
+)
 from aiokafkawire.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import Required, Unpack
+
+    class _ShareConsumerOptions(CommonOptions, total=False):
+        """The keyword options of :class:`ShareConsumer` besides the deserializers (for the
+        constructor overloads)."""
+
+        group_id: Required[str]
+        acknowledgement_mode: str
+        on_acknowledgement: OutcomeCallback | None
+        fetch_max_wait_ms: int
+        fetch_min_bytes: int
+        fetch_max_bytes: int
+        max_poll_records: int
+        acquire_mode: str
+        check_crcs: bool
+        client_rack: str | None
+
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 
@@ -121,7 +144,39 @@ class ShareConsumer(
       :class:`~aiokafkawire.serialization.RecordDeserializationError` raised at its position.
     """
 
-    def __init__(  # long: one checked line per option of the documented signature
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: SyncDeserializer[K] | None = None,
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: SyncDeserializer[V] | None = None,
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    def __init__(  # type: ignore[misc]  # long: one checked line per option of the signature
         self,
         *topics: str,
         group_id: str,
