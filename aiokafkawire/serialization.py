@@ -148,8 +148,24 @@ class AsyncDeserializer(Protocol, Generic[T_co]):
 #: (generic in the type it returns: ``AnyDeserializer[int]``).
 # Union: a `|` of these generics is not subscriptable at run time on Python 3.10.
 AnyDeserializer = Union[  # noqa: UP007
-    AsyncDeserializer[_T], Deserializer[_T], Callable[[bytes | None], _T]
+    AsyncDeserializer[_T],
+    Deserializer[_T],
+    Callable[[bytes | None, SerializationContext], Awaitable[_T]],
+    Callable[[bytes | None], _T],
 ]
+
+#: A synchronous deserializer, as ``Callable`` types (see :data:`AnyAsyncDeserializer`).
+SyncDeserializer = Union[  # noqa: UP007
+    Callable[[bytes | None, SerializationContext], _T], Callable[[bytes | None], _T]
+]
+
+#: An ``async`` deserializer ``async def f(data, ctx) -> T``: the consumers' constructor
+#: overloads match it first, so that the records are typed ``T`` (an async function also fits
+#: :class:`Deserializer` with an awaitable result, which alone leaves the type ambiguous,
+#: hence ``Any``).  A one-argument ``async def f(data)`` still types the records ``Any``.
+#: (A ``Callable``, not the :class:`AsyncDeserializer` protocol: mypy does not infer a
+#: defaulted type variable through a protocol in an overload.)
+AnyAsyncDeserializer = Callable[[bytes | None, SerializationContext], Awaitable[_T]]
 
 # ---------------------------------------------------------------- telling the kinds apart
 

@@ -215,6 +215,11 @@ SHARE_CONSUMER = {
     ),
     "check_crcs": "verify the CRC of fetched record batches.",
     "client_rack": "the rack id sent with the heartbeat (rack-aware assignment).",
+    "on_deserialization_error": (
+        '`"release"` (default, as the Java client: a record a deserializer fails on is '
+        'delivered again until the group\'s delivery count limit) or `"reject"` (archived at '
+        "once; dead-letter it from the `RecordDeserializationError`)."
+    ),
     "key_deserializer": (
         "`bytes | None -> Any` applied to record keys, or `f(data, ctx)` (a "
         "`SerializationContext`), possibly async (a registry deserializer): see "

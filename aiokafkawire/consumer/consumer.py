@@ -18,7 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -44,7 +44,14 @@ from aiokafkawire.consumer.records import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer.subscription import SubscriptionState
-from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
+from aiokafkawire.serialization import (
+    AnyAsyncDeserializer,
+    AnyDeserializer,
+    K,
+    SyncDeserializer,
+    V,
+    context_deserializers,
+)
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, Value, consumer_values, start_reporter
 
@@ -53,6 +60,34 @@ if TYPE_CHECKING:
 
     from aiokafkawire.client_config import CommonOptions
     from aiokafkawire.cluster.cluster import Cluster
+
+    class _ConsumerOptions(CommonOptions, total=False):
+        """The keyword options of :class:`Consumer` besides the deserializers (for the
+        constructor overloads)."""
+
+        group_id: str | None
+        group_instance_id: str | None
+        group_protocol: str
+        group_remote_assignor: str | None
+        partition_assignment_strategy: Sequence[str | PartitionAssignor | type]
+        session_timeout_ms: int
+        heartbeat_interval_ms: int
+        max_poll_interval_ms: int
+        rebalance_timeout_ms: int | None
+        auto_offset_reset: str
+        enable_auto_commit: bool
+        auto_commit_interval_ms: int
+        isolation_level: str
+        fetch_min_bytes: int
+        fetch_max_wait_ms: int
+        fetch_max_bytes: int
+        max_partition_fetch_bytes: int
+        max_poll_records: int
+        check_crcs: bool
+        client_rack: str | None
+        fetch_sessions: bool
+        pattern_refresh_interval_ms: int
+
 
 log = logging.getLogger("aiokafkawire.consumer")
 
@@ -125,7 +160,39 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
       :class:`~aiokafkawire.serialization.RecordDeserializationError` at the record's position.
     """
 
-    def __init__(  # long: the documented signature, one line per option
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: SyncDeserializer[K] | None = None,
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: SyncDeserializer[V] | None = None,
+        **options: Unpack[_ConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
+        **options: Unpack[_ConsumerOptions],
+    ) -> None: ...
+    def __init__(  # type: ignore[misc]  # long: the documented signature, one line per option
         self,
         *topics: str,
         group_id: str | None = None,

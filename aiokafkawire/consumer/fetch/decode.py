@@ -168,13 +168,12 @@ class RecordDecoder:
                         raise
                     part, error = self._failed_batch(tp, batch, fetch_offset)
                     if error is not None:
-                        out = out + part if out else part
-                        if not out:
-                            raise error from error.__cause__
-                        return out, error.offset, out[-1].leader_epoch
+                        return _up_to_failure(out, part, error)
             else:
                 epoch = None
-                part = self._legacy_records(tp, batch, fetch_offset)
+                part, error = self._legacy_records(tp, batch, fetch_offset)
+                if error is not None:
+                    return _up_to_failure(out, part, error)
             if part:
                 if out:
                     out.extend(part)
@@ -202,15 +201,15 @@ class RecordDecoder:
 
     def _legacy_records(
         self, tp: TopicPartition, batch: Any, fetch_offset: int
-    ) -> list[ConsumerRecord]:
+    ) -> tuple[list[ConsumerRecord], RecordDeserializationError | None]:
+        """A legacy (magic 0/1) message set's records, deserialized, and as for v2 batches,
+        when a deserializer fails: the records before the failing one and its error."""
         records = batch.records()
         if batch.base_offset < fetch_offset:
             # Only the first batch of a response can start before the fetch offset.
             records = [r for r in records if r.offset >= fetch_offset]
         topic, partition = tp
-        kd = self._key_deserializer or _identity
-        vd = self._value_deserializer or _identity
-        return [
+        raw = [
             _new(
                 ConsumerRecord,
                 (
@@ -219,15 +218,26 @@ class RecordDecoder:
                     r.offset,
                     r.timestamp,
                     int(r.timestamp_type),
-                    kd(r.key),
-                    vd(r.value),
+                    r.key,
+                    r.value,
                     tuple(r.headers) if r.headers else _NO_HEADERS,
                     None,
                 ),
             )
             for r in records
         ]
+        if self._key_deserializer is None and self._value_deserializer is None:
+            return raw, None
+        return locate_failure(raw, self._key_deserializer, self._value_deserializer)
 
 
-def _identity(value: Any) -> Any:
-    return value
+def _up_to_failure(
+    out: list[ConsumerRecord], part: list[ConsumerRecord], error: RecordDeserializationError
+) -> tuple[list[ConsumerRecord], int, int | None]:
+    """What :meth:`RecordDecoder.decode` returns when a deserializer failed: the records
+    before the failing one, whose offset is the next to fetch (raises ``error`` when there
+    are none)."""
+    out = out + part if out else part
+    if not out:
+        raise error from error.__cause__
+    return out, error.offset, out[-1].leader_epoch

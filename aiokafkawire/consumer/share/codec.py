@@ -242,15 +242,18 @@ Runs = list[tuple[TopicPartition, list[ShareRecord]]]
 
 
 async def deserialize_runs(
-    pair: DeserializerPair, runs: Runs, acks: Acknowledgements
+    pair: DeserializerPair,
+    runs: Runs,
+    acks: Acknowledgements,
+    on_failure: AcknowledgeType = AcknowledgeType.RELEASE,
 ) -> tuple[Runs, Runs, RecordDeserializationError | None]:
     """Drained runs of records with their keys and values deserialized: ``(runs, held,
     error)``.
 
-    As the Java share consumer does, a record a deserializer fails on is released (delivered
-    again, to any member, until the group's delivery attempt limit archives it); the records
-    before it are returned, those after it are ``held`` for the next poll, and ``error`` is to
-    be raised when nothing precedes it.
+    A record a deserializer fails on is acknowledged with ``on_failure``: released by default,
+    as the Java share consumer does (delivered again, to any member, until the group's delivery
+    attempt limit archives it), or rejected; the records before it are returned, those after it
+    are ``held`` for the next poll, and ``error`` is to be raised when nothing precedes it.
     """
     out: Runs = []
     for index, (tp, records) in enumerate(runs):
@@ -260,7 +263,7 @@ async def deserialize_runs(
         if error is None:
             continue
         failed = records[len(good)]
-        acks.acknowledge(tp, failed.offset, AcknowledgeType.RELEASE, failed.delivery_count)
+        acks.acknowledge(tp, failed.offset, on_failure, failed.delivery_count)
         rest = records[len(good) + 1 :]
         held: Runs = [(tp, rest)] if rest else []
         return out, held + runs[index + 1 :], error

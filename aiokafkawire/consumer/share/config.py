@@ -3,9 +3,6 @@ the codec helpers would otherwise import in a circle)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 __all__ = ["ShareFetchConfig"]
 
 
@@ -19,12 +16,10 @@ class ShareFetchConfig:
         "fetch_max_wait_ms",
         "fetch_min_bytes",
         "group_id",
-        "key_deserializer",
         "max_poll_records",
         "request_timeout_ms",
         "retry_backoff_max_ms",
         "retry_backoff_ms",
-        "value_deserializer",
     )
 
     def __init__(
@@ -37,8 +32,6 @@ class ShareFetchConfig:
         max_poll_records: int = 500,
         acquire_mode: int = 0,
         check_crcs: bool = True,
-        key_deserializer: Callable[[bytes | None], Any] | None = None,
-        value_deserializer: Callable[[bytes | None], Any] | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
@@ -51,8 +44,6 @@ class ShareFetchConfig:
         self.fetch_max_bytes = fetch_max_bytes
         self.max_poll_records = max_poll_records
         self.check_crcs = check_crcs
-        self.key_deserializer = key_deserializer
-        self.value_deserializer = value_deserializer
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms

@@ -32,7 +32,7 @@ import uuid
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
@@ -61,18 +61,45 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
-from aiokafkawire.serialization import AnyDeserializer, K, V, context_deserializers
+from aiokafkawire.serialization import (
+    AnyAsyncDeserializer,
+    AnyDeserializer,
+    K,
+    RecordDeserializationError,
+    SyncDeserializer,
+    V,
+    context_deserializers,
+)
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, Value, share_consumer_values, start_reporter
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import Required, Unpack
+
+    class _ShareConsumerOptions(CommonOptions, total=False):
+        """The keyword options of :class:`ShareConsumer` besides the deserializers (for the
+        constructor overloads)."""
+
+        group_id: Required[str]
+        acknowledgement_mode: str
+        on_acknowledgement: OutcomeCallback | None
+        fetch_max_wait_ms: int
+        fetch_min_bytes: int
+        fetch_max_bytes: int
+        max_poll_records: int
+        acquire_mode: str
+        check_crcs: bool
+        client_rack: str | None
+        on_deserialization_error: str
+
 
 log = logging.getLogger("aiokafkawire.consumer.share")
 
 __all__ = ["ShareConsumer"]
 
 _MODES = ("implicit", "explicit")
+#: What becomes of a record a deserializer fails on.
+_ON_ERROR = {"release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
 #: ShareFetch ``ShareAcquireMode`` values (KIP-1206, Kafka 4.2+; older brokers batch-optimize).
 ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
 _ACK_BY_NAME = {
@@ -118,12 +145,47 @@ class ShareConsumer(
     - ``key_deserializer``: ``bytes | None -> Any`` applied to record keys, or
       ``deserializer(data, ctx)`` (a :class:`~aiokafkawire.serialization.SerializationContext`),
       possibly ``async``.
-    - ``value_deserializer``: the same for record values.  A record either fails on is
-      released (as the Java client does) and
-      :class:`~aiokafkawire.serialization.RecordDeserializationError` raised at its position.
+    - ``value_deserializer``: the same for record values.  A record either fails on raises
+      :class:`~aiokafkawire.serialization.RecordDeserializationError` at its position.
+    - ``on_deserialization_error``: what becomes of that record: ``"release"`` (default, as the
+      Java client does: delivered again, to any member, until the group's delivery count limit
+      archives it) or ``"reject"`` (archived at once, never delivered again: dead-letter it
+      from the error's raw ``key`` / ``value`` / ``headers``).
     """
 
-    def __init__(  # long: one checked line per option of the documented signature
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: SyncDeserializer[K] | None = None,
+        value_deserializer: AnyAsyncDeserializer[V],
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyAsyncDeserializer[K],
+        value_deserializer: SyncDeserializer[V] | None = None,
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *topics: str,
+        key_deserializer: AnyDeserializer[K] | None = None,
+        value_deserializer: AnyDeserializer[V] | None = None,
+        **options: Unpack[_ShareConsumerOptions],
+    ) -> None: ...
+    def __init__(  # type: ignore[misc]  # long: one checked line per option of the signature
         self,
         *topics: str,
         group_id: str,
@@ -138,6 +200,7 @@ class ShareConsumer(
         client_rack: str | None = None,
         key_deserializer: AnyDeserializer[K] | None = None,
         value_deserializer: AnyDeserializer[V] | None = None,
+        on_deserialization_error: str = "release",
         **options: Unpack[CommonOptions],
     ) -> None:
         common, rest = split_common_options(dict(options))
@@ -150,6 +213,7 @@ class ShareConsumer(
         if not group_id.strip():
             raise errors.ConfigError("a ShareConsumer needs a group_id (the share group)")
         check_choice("acknowledgement_mode", acknowledgement_mode, _MODES)
+        check_choice("on_deserialization_error", on_deserialization_error, _ON_ERROR)
         check_choice("acquire_mode", acquire_mode, tuple(ACQUIRE_MODES))
         check_int("max_poll_records", max_poll_records, minimum=1)
         check_number("fetch_max_wait_ms", fetch_max_wait_ms, minimum=0)
@@ -198,6 +262,9 @@ class ShareConsumer(
         self._deserializers = context_deserializers(
             key_deserializer, value_deserializer, plain_too=True
         )
+        self._on_deserialization_error = _ON_ERROR[on_deserialization_error]
+        #: Raised by the next poll: a failing record that followed the records handed out.
+        self._deserialization_error: RecordDeserializationError | None = None
         self._held: Runs = []
         self._fatal: errors.KafkaError | None = None
         self._started = False
@@ -466,13 +533,24 @@ class ShareConsumer(
                 raise self._fatal
 
     async def _drain(self, fetcher: ShareFetcher, limit: int) -> Runs:
-        """Runs of records for a poll, deserialized (held ones first)."""
+        """Runs of records for a poll, deserialized (held ones first).  A deserialization
+        error is raised by the poll that reaches the failing record: at once when nothing
+        precedes it, else by the next poll (the record is already released or rejected, so
+        it would not come back to raise it)."""
+        pending = self._deserialization_error
+        if pending is not None:
+            self._deserialization_error = None
+            raise pending
         runs, self._held = (self._held, []) if self._held else (fetcher.drain(limit), [])
         if not runs or self._deserializers is None:
             return runs
-        runs, self._held, error = await deserialize_runs(self._deserializers, runs, self._acks)
-        if error is not None and not runs:
-            raise error
+        runs, self._held, error = await deserialize_runs(
+            self._deserializers, runs, self._acks, self._on_deserialization_error
+        )
+        if error is not None:
+            if not runs:
+                raise error
+            self._deserialization_error = error
         return runs
 
     def __aiter__(self) -> ShareConsumer[K, V]:
