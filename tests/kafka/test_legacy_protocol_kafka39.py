@@ -143,7 +143,7 @@ async def test_old_release_produces_and_fetches_message_sets(
             assert [r.timestamp for r in records] == [BASE_TS + i for i in range(COUNT)]
         await old.commit({tp: OffsetAndMetadata(COUNT - 5, "old")})
         assert await old.committed(tp) == COUNT - 5
-        connection = await old._cluster.any_connection()  # type: ignore[union-attr]
+        connection = await old._parts.cluster.any_connection()  # type: ignore[union-attr]
         versions = {
             key: connection.versions.version_for(key)
             for key in (FETCH, OFFSET_COMMIT, OFFSET_FETCH)
