@@ -54,6 +54,7 @@ from aiokafkawire.serialization import (
 )
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, Value, consumer_values, start_reporter
+from aiokafkawire.telemetry import client_instance_id as telemetry_instance_id
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -434,11 +435,9 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
         Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
         or before :meth:`start`.
         """
-        if not self._common.enable_metrics_push:
-            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
-        if self._telemetry is None:
-            raise errors.IllegalStateError("the consumer is not started")
-        return await self._telemetry.client_instance_id(timeout * 1000)
+        return await telemetry_instance_id(
+            self._telemetry, self._common.enable_metrics_push, "consumer", timeout
+        )
 
     async def __aenter__(self) -> Consumer:
         await self.start()

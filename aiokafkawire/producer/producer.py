@@ -48,6 +48,7 @@ from aiokafkawire.serialization import AsyncSerializer, context_serializers
 from aiokafkawire.serialization import Serializer as ContextSerializer
 from aiokafkawire.structs import OffsetAndMetadata, TopicPartition
 from aiokafkawire.telemetry import TelemetryReporter, producer_values, start_reporter
+from aiokafkawire.telemetry import client_instance_id as telemetry_instance_id
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -585,11 +586,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         Raises :class:`~aiokafkawire.errors.IllegalStateError` with ``enable_metrics_push=False``
         or before :meth:`start`.
         """
-        if not self.config.enable_metrics_push:
-            raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
-        if self._telemetry is None:
-            raise errors.IllegalStateError("the producer is not started")
-        return await self._telemetry.client_instance_id(timeout * 1000)
+        return await telemetry_instance_id(
+            self._telemetry, self.config.enable_metrics_push, "producer", timeout
+        )
 
     async def __aenter__(self) -> Producer:
         await self.start()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
+from aiokafkawire import errors
 from aiokafkawire.telemetry.collect import (
     MetricsCollector,
     Value,
@@ -26,6 +28,7 @@ __all__ = [
     "MetricsCollector",
     "TelemetryReporter",
     "Value",
+    "client_instance_id",
     "consumer_values",
     "encode_metrics_data",
     "metric_selector",
@@ -63,3 +66,16 @@ def start_reporter(
     )
     reporter.start(tasks)
     return reporter
+
+
+async def client_instance_id(
+    reporter: TelemetryReporter | None, enabled: bool, client: str, timeout: float
+) -> UUID | None:
+    """What a pushing client's ``client_instance_id(timeout)`` does: typed errors when
+    telemetry is off (``enabled``) or the ``client`` is not started (no ``reporter``), else
+    the id, waiting at most ``timeout`` seconds."""
+    if not enabled:
+        raise errors.IllegalStateError("client telemetry is off (enable_metrics_push=False)")
+    if reporter is None:
+        raise errors.IllegalStateError(f"the {client} is not started")
+    return await reporter.client_instance_id(timeout)

@@ -105,13 +105,14 @@ class TelemetryReporter:
         """Start the push loop as ``tasks``' task ``"telemetry"``."""
         self._task = tasks.start(_TASK_KEY, self._run())
 
-    async def client_instance_id(self, timeout_ms: float) -> UUID | None:
-        """The broker-assigned client instance id; None if not known within ``timeout_ms``."""
-        if timeout_ms < 0:
-            raise errors.ConfigError(f"timeout_ms must be >= 0, not {timeout_ms}")
-        if self.instance_id is None and timeout_ms > 0:
+    async def client_instance_id(self, timeout: float) -> UUID | None:
+        """The broker-assigned client instance id; None if not known within ``timeout``
+        seconds."""
+        if timeout < 0:
+            raise errors.ConfigError(f"timeout must be >= 0, not {timeout}")
+        if self.instance_id is None and timeout > 0:
             try:
-                await asyncio.wait_for(self._known.wait(), timeout_ms / 1000)
+                await asyncio.wait_for(self._known.wait(), timeout)
             except TimeoutError:
                 pass
         return self.instance_id

@@ -188,7 +188,7 @@ async def test_subscribes_then_pushes_at_the_interval_and_terminates_on_close() 
     reporter = make_reporter(broker)
     tasks = TaskSupervisor("test")
     reporter.start(tasks)
-    assert await reporter.client_instance_id(2000) == INSTANCE
+    assert await reporter.client_instance_id(2) == INSTANCE
     await wait_until(lambda: len(broker.pushes()) >= 2)
     await reporter.close()
     assert len(tasks) == 0  # the loop ended by itself after the terminating push
@@ -266,7 +266,7 @@ async def test_broker_without_the_apis_ends_quietly() -> None:
     await asyncio.wait_for(reporter._run(), 3)
     assert broker.requests == []
     assert "does not support GetTelemetrySubscriptions" in (reporter.stopped_reason or "")
-    assert await reporter.client_instance_id(5000) is None  # at once: telemetry ended
+    assert await reporter.client_instance_id(5) is None  # at once: telemetry ended
 
 
 async def test_connection_failure_retries_the_subscription() -> None:
