@@ -264,6 +264,24 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
             refresh = self._start_refresh()
         return await asyncio.shield(refresh)
 
+    def request_topics(self, topics: Iterable[str]) -> None:
+        """Look ``topics`` up soon, without waiting: new ones join the refresh not sent yet, or
+        start one (no backoff), or get the one after the refresh under way.  For callers that
+        queue work for a topic and learn of its metadata later (``wait_for_topic`` shares the
+        same requests)."""
+        if self._closed or not self.add_topics(topics):
+            return
+        refresh = self._refresh
+        if refresh is None or refresh.done():
+            self._start_refresh()
+        elif self._asked is not None:
+            refresh.add_done_callback(self._refresh_new_topics)
+
+    def _refresh_new_topics(self, _done: object = None) -> None:
+        refresh = self._refresh
+        if self._new_topics and not self._closed and (refresh is None or refresh.done()):
+            self._start_refresh()
+
     def request_update(self) -> None:
         """Schedule a refresh without waiting (e.g. after a NotLeaderOrFollower error)."""
         if self._closed:

@@ -59,6 +59,11 @@ class RecordAccumulator:
         # Every partition's queue, for appending (its owner is the sink of its leader).
         self.batches: dict[TopicPartition, PartitionCursor] = {}
         self.fresh: list[PartitionCursor] = []  # queues made since the sender last routed
+        # Topics whose metadata is not known yet, with the partitions of the records queued for
+        # them by an explicit partition (they wait unrouted until the sender's lookup resolves
+        # the topic: see Sender._resolve_topic).  ``unlooked``: not being looked up yet.
+        self.unresolved: dict[str, set[int]] = {}
+        self.unlooked: list[str] = []
         self.incomplete: set[ProducerBatch] = set()
         # Topic -> (all partition ids, available ones), valid for the metadata ``metadata_seen``.
         self.partitions: dict[str, tuple[list[int], list[int]]] = {}
@@ -147,6 +152,12 @@ class RecordAccumulator:
         """
         cached = self._cached_partitions(topic)
         if cached is None:
+            if partition is not None and self._queue_unknown(topic, partition):
+                # The handle needs nothing from metadata: the record waits in its batch instead
+                # of send() (as librdkafka queues it); the sender looks the topic up.
+                return await self._append_to(
+                    TopicPartition(topic, partition), timestamp, key, value, headers, size
+                )
             cached = await self._partitions_of(topic)
         all_partitions, available = cached
         explicit = partition is not None
@@ -171,6 +182,40 @@ class RecordAccumulator:
             TopicPartition(topic, partition), timestamp, key, value, headers, size
         )
 
+    async def _append_to(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        size: int,
+    ) -> DeliveryHandle:
+        """Append to the open batch of ``tp`` (a partition given by the caller), or a new one."""
+        queue = self.batches.get(tp)
+        if queue:
+            handle = self._append_to_open(queue[-1], timestamp, key, value, headers, size, True)
+            if handle is not None:
+                return handle
+        return await self._append_new_batch(tp, timestamp, key, value, headers, size)
+
+    def _queue_unknown(self, topic: str, partition: Any) -> bool:
+        """Whether a record for ``partition`` of ``topic`` is queued before the topic's metadata
+        is known (it is not known, and both are well-formed: else the checks of the usual path
+        apply); the first such record lists the topic for the sender to look up."""
+        if type(partition) is not int or partition < 0 or type(topic) is not str or not topic:
+            return False
+        if topic in self.unresolved:
+            return True
+        info = self._cluster.metadata.topics.get(topic)  # type: ignore[union-attr]
+        if info is not None and not info.error_code and info.partitions:
+            return False
+        self.unresolved[topic] = set()
+        self.unlooked.append(topic)
+        self._cluster.request_topics((topic,))  # type: ignore[union-attr]  # shared, at once
+        self.wakeup.set()
+        return True
+
     def flush_batch_of(self, handle: DeliveryHandle) -> None:
         """Send the batch of ``handle`` without lingering (nothing more is coming for it)."""
         if not handle.done():
@@ -183,6 +228,11 @@ class RecordAccumulator:
             self.partitions.clear()
             self.metadata_seen = metadata
         return self.partitions.get(topic)
+
+    async def partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
+        """``topic``'s (all partition ids, available ones), waiting for its metadata if needed."""
+        cached = self._cached_partitions(topic)
+        return cached if cached is not None else await self._partitions_of(topic)
 
     async def _partitions_of(self, topic: str) -> tuple[list[int], list[int]]:
         if type(topic) is not str or not topic:
@@ -243,7 +293,10 @@ class RecordAccumulator:
                 return handle
         txn = self._txn
         assert txn is not None
-        if txn.transactional:
+        waiting = self.unresolved.get(tp.topic)
+        if waiting is not None:
+            waiting.add(tp.partition)  # joins the transaction once the partition is known
+        elif txn.transactional:
             txn.maybe_add_partition(tp)
         batch = self.new_batch(tp, reserve, time.monotonic())
         batch.builder.append(timestamp, key, value, headers)

@@ -177,6 +177,8 @@ class Sender:
 
     def _run_once(self, now: float) -> float | None:
         """One pass: housekeeping, then drain; returns seconds until something is due."""
+        if self.accumulator.unlooked:
+            self._look_up_topics()
         txn = self.txn
         failure = txn.queued_failure()
         if failure is not None:
@@ -256,7 +258,9 @@ class Sender:
             else:
                 # The whole queue moves: batches, in-flight count, retry hold and sequences.
                 self._sink(leader).cursors[tp] = cursor
-        return any(self._unrouted.values())
+        unresolved = accumulator.unresolved
+        # Queues of a topic being looked up wait for that lookup, not for a refresh of their own.
+        return any(cursor and tp.topic not in unresolved for tp, cursor in self._unrouted.items())
 
     def _drain(self, now: float) -> float | None:
         """Each sink sends what is ready of its queues; seconds until something is due."""
@@ -286,6 +290,43 @@ class Sender:
                     if connection is not None:
                         connection.receive_now()
         self._run_once(time.monotonic())
+
+    # ---------------------------------------------------------------- topics not known yet
+
+    def _look_up_topics(self) -> None:
+        """Look up the topics that records were queued for before their metadata was known:
+        one task each, started together, so that their first lookups share one request."""
+        topics = self.accumulator.unlooked
+        self.accumulator.unlooked = []
+        deadline_ms = self.accumulator.max_block_ms
+        for topic in topics:
+            self.tasks.start(("lookup", topic), self._resolve_topic(topic, deadline_ms))
+
+    async def _resolve_topic(self, topic: str, timeout_ms: int) -> None:
+        """Wait (up to ``timeout_ms``, as ``send`` would) for ``topic``'s metadata; then its
+        queued partitions join the transaction and are routed, or their records fail with the
+        error ``send`` raises for them (an unknown topic, a partition it does not have)."""
+        accumulator = self.accumulator
+        count = 0
+        failure: errors.KafkaError | None = None
+        try:
+            count = len((await self.cluster.wait_for_topic(topic, timeout_ms)).partitions)
+        except errors.KafkaError as exc:
+            failure = exc
+        partitions = accumulator.unresolved.pop(topic, set())
+        for partition in sorted(partitions):
+            tp = TopicPartition(topic, partition)
+            queue = accumulator.batches.get(tp)
+            if not queue:
+                continue
+            if failure is None and partition < count:
+                if self.txn.transactional:
+                    self.txn.maybe_add_partition(tp)
+                continue
+            error = _partition_error(failure, topic, partition, count)
+            while queue:
+                self.outcomes.fail_batch(queue.popleft(), error)
+        self.wakeup.set()
 
     # ---------------------------------------------------------------- identity / transactions
 
@@ -347,3 +388,18 @@ class Sender:
                 txn.pending_partitions.clear()
         finally:
             self.wakeup.set()
+
+
+def _partition_error(
+    failure: errors.KafkaError | None, topic: str, partition: int, count: int
+) -> errors.KafkaError:
+    """The error of records queued for ``partition`` of ``topic``: the lookup's ``failure``
+    (the same type, naming the partition), or else the partition is not one of ``count``."""
+    if failure is None:
+        return errors.ConfigError(f"topic {topic!r} has {count} partitions; {partition} is not one")
+    try:
+        error = type(failure)(f"records for {topic}-{partition}: {failure}")
+    except TypeError:  # an error class with a constructor of its own
+        return failure
+    error.__cause__ = failure
+    return error

@@ -612,9 +612,20 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """Append a record to its partition's batch; returns its :class:`DeliveryHandle`.
 
         ``timestamp`` is in milliseconds since the epoch (default: now).  Waits only while the
-        buffer is full or the topic's metadata is unknown (up to ``max_block_ms``).  Raises
+        buffer is full (up to ``max_block_ms``) or, for a record without an explicit
+        ``partition``, while the topic's metadata is unknown (up to ``max_block_ms``: the
+        partition is part of the answer).  Raises
         :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
-        ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``.
+        ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``,
+        and, without ``partition``, ``UnknownTopicError``.
+
+        With an explicit ``partition`` of a topic whose metadata is not known yet, ``send``
+        does not wait: the record waits in its batch while the producer looks the topic up (the
+        first lookups of many topics share one request), then goes out like any other.  If the
+        topic is still unknown after ``max_block_ms``, or has no such partition, the record's
+        handle fails with the error ``send`` raises otherwise
+        (:class:`~aiokafkawire.errors.UnknownTopicError`,
+        :class:`~aiokafkawire.errors.ConfigError`), naming the topic and partition.
         """
         fast_append = self._fast_append
         if fast_append is not None:
@@ -865,6 +876,12 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 )
         finally:
             sender.flushing -= 1
+
+    async def _wait_for_topic(self, topic: str) -> None:
+        """Wait (up to ``max_block_ms``) for ``topic``'s metadata, as ``send`` does for a record
+        without a partition; raises ``UnknownTopicError`` (the aiokafka compat ``send``)."""
+        if self._started and not self._closed:
+            await self._accumulator.partitions_of(topic)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, once its metadata is known and its leaders connected.

@@ -166,3 +166,24 @@ async def test_a_refresh_for_no_new_topic_waits_out_the_backoff() -> None:
             waited = time.monotonic() - done_at
     assert waited >= BACKOFF_MS / 1000 * 0.95, f"a stale-metadata refresh waited {waited:.2f} s"
     assert len(script.asked) == 3
+
+
+async def test_request_topics_looks_new_topics_up_without_waiting_and_shares_requests() -> None:
+    script = TopicsBroker()
+    async with FakeBroker(script) as broker:
+        script.port = broker.port
+        servers = f"127.0.0.1:{broker.port}"
+        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
+            script.delay_s = 0.1
+            script.arrived.clear()
+            started = time.monotonic()
+            cluster.request_topics(["a", "b"])  # returns at once: nothing awaited
+            cluster.request_topics(["b", "c"])  # joins the request not sent yet
+            await asyncio.wait_for(script.arrived.wait(), 5)
+            cluster.request_topics(["d"])  # a request is out without it: the next one
+            cluster.request_topics(["a"])  # asked for already: nothing more
+            infos = await asyncio.gather(*(cluster.wait_for_topic(t) for t in "abcd"))
+            elapsed = time.monotonic() - started
+    assert [info.partition_ids for info in infos] == [[0]] * 4
+    assert [sorted(names) for names in script.asked[1:]] == [["a", "b", "c"], ["d"]]
+    assert elapsed < BACKOFF_MS / 1000, f"two lookups took {elapsed:.2f} s"

@@ -222,6 +222,10 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         headers: Headers | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Buffer a record; returns a future of its :class:`RecordMetadata`."""
+        if partition is not None:
+            # aiokafka's send waits for the topic's metadata (and raises for an unknown topic)
+            # even for an explicit partition, which the native send queues without waiting.
+            await self._producer._wait_for_topic(topic)
         handle = await self._producer.send(
             topic,
             value,
@@ -242,6 +246,8 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         headers: Headers | None = None,
     ) -> RecordMetadata:
         """Send a record and wait for its delivery."""
+        if partition is not None:
+            await self._producer._wait_for_topic(topic)  # as in send()
         native = await self._producer.send_and_wait(
             topic,
             value,
