@@ -314,8 +314,6 @@ class Sender:
         except errors.KafkaError as exc:
             failure = exc
         partitions = accumulator.unresolved.pop(topic, set())
-        metadata = self.cluster.metadata
-        leaders: set[int] = set()
         for partition in sorted(partitions):
             tp = TopicPartition(topic, partition)
             queue = accumulator.batches.get(tp)
@@ -324,23 +322,11 @@ class Sender:
             if failure is None and partition < count:
                 if self.txn.transactional:
                     self.txn.maybe_add_partition(tp)
-                leader = metadata.leader_for(topic, partition)
-                if leader is not None and leader not in self._sinks:
-                    leaders.add(leader)
                 continue
             error = _partition_error(failure, topic, partition, count)
             while queue:
                 self.outcomes.fail_batch(queue.popleft(), error)
         self.wakeup.set()
-        # Open the produce connections of new leaders now, while the producer id may still be
-        # on its way, rather than when the first request for them is drained (no error here:
-        # the sinks report on the records).
-        connects = [self.cluster.connection(node, purpose="produce") for node in leaders]
-        for outcome in await asyncio.gather(*connects, return_exceptions=True):
-            if isinstance(outcome, errors.KafkaError):
-                log.debug("cannot connect to a leader of %r yet: %s", topic, outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome
 
     # ---------------------------------------------------------------- identity / transactions
 
