@@ -15,9 +15,14 @@ async def test_a_partition_the_topic_lacks_raises_from_compat_send(
     mock_cluster: MockCluster,
 ) -> None:
     mock_cluster.create_topic("compat-cold", partitions=2)
+    mock_cluster.create_topic("compat-cold-batch", partitions=2)
     producer = AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers)
     await producer.start()
     try:
+        batch = producer.create_batch()
+        batch.append(key=None, value=b"v", timestamp=None)
+        with pytest.raises(errors.ConfigError, match="3 is not one"):
+            await producer.send_batch(batch, "compat-cold-batch", partition=3)
         with pytest.raises(errors.ConfigError, match="2 is not one"):
             await producer.send("compat-cold", b"v", partition=2)
         with pytest.raises(errors.ConfigError, match="5 is not one"):

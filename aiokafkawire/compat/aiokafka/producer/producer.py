@@ -272,6 +272,8 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         if partition is None:
             partitions = await self._producer.partitions_for(topic)
             partition = self._producer.partitioner.partition(topic, None, partitions, partitions)
+        else:
+            await self._producer._wait_for_topic(topic)  # as in send()
         native_future = await self._producer.send_batch(batch._native, topic, partition=partition)
 
         async def converted() -> RecordMetadata:
