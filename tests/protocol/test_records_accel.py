@@ -713,6 +713,36 @@ def test_consumer_records_gc_tracking() -> None:
     assert gc.collect() > 0
 
 
+def test_consumer_records_pause_the_collector_while_built() -> None:
+    """A batch's records are built without a young-generation collection every 700 of them
+    (they are untracked at once); the collector's enabled state is left as it was."""
+    body = record_body()
+    data = raw_batch(body * 3_000, 3_000)
+    starts: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        gc.collect()
+        before = len(starts)
+        (batch,) = list(_accel.iter_batches(data, check_crcs=False))
+        records = batch.consumer_records(ConsumerRecord, "topic", 3, 0)
+        during = len(starts) - before
+        assert len(records) == 3_000 and during == 0
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert len(batch.consumer_records(ConsumerRecord, "topic", 3, 0)) == 3_000
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(seen)
+
+
 def test_decode_consumer_records_guards_its_arguments() -> None:
     data = raw_batch(record_body(), 1)
     args: list[Any] = [data, HEADER_SIZE, len(data), 1, 0, 0, None, ConsumerRecord]
