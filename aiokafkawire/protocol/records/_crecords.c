@@ -616,13 +616,17 @@ needs_tracking(PyObject *obj)
  * The cyclic collector is paused while a batch's records are built: each record is a GC-type
  * allocation that CPython counts towards a young-generation collection (every 700), although the
  * record is untracked at once.  The loop runs no Python code (deserializers are applied after
- * it), so nothing can observe the pause; the allocations still count, and the first one after
+ * it) and keeps the GIL, so nothing can observe the pause; the allocations still count, and the first one after
  * the loop collects once instead of once per 700 records.  Returns whether it was enabled.
  */
 static inline int
 pause_gc(void)
 {
+#ifdef Py_GIL_DISABLED
+    return 0; /* other threads run meanwhile: they would see the collector disabled */
+#else
     return PyGC_Disable();
+#endif
 }
 
 static inline void
