@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError, IllegalStateError
 from aiokafkawire.protocol import records as records_api
 from aiokafkawire.protocol.primitives import encode_varint
