@@ -743,6 +743,24 @@ def test_consumer_records_pause_the_collector_while_built() -> None:
         gc.callbacks.remove(seen)
 
 
+def test_consumer_records_share_equal_timestamps() -> None:
+    """Records of one batch with the same timestamp share one int (one allocation less each);
+    records skipped before the fetch offset do not leave a freed int behind to share."""
+    deltas = [0, 0, 0, 5, 5, 0]
+    body = b"".join(record_body(d, i) for i, d in enumerate(deltas))
+    data = raw_batch(body, len(deltas), base_offset=10)
+    for min_offset in (0, 11, 13, 14):
+        pure = consume(_pure, data, min_offset)
+        accel = [r for _, r in consume(_accel, data, min_offset)]
+        assert accel == [r for _, r in pure]
+        base = 1_700_000_000_000
+        assert [r.timestamp - base for r in accel] == deltas[max(0, min_offset - 10) :]
+    records = [r for _, r in consume(_accel, data)]
+    assert records[0].timestamp is records[1].timestamp is records[2].timestamp
+    assert records[3].timestamp is records[4].timestamp
+    assert records[5].timestamp is not records[0].timestamp  # only the previous one is reused
+
+
 def test_decode_consumer_records_guards_its_arguments() -> None:
     data = raw_batch(record_body(), 1)
     args: list[Any] = [data, HEADER_SIZE, len(data), 1, 0, 0, None, ConsumerRecord]
