@@ -1,7 +1,7 @@
 """aiokafkawire.consumer: the asyncio Kafka consumer."""
 
 from aiokafkawire.consumer.consumer import Consumer, ConsumerRebalanceListener
-from aiokafkawire.consumer.records import (
+from aiokafkawire.consumer.value_types import (
     ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,

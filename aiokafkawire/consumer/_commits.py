@@ -12,8 +12,8 @@ from aiokafkawire.consumer._state import ConsumerParts
 from aiokafkawire.consumer.group.membership import GroupConfig
 from aiokafkawire.consumer.group.offsets import MemberIdentity, RebalanceNeeded
 from aiokafkawire.consumer.group.states import GroupState
-from aiokafkawire.consumer.records import ConsumerGroupMetadata, OffsetAndMetadata
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.consumer.value_types import ConsumerGroupMetadata, OffsetAndMetadata
 from aiokafkawire.structs import TopicPartition
 
 log = logging.getLogger("aiokafkawire.consumer")

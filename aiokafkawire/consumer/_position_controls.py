@@ -10,8 +10,8 @@ from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer._state import ConsumerParts
 from aiokafkawire.consumer.fetch import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
-from aiokafkawire.consumer.records import OffsetAndTimestamp
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.consumer.value_types import OffsetAndTimestamp
 from aiokafkawire.structs import TopicPartition
 
 

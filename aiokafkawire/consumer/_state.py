@@ -13,8 +13,8 @@ from aiokafkawire.consumer.fetch import Fetcher, PositionUpdate
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
 from aiokafkawire.consumer.no_group import NoGroupAssignment
-from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.structs import TopicPartition
 
 

@@ -37,13 +37,13 @@ from aiokafkawire.consumer.group.classic import ClassicMembership
 from aiokafkawire.consumer.group.membership import Membership
 from aiokafkawire.consumer.group.offsets import GroupOffsets
 from aiokafkawire.consumer.no_group import NoGroupAssignment
-from aiokafkawire.consumer.records import (
+from aiokafkawire.consumer.subscription import SubscriptionState
+from aiokafkawire.consumer.value_types import (
     ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
 )
-from aiokafkawire.consumer.subscription import SubscriptionState
 from aiokafkawire.serialization import (
     AnyAsyncDeserializer,
     AnyDeserializer,

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError, IllegalStateError
 from aiokafkawire.protocol import records as records_api
 from aiokafkawire.protocol.primitives import encode_varint
@@ -711,6 +711,54 @@ def test_consumer_records_gc_tracking() -> None:
     listed[0].value.append(listed[0])
     del listed
     assert gc.collect() > 0
+
+
+def test_consumer_records_pause_the_collector_while_built() -> None:
+    """A batch's records are built without a young-generation collection every 700 of them
+    (they are untracked at once); the collector's enabled state is left as it was."""
+    body = record_body()
+    data = raw_batch(body * 3_000, 3_000)
+    starts: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        gc.collect()
+        before = len(starts)
+        (batch,) = list(_accel.iter_batches(data, check_crcs=False))
+        records = batch.consumer_records(ConsumerRecord, "topic", 3, 0)
+        during = len(starts) - before
+        assert len(records) == 3_000 and during == 0
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert len(batch.consumer_records(ConsumerRecord, "topic", 3, 0)) == 3_000
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(seen)
+
+
+def test_consumer_records_share_equal_timestamps() -> None:
+    """Records of one batch with the same timestamp share one int (one allocation less each);
+    records skipped before the fetch offset do not leave a freed int behind to share."""
+    deltas = [0, 0, 0, 5, 5, 0]
+    body = b"".join(record_body(d, i) for i, d in enumerate(deltas))
+    data = raw_batch(body, len(deltas), base_offset=10)
+    for min_offset in (0, 11, 13, 14):
+        pure = consume(_pure, data, min_offset)
+        accel = [r for _, r in consume(_accel, data, min_offset)]
+        assert accel == [r for _, r in pure]
+        base = 1_700_000_000_000
+        assert [r.timestamp - base for r in accel] == deltas[max(0, min_offset - 10) :]
+    records = [r for _, r in consume(_accel, data)]
+    assert records[0].timestamp is records[1].timestamp is records[2].timestamp
+    assert records[3].timestamp is records[4].timestamp
+    assert records[5].timestamp is not records[0].timestamp  # only the previous one is reused
 
 
 def test_decode_consumer_records_guards_its_arguments() -> None:

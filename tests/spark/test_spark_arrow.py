@@ -8,7 +8,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from aiokafkawire.consumer.records import ConsumerRecord  # noqa: E402
+from aiokafkawire.consumer.value_types import ConsumerRecord  # noqa: E402
 from aiokafkawire.spark import _kafka_io  # noqa: E402
 
 

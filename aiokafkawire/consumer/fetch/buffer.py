@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from aiokafkawire.consumer.fetch.decode import RecordDecoder, ScannedRecords
-from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.subscription import PartitionState, SubscriptionState
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.serialization import RecordDeserializationError
 from aiokafkawire.structs import TopicPartition
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from aiokafkawire.consumer.fetch.config import FetchConfig
-from aiokafkawire.consumer.records import ConsumerRecord
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError
 from aiokafkawire.protocol.records import ControlRecordType, iter_batches
 from aiokafkawire.serialization import RecordDeserializationError, locate_failure, plain_only

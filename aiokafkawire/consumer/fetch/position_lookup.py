@@ -18,7 +18,7 @@ from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
 from aiokafkawire.consumer.fetch.context import FetchContext
 from aiokafkawire.consumer.fetch.routing import current_leader_epoch, refreshes_leader
-from aiokafkawire.consumer.records import OffsetAndMetadata
+from aiokafkawire.consumer.value_types import OffsetAndMetadata
 from aiokafkawire.protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from aiokafkawire.protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsTopic
 from aiokafkawire.protocol.messages.offset_for_leader_epoch import (

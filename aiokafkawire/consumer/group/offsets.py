@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer.records import OffsetAndMetadata
+from aiokafkawire.consumer.value_types import OffsetAndMetadata
 from aiokafkawire.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 from aiokafkawire.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,

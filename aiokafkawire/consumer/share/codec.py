@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiokafkawire import errors
-from aiokafkawire.consumer.records import ConsumerRecord
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, build_batches
 from aiokafkawire.consumer.share.records import (
     AcknowledgementOutcome,
     AcknowledgeType,
     ShareRecord,
 )
+from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
 from aiokafkawire.protocol.messages import share_acknowledge as m_ack
 from aiokafkawire.protocol.messages import share_fetch as m_fetch
