@@ -51,7 +51,7 @@ _STEP_WAIT_MS = 500
 _PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 #: A range read's long poll (``kafka.fetch.max.wait.ms`` overrides): the records of a planned
 #: range are there already, so the broker answers at once; waiting matters only at the end.
-_FETCH_MAX_WAIT_MS = 25
+_FETCH_MAX_WAIT_MS = 10
 
 _HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
