@@ -137,6 +137,36 @@ def test_contradictory_filters_plan_nothing_without_a_lookup() -> None:
     assert reader.partitions() == []
 
 
+class _Started(Exception):
+    pass
+
+
+def test_range_reads_long_poll_briefly_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finished range at the log end leaves a long poll in flight that the next range of the
+    task waits behind: range reads use a short fetch.max.wait.ms (the option overrides it)."""
+    import aiokafkawire.consumer
+    from aiokafkawire.spark._kafka_io import read_ranges
+    from aiokafkawire.spark._options import parse_options
+
+    given: list[dict[str, Any]] = []
+
+    class Recording:
+        def __init__(self, **kwargs: Any) -> None:
+            given.append(kwargs)
+
+        async def start(self) -> None:
+            raise _Started
+
+    monkeypatch.setattr(aiokafkawire.consumer, "Consumer", Recording)
+    base = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}
+    for options in (base, {**base, "kafka.fetch.max.wait.ms": "300"}):
+        with pytest.raises(_Started):
+            list(
+                read_ranges(parse_options(options, mode="batch"), [("t", 0, 0, 5), ("t", 1, 0, 5)])
+            )
+    assert [g["fetch_max_wait_ms"] for g in given] == [10, 300]
+
+
 # ---------------------------------------------------------------------- on Apache Kafka
 
 BASE_TS = (int(time.time()) - 3600) * 1000
