@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -37,6 +37,7 @@ __all__ = [
     "OffsetResolver",
     "arrow_schema",
     "read_range",
+    "read_ranges",
     "write_batches",
 ]
 
@@ -48,6 +49,9 @@ T = TypeVar("T")
 _RECORDS_PER_STEP = 20_000
 _STEP_WAIT_MS = 500
 _PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+#: A range read's long poll (``kafka.fetch.max.wait.ms`` overrides): the records of a planned
+#: range are there already, so the broker answers at once; waiting matters only at the end.
+_FETCH_MAX_WAIT_MS = 10
 
 _HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -259,6 +263,35 @@ class OffsetResolver:
         """Concrete offsets of ``bound`` for ``partitions`` (``option`` names it in errors)."""
         return self._run(self._resolve(bound, partitions, option))
 
+    def resolve_bounds(
+        self,
+        partitions: set[TopicPartition],
+        by_time: tuple[set[TopicPartition], int] | None = None,
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int], dict[TopicPartition, int]]:
+        """``startingOffsets`` and ``endingOffsets`` of ``partitions`` and, with ``by_time``
+        (partitions, epoch ms), the first offset at or after that time in each (-1: none).
+
+        The lookups are sent concurrently: one round trip to each leader instead of three in a
+        row (the planner's share of a pushed query's fixed costs).
+        """
+        return self._run(self._resolve_bounds(partitions, by_time))
+
+    async def _resolve_bounds(
+        self,
+        partitions: set[TopicPartition],
+        by_time: tuple[set[TopicPartition], int] | None,
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int], dict[TopicPartition, int]]:
+        await self._client()  # started once, before the concurrent lookups share it
+        lookups = [
+            self._resolve(self._opts.starting, partitions, "startingOffsets"),
+            self._resolve(self._opts.ending, partitions, "endingOffsets"),
+        ]
+        if by_time is not None and by_time[0]:
+            specs = dict.fromkeys(by_time[0], by_time[1])
+            lookups.append(self._list(specs, allow_missing=True))
+        found = await asyncio.gather(*lookups)
+        return found[0], found[1], (found[2] if len(found) > 2 else {})
+
     async def _resolve(
         self, bound: OffsetBound, partitions: set[TopicPartition], option: str
     ) -> dict[TopicPartition, int]:
@@ -429,16 +462,28 @@ def read_range(
     A range whose remaining offsets do not arrive within ``kafkaConsumer.pollTimeoutMs`` fails
     (or, without ``failOnDataLoss``, ends) instead of waiting for ever.
     """
-    if start >= end:
+    return read_ranges(opts, [(topic, partition, start, end)])
+
+
+def read_ranges(
+    opts: KafkaOptions, ranges: Sequence[tuple[str, int, int, int]]
+) -> Iterator[pa.RecordBatch]:
+    """The records of each ``(topic, partition, start, end)`` range in turn, as
+    :func:`read_range` reads one, with one consumer for all of them (one start, one metadata
+    round): the planner groups small ranges into one task this way."""
+    todo = [r for r in ranges if r[2] < r[3]]
+    if not todo:
         return
     from aiokafkawire.consumer import Consumer
 
     runner = LoopRunner()
-    tp = TopicPartition(topic, partition)
-    # One partition per consumer: larger fetches than a subscriber's default 1 MiB keep the
+    # One partition at a time: larger fetches than a subscriber's default 1 MiB keep the
     # broker round trips per record low (kafka.max.partition.fetch.bytes overrides).
     consumer_options = {
         "max_partition_fetch_bytes": _PARTITION_FETCH_BYTES,
+        # A range that ends at the log's end leaves a long poll in flight on the broker's fetch
+        # connection, which the next range's first fetch waits behind (500 ms by default).
+        "fetch_max_wait_ms": _FETCH_MAX_WAIT_MS,
         **client_options(opts),
         **opts.consumer,
     }
@@ -453,8 +498,10 @@ def read_range(
     try:
         runner.run(consumer.start())
         started = True
-        runner.run(_assign(consumer, tp, start))
-        yield from _read_assigned(runner, consumer, opts, tp, start, end)
+        for topic, partition, start, end in todo:
+            tp = TopicPartition(topic, partition)
+            runner.run(_assign(consumer, tp, start))
+            yield from _read_assigned(runner, consumer, opts, tp, start, end)
     finally:
         _close_on(runner, consumer if started else None)
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from aiokafkawire.structs import TopicPartition
 
@@ -72,6 +71,8 @@ class PushedBounds:
         low, high = self.timestamp_low_us, self.timestamp_high_us
         if low is None and high is None:
             return batch
+        import pyarrow.compute as pc  # 50 ms to import: only tasks with timestamp bounds need it
+
         stamps = batch.column(batch.schema.get_field_index("timestamp")).cast(pa.int64())
         keep = None
         if low is not None:

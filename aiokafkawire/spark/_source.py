@@ -55,6 +55,7 @@ from aiokafkawire.spark._kafka_io import (
     DataLossError,
     OffsetResolver,
     read_range,
+    read_ranges,
     write_batches,
 )
 from aiokafkawire.spark._options import KafkaOptions, offsets_to_json, parse_options
@@ -71,6 +72,8 @@ from aiokafkawire.structs import TopicPartition
 __all__ = [
     "KafkaDataSource",
     "OffsetRange",
+    "RangeGroup",
+    "group_ranges",
     "plan_ranges",
     "rate_limit",
 ]
@@ -98,6 +101,54 @@ class OffsetRange(InputPartition):
     def size(self) -> int:
         """How many offsets the range covers."""
         return self.end - self.start
+
+
+#: A pushed query's ranges are packed into tasks of at most this many offsets: a task's fixed
+#: cost (a Python worker's turn, a consumer's start) outweighs reading that many records.
+GROUP_OFFSETS = 100_000
+
+
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """One Spark input partition of several small ranges, read in turn by one consumer."""
+
+    ranges: tuple[OffsetRange, ...]
+
+    @property
+    def size(self) -> int:
+        """How many offsets the ranges cover."""
+        return sum(r.size for r in self.ranges)
+
+
+def group_ranges(
+    ranges: Sequence[OffsetRange], limit: int = GROUP_OFFSETS
+) -> list[OffsetRange | RangeGroup]:
+    """``ranges`` packed, in order, into tasks of at most ``limit`` offsets.
+
+    A range of ``limit`` offsets or more stays a task of its own; smaller ones share a task
+    while their sum stays within ``limit``.  The rows read are the same; only the number of
+    tasks (each a Python worker's turn and a consumer's start) goes down.
+    """
+    planned: list[OffsetRange | RangeGroup] = []
+    group: list[OffsetRange] = []
+    size = 0
+
+    def close() -> None:
+        if group:
+            planned.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
+            group.clear()
+
+    for r in ranges:
+        if r.size >= limit:
+            planned.append(r)
+            continue
+        if size + r.size > limit:
+            close()
+            size = 0
+        group.append(r)
+        size += r.size
+    close()
+    return planned
 
 
 def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:
@@ -330,41 +381,53 @@ class KafkaBatchReader(DataSourceReader):
         return push_filters(self._pushed, filters)
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One input partition per non-empty range (split further by ``minPartitions``)."""
+        """One input partition per non-empty range (split further by ``minPartitions``).
+
+        Ranges narrowed by pushed filters that are small are grouped into fewer tasks (see
+        :func:`group_ranges`); contradictory filters plan nothing without a lookup.
+        """
         pushed = self._pushed
+        if pushed.empty:
+            return []
         resolver = OffsetResolver(self._opts)
         try:
             partitions = resolver.partitions()
-            starts = resolver.resolve(self._opts.starting, partitions, option="startingOffsets")
-            ends = resolver.resolve(self._opts.ending, partitions, option="endingOffsets")
-            _check_order(starts, ends)
             kept = pushed.filter_partitions(partitions)
-            by_time = None
-            if pushed.timestamp_low_ms is not None and kept and not pushed.empty:
-                by_time = resolver.offsets_for_time(kept, pushed.timestamp_low_ms)
+            low_ms = pushed.timestamp_low_ms
+            starts, ends, by_time = resolver.resolve_bounds(
+                partitions, None if low_ms is None else (kept, low_ms)
+            )
+            _check_order(starts, ends)
         finally:
             resolver.close()
-        if pushed.empty:
-            return []
         starts, ends = pushed.narrow(
-            {tp: starts[tp] for tp in kept}, {tp: ends[tp] for tp in kept}, by_time
+            {tp: starts[tp] for tp in kept},
+            {tp: ends[tp] for tp in kept},
+            by_time if low_ms is not None else None,
         )
-        if pushed.described:
-            log.info("pushed filters %s: %d partitions kept", pushed.described, len(kept))
-        return plan_ranges(
+        ranges = plan_ranges(
             starts, ends, self._opts.min_partitions, self._opts.max_records_per_partition
         )
+        if not pushed.described:
+            return ranges
+        log.info("pushed filters %s: %d partitions kept", pushed.described, len(kept))
+        if self._opts.min_partitions is not None or self._opts.max_records_per_partition:
+            return ranges
+        return group_ranges(ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The records of one range (inside the pushed timestamp bounds), as Arrow batches."""
-        if not isinstance(partition, OffsetRange):
+        if isinstance(partition, OffsetRange):
+            ranges: Sequence[OffsetRange] = [partition]
+        elif isinstance(partition, RangeGroup):
+            ranges = partition.ranges
+        else:
             return  # no ranges were planned: Spark passes one empty partition
-        for batch in read_range(
-            self._opts, partition.topic, partition.partition, partition.start, partition.end
-        ):
+        bounds = [(r.topic, r.partition, r.start, r.end) for r in ranges]
+        for batch in read_ranges(self._opts, bounds):
             kept = self._pushed.filter_rows(batch)
             if kept.num_rows:
-                yield _decoded(self._opts, partition.topic, kept)
+                yield _decoded(self._opts, _topic_of(batch), kept)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -564,6 +627,11 @@ def _exactly_once_options(opts: KafkaOptions, *, streaming: bool) -> KafkaOption
 def _decoded(opts: KafkaOptions, topic: str, batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` with keyFormat/valueFormat columns decoded (writer schemas fetched here)."""
     return batch if opts.registry is None else decode_batch(opts.registry, topic, batch)
+
+
+def _topic_of(batch: pa.RecordBatch) -> str:
+    """The topic of a (non-empty) batch of one partition's records."""
+    return str(batch.column(batch.schema.get_field_index("topic"))[0].as_py())
 
 
 def _write(opts: KafkaOptions, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:

@@ -107,6 +107,66 @@ def test_filters_of_other_types_are_left_alone() -> None:
     assert bounds == PushedBounds()
 
 
+def test_small_ranges_share_tasks_large_ones_keep_their_own() -> None:
+    from aiokafkawire.spark._source import OffsetRange, RangeGroup, group_ranges
+
+    ranges = [
+        OffsetRange("t", 0, 0, 40),
+        OffsetRange("t", 1, 10, 60),
+        OffsetRange("t", 2, 0, 150),  # at or above the limit: a task of its own
+        OffsetRange("t", 3, 5, 25),
+        OffsetRange("u", 0, 0, 100),
+    ]
+    planned = group_ranges(ranges, limit=100)
+    # Large ranges are planned as they come; small ones fill a task until the next would
+    # overflow it (90 + 20 > 100).
+    assert planned == [ranges[2], RangeGroup((ranges[0], ranges[1])), ranges[4], ranges[3]]
+    assert [p.size for p in planned] == [150, 90, 100, 20]
+    assert group_ranges([]) == []
+    (everything,) = group_ranges(ranges, limit=1000)
+    assert isinstance(everything, RangeGroup) and everything.ranges == tuple(ranges)
+
+
+def test_contradictory_filters_plan_nothing_without_a_lookup() -> None:
+    from aiokafkawire.spark._source import KafkaDataSource
+
+    # Nothing listens on port 1: any lookup would fail.
+    source = KafkaDataSource({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"})
+    reader = source.reader(None)  # type: ignore[arg-type]
+    reader.pushFilters([GreaterThan(("offset",), 10), LessThan(("offset",), 5)])
+    assert reader.partitions() == []
+
+
+class _Started(Exception):
+    pass
+
+
+def test_range_reads_long_poll_briefly_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finished range at the log end leaves a long poll in flight that the next range of the
+    task waits behind: range reads use a short fetch.max.wait.ms (the option overrides it)."""
+    import aiokafkawire.consumer
+    from aiokafkawire.spark._kafka_io import read_ranges
+    from aiokafkawire.spark._options import parse_options
+
+    given: list[dict[str, Any]] = []
+
+    class Recording:
+        def __init__(self, **kwargs: Any) -> None:
+            given.append(kwargs)
+
+        async def start(self) -> None:
+            raise _Started
+
+    monkeypatch.setattr(aiokafkawire.consumer, "Consumer", Recording)
+    base = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}
+    for options in (base, {**base, "kafka.fetch.max.wait.ms": "300"}):
+        with pytest.raises(_Started):
+            list(
+                read_ranges(parse_options(options, mode="batch"), [("t", 0, 0, 5), ("t", 1, 0, 5)])
+            )
+    assert [g["fetch_max_wait_ms"] for g in given] == [10, 300]
+
+
 # ---------------------------------------------------------------------- on Apache Kafka
 
 BASE_TS = (int(time.time()) - 3600) * 1000
@@ -131,14 +191,17 @@ def big_topic(request: Any) -> tuple[str, str]:
     return bootstrap, topic
 
 
-def _planned(bootstrap: str, topic: str, filters: list[Any], **options: str) -> tuple[Any, int]:
-    """(remaining filters, offsets the tasks will fetch) for a reader given ``filters``."""
+def _planned(
+    bootstrap: str, topic: str, filters: list[Any], **options: str
+) -> tuple[Any, int, int]:
+    """(remaining filters, offsets the tasks will fetch, tasks) for a reader given ``filters``."""
     from aiokafkawire.spark._source import KafkaDataSource
 
     source = KafkaDataSource({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, **options})
     reader = source.reader(None)  # type: ignore[arg-type]
     remaining = list(reader.pushFilters(filters))
-    return remaining, sum(r.size for r in reader.partitions())
+    tasks = reader.partitions()
+    return remaining, sum(r.size for r in tasks), len(tasks)
 
 
 @pytest.mark.slow
@@ -148,18 +211,19 @@ def test_last_percent_by_offset_or_timestamp_fetches_about_one_percent(
 ) -> None:
     bootstrap, topic = big_topic
     per_partition = RECORDS // PARTITIONS
-    remaining, fetched = _planned(
-        bootstrap, topic, [GreaterThanOrEqual(("offset",), per_partition * 99 // 100)]
-    )
+    by_offset = GreaterThanOrEqual(("offset",), per_partition * 99 // 100)
+    remaining, fetched, tasks = _planned(bootstrap, topic, [by_offset])
     assert remaining == []
-    assert fetched == RECORDS // 100
+    assert (fetched, tasks) == (RECORDS // 100, 1)  # both partitions' ranges: one task
     cut = datetime.datetime.fromtimestamp((BASE_TS + RECORDS * 990) / 1000, UTC)
     by_time = GreaterThanOrEqual(("timestamp",), cut)
-    remaining, fetched = _planned(bootstrap, topic, [by_time])
+    remaining, fetched, tasks = _planned(bootstrap, topic, [by_time])
     assert remaining == []
-    assert fetched == RECORDS // 100
-    _, everything = _planned(bootstrap, topic, [])
-    assert everything == RECORDS
+    assert (fetched, tasks) == (RECORDS // 100, 1)
+    # Without filters, or with minPartitions, one task per range as Spark's connector plans.
+    assert _planned(bootstrap, topic, [])[1:] == (RECORDS, PARTITIONS)
+    _, fetched, tasks = _planned(bootstrap, topic, [by_offset], minPartitions="2")
+    assert (fetched, tasks) == (RECORDS // 100, 2)
 
 
 def _scan_rows(df: Any) -> int:
@@ -205,6 +269,8 @@ def test_spark_pushes_filters_and_returns_the_same_rows(
         )
         assert "PushedFilters" in plan and column in plan.split("PushedFilters")[1], plan
         selected = pushed.select("partition", "offset", "value")
+        if column != "partition":  # the last 1% of both partitions: one task reads both
+            assert selected.rdd.getNumPartitions() == 1
         got = sorted(tuple(r) for r in selected.collect())
         scanned = _scan_rows(selected)
         # The same query with Spark doing all the filtering (a cached copy of every row).
