@@ -18,7 +18,9 @@ pending acknowledgements out) and by the consumer (the application's acknowledge
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from aiokafkawire import errors
@@ -47,6 +49,12 @@ def build_batches(acks: Mapping[int, int]) -> list[AckBatch]:
     if not acks:
         return []
     offsets = sorted(acks)  # linear on the usual, already ascending, offsets
+    if offsets[-1] - offsets[0] + 1 == len(offsets):
+        # The usual case: one contiguous run, checked for one type at C speed (``count``
+        # compares by identity first, and the types are the enum's members).
+        types = list(acks.values())
+        if types.count(types[0]) == len(types):
+            return [AckBatch(offsets[0], offsets[-1], (int(types[0]),))]
     batches: list[AckBatch] = []
     first = previous = offsets[0]
     types = [acks[first]]
@@ -84,6 +92,13 @@ def expand_batches(batches: Iterable[AckBatch]) -> dict[int, int]:
         else:
             raise ValueError(f"batch {first}..{last} has {len(types)} types")
     return out
+
+
+_ACCEPT = AcknowledgeType.ACCEPT
+_GAP = AcknowledgeType.GAP
+_RENEW = AcknowledgeType.RENEW
+_offset_of = itemgetter(2)  # ShareRecord.offset
+_delivery_count_of = itemgetter(9)  # ShareRecord.delivery_count
 
 
 class _Acquired(NamedTuple):
@@ -128,20 +143,26 @@ class Acknowledgements:
         """
         entry = _Acquired(delivery_count, self._clock() + lock_timeout_ms / 1000)
         acquired = self._acquired.setdefault(tp, {})
-        pending = self._pending.get(tp)
+        # One shared entry for the whole range, stored at C speed.
+        acquired.update(dict.fromkeys(range(first_offset, last_offset + 1), entry))
         renewed = self._renewed.get(tp)
-        for offset in range(first_offset, last_offset + 1):
-            acquired[offset] = entry
-            if renewed:
-                renewed.discard(offset)
-            if pending:
-                # Acquired again before the acknowledgement of the older delivery went out: its
-                # lock had expired, so that acknowledgement no longer applies.
-                stale = pending.pop(offset, None)
-                if stale is not None and stale is not AcknowledgeType.GAP:
+        if renewed:
+            renewed.difference_update([o for o in renewed if first_offset <= o <= last_offset])
+        pending = self._pending.get(tp)
+        if pending is not None:
+            # Acquired again before the acknowledgement of the older delivery went out: its
+            # lock had expired, so that acknowledgement no longer applies.
+            size = last_offset - first_offset + 1
+            if len(pending) <= size:
+                stale_offsets = [o for o in pending if first_offset <= o <= last_offset]
+            else:
+                stale_offsets = [o for o in range(first_offset, last_offset + 1) if o in pending]
+            for offset in stale_offsets:
+                stale = pending.pop(offset)
+                if stale is not _GAP:
                     self._expired.setdefault(tp, {})[offset] = stale
-        if pending is not None and not pending:
-            del self._pending[tp]
+            if not pending:
+                del self._pending[tp]
 
     def delivery_count(self, tp: TopicPartition, offset: int) -> int | None:
         """The delivery count of an acquired, unacknowledged offset (``None`` if not held)."""
@@ -179,7 +200,7 @@ class Acknowledgements:
         ``RENEW`` keeps the offset held: it asks the broker to restart the record's lock
         (:meth:`renewed` moves the client's deadline when the broker agreed).
         """
-        if ack_type is AcknowledgeType.RENEW:
+        if ack_type is _RENEW:
             self._renew(tp, offset, delivery_count)
             return
         acquired = self._acquired.get(tp)
@@ -263,10 +284,27 @@ class Acknowledgements:
         The bulk form of :meth:`acknowledge`, for the per-poll hot path.
         """
         acquired = self._acquired.get(tp)
-        if not acquired:
+        if not acquired or not records:
             return
         now = self._clock()
-        accept = AcknowledgeType.ACCEPT
+        accept = _ACCEPT
+        offsets = list(map(_offset_of, records))
+        entries = list(map(acquired.get, offsets))
+        entry = entries[0]
+        if (
+            entry is not None
+            and now < entry[1]
+            and entries.count(entry) == len(entries)  # one acquisition (by identity first)
+            and list(map(_delivery_count_of, records)).count(entry[0]) == len(records)
+        ):
+            # The usual case: every record still held, from one acquired range whose lock
+            # holds: settled at C speed.
+            if len(acquired) == len(offsets):
+                del self._acquired[tp]
+            else:
+                deque(map(acquired.pop, offsets), maxlen=0)
+            self._pending.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
+            return
         pending = self._pending.setdefault(tp, {})
         expired: dict[int, AcknowledgeType] | None = None
         get = acquired.get
