@@ -289,16 +289,16 @@ class Acknowledgements:
         now = self._clock()
         accept = _ACCEPT
         offsets = list(map(_offset_of, records))
-        entries = list(map(acquired.get, offsets))
-        entry = entries[0]
+        acquisitions = set(map(acquired.get, offsets))  # a few: one per acquired range
+        counts = {entry[0] for entry in acquisitions if entry is not None}
         if (
-            entry is not None
-            and now < entry[1]
-            and entries.count(entry) == len(entries)  # one acquisition (by identity first)
-            and list(map(_delivery_count_of, records)).count(entry[0]) == len(records)
+            None not in acquisitions
+            and len(counts) == 1
+            and now < min(entry[1] for entry in acquisitions)
+            and list(map(_delivery_count_of, records)).count(counts.pop()) == len(records)
         ):
-            # The usual case: every record still held, from one acquired range whose lock
-            # holds: settled at C speed.
+            # The usual case: every record still held, with the delivery count of its
+            # acquisition, within its lock: settled at C speed.
             if len(acquired) == len(offsets):
                 del self._acquired[tp]
             else:

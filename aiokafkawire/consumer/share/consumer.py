@@ -109,6 +109,7 @@ _ACK_BY_NAME = {
     "reject": AcknowledgeType.REJECT,
     "renew": AcknowledgeType.RENEW,
 }
+_RENEW = AcknowledgeType.RENEW
 OutcomeCallback = Callable[[AcknowledgementOutcome], Any]
 
 
@@ -612,7 +613,7 @@ class ShareConsumer(
             ack_type,
             record[9],
         )
-        if ack_type is AcknowledgeType.RENEW:
+        if ack_type is _RENEW:  # a module constant: an enum member lookup costs ~0.4 us
             assert self._fetcher is not None
             self._fetcher.wake_all()  # a renewal cannot wait for the next poll
 
