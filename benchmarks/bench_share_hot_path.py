@@ -4,9 +4,10 @@
 One "fetch" is what ``SessionRequests`` does with a ShareFetch answer of one partition (decode
 the acquired range's records into ``ShareRecord``s, note the acquisition), then what the
 application's poll does (implicit mode: accept the delivered records at the next poll; explicit
-mode: ``acknowledge`` each record), then the next request's acknowledgement batches.  Every
-step is the client's own code; only the broker is missing.  Deterministic enough for an A/B
-(``--pythonpath`` another checkout) and cheap to run under callgrind.
+mode: ``ShareConsumer.acknowledge`` each record, then the next poll's check), then the next
+request's acknowledgement batches.  Every step is the client's own code; only the broker is
+missing.  For an A/B, ``--pythonpath`` another checkout (and alternate the runs: the figures
+are CPU time, which a loaded machine still moves).
 
     python benchmarks/bench_share_hot_path.py                   # both modes, 500 records a fetch
     python benchmarks/bench_share_hot_path.py --mode explicit --fetches 2000
@@ -44,10 +45,10 @@ def _raw(records: int, per_batch: int) -> bytes:
 
 def run(mode: str, fetches: int, warmup: int, records: int, per_batch: int) -> dict[str, Any]:
     """The timed loop (this process)."""
+    from aiokafkawire.consumer.share import ShareConsumer
     from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
     from aiokafkawire.consumer.share.codec import _wire_batches, delivered_records
     from aiokafkawire.consumer.share.config import ShareFetchConfig
-    from aiokafkawire.consumer.share.records import AcknowledgeType
     from aiokafkawire.protocol.messages import share_fetch as m_fetch
     from aiokafkawire.structs import TopicPartition
 
@@ -56,12 +57,15 @@ def run(mode: str, fetches: int, warmup: int, records: int, per_batch: int) -> d
             self.first_offset, self.last_offset, self.delivery_count = first, last, 1
 
     config = ShareFetchConfig(group_id="g")
-    acks = Acknowledgements()
+    # The application's calls go through the public ShareConsumer.acknowledge (a consumer never
+    # started: acknowledge() only reads its bookkeeping) and the next poll's check.
+    consumer = ShareConsumer("bench", group_id="g", acknowledgement_mode=mode)
+    acks: Acknowledgements = consumer._acks
     tp = TopicPartition("bench", 0)
     # Every fetch acquires the same offsets again: each one is settled before the next.
     raw = _raw(records, per_batch)
     acquired = [Acquired(0, records - 1)]
-    accept = AcknowledgeType.ACCEPT
+    acknowledge = consumer.acknowledge
     delivered: list[Any] = []
 
     def _send(acks: Acknowledgements) -> None:
@@ -79,7 +83,8 @@ def run(mode: str, fetches: int, warmup: int, records: int, per_batch: int) -> d
         got = delivered_records(acks, config, tp, raw, acquired, 30_000)
         if mode == "explicit":
             for record in got:
-                acks.acknowledge((record[0], record[1]), record[2], accept, record[9])
+                acknowledge(record, "accept")
+            assert not acks.unacknowledged(tp, got)  # the next poll's check
             _send(acks)
         delivered = got
         total += len(got)

@@ -337,6 +337,20 @@ def test_unknown_acknowledgement_type_is_a_typed_value_error() -> None:
     assert AcknowledgeType.parse("Renew") is AcknowledgeType.RENEW
 
 
+def test_consumer_acknowledge_takes_names_members_and_numbers_but_not_gap() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 4, 1, 30_000)
+    records = _share_records([0, 1, 2, 3, 4])
+    for record, kind in zip(records, ["accept", R, 3, "Release"], strict=False):
+        consumer.acknowledge(record, kind)
+    for bad in (0, G, "gap", ["accept"], 9):
+        with pytest.raises(errors.KafkaValueError):
+            consumer.acknowledge(records[4], bad)
+    assert acks.take_pending() == {TP: {0: A, 1: R, 2: J, 3: R}}
+    assert acks.held_offsets(TP) == [4]
+
+
 # ------------------------------------------------------------------ the session state machine
 
 
