@@ -289,12 +289,13 @@ class Acknowledgements:
         now = self._clock()
         accept = _ACCEPT
         offsets = list(map(_offset_of, records))
-        acquisitions = set(map(acquired.get, offsets))  # a few: one per acquired range
-        counts = {entry[0] for entry in acquisitions if entry is not None}
+        found = set(map(acquired.get, offsets))  # a few: one per acquired range
+        held = {entry for entry in found if entry is not None}
+        counts = {entry[0] for entry in held}
         if (
-            None not in acquisitions
+            len(held) == len(found)  # every record still held
             and len(counts) == 1
-            and now < min(entry[1] for entry in acquisitions)
+            and now < min(entry[1] for entry in held)
             and list(map(_delivery_count_of, records)).count(counts.pop()) == len(records)
         ):
             # The usual case: every record still held, with the delivery count of its
