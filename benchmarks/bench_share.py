@@ -15,7 +15,10 @@ when the group has received every record; it reports
 
 - ``records/s``: records over the time from the first record received to the last one (the
   steady state: joining the group is excluded), and
-- ``join_s``: time from starting the consumers to the first record.
+- ``join_s``: time from starting the consumers to the first record;
+- ``warm_records_per_s`` and ``cpu_us_per_record``: after a warm-up (the first ``WARMUP`` of the
+  records), records/s and the process's CPU time (user + system, all threads, ``os.times``) per
+  record until the last one: the steady state, and the cost a user pays on their own hosts.
 
 Each of our consumers runs in the same event loop (one process, one core for Python), as an
 asyncio service would host them; confluent-kafka's consumers each have a thread (librdkafka's
@@ -40,6 +43,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CONSUMERS = 3
+#: Share of the records received before the warm meter starts.
+WARMUP = 0.2
 BROKER_CONFIG = {
     # Heartbeats carry assignments: a short interval keeps the join out of the measurement.
     "group.share.min.heartbeat.interval.ms": 500,
@@ -50,11 +55,52 @@ BROKER_CONFIG = {
 # --------------------------------------------------------------------------- workers
 
 
+class _Meter:
+    """Wall-clock and CPU time (user + system, every thread of the process) between a mark
+    taken once ``warm_at`` records have arrived and the last record."""
+
+    def __init__(self, records: int) -> None:
+        self.warm_at = max(1, int(records * WARMUP))
+        self.first = self.last = self.warm = 0.0
+        self.warm_cpu = self.last_cpu = 0.0
+        self.warm_received = self.received = 0
+
+    def add(self, total: int) -> None:
+        """More records arrived: ``total`` so far, all consumers together."""
+        if not self.first:
+            self.first = time.perf_counter()
+        if not self.warm and total >= self.warm_at:
+            self.warm, self.warm_cpu, self.warm_received = time.perf_counter(), _cpu(), total
+
+    def end(self, total: int) -> None:
+        """The last record arrived."""
+        if not self.last:
+            self.last, self.last_cpu, self.received = time.perf_counter(), _cpu(), total
+
+    def result(self, started: float, per_consumer: list[int]) -> dict[str, Any]:
+        """The run's figures (see the module docstring)."""
+        warm_records = max(self.received - self.warm_received, 1)
+        return {
+            "records": self.received,
+            "records_per_s": self.received / max(self.last - self.first, 1e-9),
+            "warm_records_per_s": warm_records / max(self.last - self.warm, 1e-9),
+            "cpu_us_per_record": (self.last_cpu - self.warm_cpu) / warm_records * 1e6,
+            "join_s": self.first - started,
+            "total_s": self.last - started,
+            "per_consumer": per_consumer,
+        }
+
+
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 async def _ours(bootstrap: str, topic: str, group: str, records: int, mode: str) -> dict[str, Any]:
     from aiokafkawire import ShareConsumer
 
     received = 0
-    first = last = 0.0
+    meter = _Meter(records)
     done = asyncio.Event()
     consumers = [
         ShareConsumer(
@@ -69,19 +115,18 @@ async def _ours(bootstrap: str, topic: str, group: str, records: int, mode: str)
     per_consumer = [0] * CONSUMERS
 
     async def run(index: int, consumer: Any) -> None:
-        nonlocal received, first, last
+        nonlocal received
         while not done.is_set():
             batch = await consumer.getmany(timeout_ms=100)
             for part in batch.values():
                 if mode == "explicit":
                     for record in part:
                         consumer.acknowledge(record, "accept")
-                if not first:
-                    first = time.perf_counter()
                 received += len(part)
+                meter.add(received)
                 per_consumer[index] += len(part)
             if received >= records:
-                last = last or time.perf_counter()
+                meter.end(received)
                 done.set()
         await consumer.commit()
 
@@ -93,7 +138,7 @@ async def _ours(bootstrap: str, topic: str, group: str, records: int, mode: str)
     finally:
         for consumer in consumers:
             await consumer.close()
-    return _result(records, received, started, first, last, per_consumer)
+    return meter.result(started, per_consumer)
 
 
 def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) -> dict[str, Any]:
@@ -101,13 +146,13 @@ def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) 
 
     lock = threading.Lock()
     received = 0
-    first = last = 0.0
+    meter = _Meter(records)
     done = threading.Event()
     per_consumer = [0] * CONSUMERS
     problems: list[str] = []
 
     def run(index: int) -> None:
-        nonlocal received, first, last
+        nonlocal received
         consumer = ShareConsumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -130,12 +175,11 @@ def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) 
                     good += 1
                 if good:
                     with lock:
-                        if not first:
-                            first = time.perf_counter()
                         received += good
+                        meter.add(received)
                         per_consumer[index] += good
-                        if received >= records and not last:
-                            last = time.perf_counter()
+                        if received >= records:
+                            meter.end(received)
                             done.set()
             consumer.commit_sync()
         finally:
@@ -149,25 +193,7 @@ def _confluent(bootstrap: str, topic: str, group: str, records: int, mode: str) 
         thread.join()
     if problems:
         raise RuntimeError(f"confluent-kafka errors: {problems[:3]}")
-    return _result(records, received, started, first, last, per_consumer)
-
-
-def _result(
-    records: int,
-    received: int,
-    started: float,
-    first: float,
-    last: float,
-    per_consumer: list[int],
-) -> dict[str, Any]:
-    steady = max(last - first, 1e-9)
-    return {
-        "records": received,
-        "records_per_s": received / steady,
-        "join_s": first - started,
-        "total_s": last - started,
-        "per_consumer": per_consumer,
-    }
+    return meter.result(started, per_consumer)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -279,14 +305,19 @@ def main() -> None:
                 runs[client].append(result)
                 print(
                     f"rep {repetition + 1} {client:16s} {result['records_per_s']:>10,.0f} records/s"
+                    f"  warm {result['warm_records_per_s']:>10,.0f}/s"
+                    f"  {result['cpu_us_per_record']:.2f} us CPU/record"
                     f"  join {result['join_s']:.2f}s  split {result['per_consumer']}",
                     flush=True,
                 )
-    medians = {
-        client: statistics.median(r["records_per_s"] for r in results)
-        for client, results in runs.items()
-        if results
-    }
+    medians, warm, cpu = (
+        {
+            client: statistics.median(r[key] for r in results)
+            for client, results in runs.items()
+            if results
+        }
+        for key in ("records_per_s", "warm_records_per_s", "cpu_us_per_record")
+    )
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpu_count": os.cpu_count(),
@@ -301,12 +332,17 @@ def main() -> None:
         "ack_mode": args.ack_mode,
         "runs": runs,
         "median_records_per_s": medians,
+        "median_warm_records_per_s": warm,
+        "median_cpu_us_per_record": cpu,
     }
     if len(medians) == 2:
         summary["ratio"] = medians["aiokafkawire"] / medians["confluent-kafka"]
+        summary["warm_ratio"] = warm["aiokafkawire"] / warm["confluent-kafka"]
+        summary["cpu_ratio"] = cpu["aiokafkawire"] / cpu["confluent-kafka"]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: summary[k] for k in ("median_records_per_s", "ratio") if k in summary}))
+    shown = ("median_records_per_s", "median_cpu_us_per_record", "ratio", "warm_ratio", "cpu_ratio")
+    print(json.dumps({k: summary[k] for k in shown if k in summary}))
 
 
 if __name__ == "__main__":

@@ -141,6 +141,66 @@ def test_accept_delivered_skips_records_already_acknowledged_or_delivered_again(
     assert outcome.offsets == {4: A}
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 12),  # first offset
+            st.integers(0, 8),  # length - 1
+            st.integers(1, 3),  # delivery count
+            st.sampled_from([1_000, 30_000]),  # lock timeout ms
+            st.floats(0, 2),  # seconds before the next step
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sets(st.integers(0, 20), max_size=4),  # acknowledged (RELEASE) before the poll
+    st.lists(
+        st.tuples(st.integers(0, 20), st.integers(1, 3)), max_size=12, unique_by=lambda r: r[0]
+    ),
+    # the records as delivered (ascending, the acquired counts), an older delivery, or as drawn
+    st.sampled_from(["delivered", "older", "drawn"]),
+)
+def test_accept_delivered_in_bulk_settles_like_one_acknowledgement_per_record(
+    ranges: list[tuple[int, int, int, int, float]],
+    released: set[int],
+    drawn: list[tuple[int, int]],
+    records_are: str,
+) -> None:
+    """The bulk fast paths (acquire, accept_delivered) keep the per-offset semantics."""
+    bulk, each = Acknowledgements(FakeClock()), Acknowledgements(FakeClock())
+    for acks in (bulk, each):
+        for first, extra, count, lock_ms, later in ranges:
+            acks.acquire(TP, first, first + extra, count, lock_ms)
+            acks._clock.now += later  # type: ignore[attr-defined]
+        for offset in sorted(released):
+            if acks.delivery_count(TP, offset) is not None:
+                acks.acknowledge(TP, offset, R)
+    if records_are != "drawn":
+        older = records_are == "older"
+        drawn = [(o, c + older) for o in each.held_offsets(TP) if (c := each.delivery_count(TP, o))]
+    records = [_share_records([offset], count)[0] for offset, count in drawn]
+    bulk.accept_delivered(TP, records)
+    for record in records:
+        if each.delivery_count(TP, record.offset) == record.delivery_count:
+            each.acknowledge(TP, record.offset, A)
+    assert bulk.held_offsets(TP) == each.held_offsets(TP)
+    assert bulk.take_pending() == each.take_pending()
+    assert [o.offsets for o in bulk.take_expired()] == [o.offsets for o in each.take_expired()]
+
+
+def test_acquiring_a_range_again_moves_its_pending_acknowledgements_to_expired() -> None:
+    acks = Acknowledgements(FakeClock())
+    acks.acquire(TP, 0, 9, 1, 30_000)
+    for offset in (2, 3, 8):
+        acks.acknowledge(TP, offset, G if offset == 8 else R)
+    acks.acquire(TP, 3, 8, 2, 30_000)  # 3..8 came back: their acknowledgements are stale
+    assert acks.take_pending() == {TP: {2: R}}
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {3: R}  # a GAP is never reported late
+    assert acks.held_offsets(TP) == [0, 1, 3, 4, 5, 6, 7, 8, 9]
+    assert {acks.delivery_count(TP, o) for o in range(3, 9)} == {2}
+
+
 def test_acknowledge_twice_or_unknown_is_refused() -> None:
     acks = Acknowledgements(FakeClock())
     acks.acquire(TP, 0, 0, 1, 30_000)
@@ -275,6 +335,20 @@ def test_unknown_acknowledgement_type_is_a_typed_value_error() -> None:
         assert isinstance(caught.value, errors.KafkaError)
         assert isinstance(caught.value, ValueError)
     assert AcknowledgeType.parse("Renew") is AcknowledgeType.RENEW
+
+
+def test_consumer_acknowledge_takes_names_members_and_numbers_but_not_gap() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 4, 1, 30_000)
+    records = _share_records([0, 1, 2, 3, 4])
+    for record, kind in zip(records, ["accept", R, 3, "Release"], strict=False):
+        consumer.acknowledge(record, kind)
+    for bad in (0, G, "gap", ["accept"], 9):
+        with pytest.raises(errors.KafkaValueError):
+            consumer.acknowledge(records[4], bad)
+    assert acks.take_pending() == {TP: {0: A, 1: R, 2: J, 3: R}}
+    assert acks.held_offsets(TP) == [4]
 
 
 # ------------------------------------------------------------------ the session state machine

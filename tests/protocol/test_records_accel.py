@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from aiokafkawire.consumer.share.records import ShareRecord
 from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError, IllegalStateError
 from aiokafkawire.protocol import records as records_api
@@ -773,6 +774,75 @@ def test_decode_consumer_records_guards_its_arguments() -> None:
     with pytest.raises(ValueError):
         _crecords.decode_consumer_records(data, 0, len(data) + 1, *args[3:])
     assert _crecords.decode_consumer_records(*args[:12], 1 << 64, None, None) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# share records (RecordBatch.share_records)
+
+
+def share(
+    impl: Any, data: bytes, first: int, last: int, record_cls: type = ShareRecord, count: int = 2
+) -> list[tuple[type, Any]]:
+    """Every share record of offsets ``first..last``, with its class (delivery count ``count``)."""
+    return [
+        (type(record), record)
+        for batch in impl.iter_batches(data, check_crcs=True)
+        for record in batch.share_records(record_cls, "topic", 3, first, last, count)
+    ]
+
+
+@pytest.mark.parametrize("codec", list(CompressionType))
+@pytest.mark.parametrize(
+    "timestamp_type", [TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]
+)
+@pytest.mark.parametrize("bounds", [(0, 100), (2, 5), (1, 1), (6, 6), (7, 3)])
+@pytest.mark.parametrize("record_cls", [ShareRecord, tuple, DictTuple])
+def test_share_records_match_pure(
+    codec: CompressionType, timestamp_type: TimestampType, bounds: tuple[int, int], record_cls: type
+) -> None:
+    data = build(_pure, SAMPLE, compression_type=codec, timestamp_type=timestamp_type)
+    data += build(_pure, SAMPLE[:2], base_offset=len(SAMPLE))
+    pure = share(_pure, data, *bounds, record_cls)
+    accel = share(_accel, data, *bounds, record_cls)
+    assert accel == pure
+    first, last = bounds
+    assert [r[2] for _, r in pure] == list(range(first, min(last, len(SAMPLE) + 1) + 1))
+    consumed = consume(_pure, data, 0)
+    for (cls, record), (_, consumer_record) in zip(accel, consumed[first:], strict=False):
+        assert cls is record_cls
+        assert tuple(record) == (*consumer_record, 2)  # the consumer's fields, delivery count
+
+
+def test_share_records_are_untracked_and_skip_control_batches() -> None:
+    data = build(_pure, SAMPLE)
+    records = [r for _, r in share(_accel, data, 0, 100)]
+    assert records and not any(gc.is_tracked(r) for r in records)
+    assert records[0].delivery_count == 2 and records[0].topic_partition == ("topic", 3)
+    control = _pure_v2.build_control_batch(
+        ControlRecordType.COMMIT, producer_id=1, producer_epoch=0
+    )
+    for impl in (_pure, _accel):
+        assert share(impl, bytes(control), 0, 100) == []
+        with pytest.raises(CorruptRecordError):
+            share(impl, raw_batch(record_body(headers=b"\x02\x02\xff\x01"), 1), 0, 0)
+
+
+def test_decode_share_records_guards_its_arguments() -> None:
+    data = raw_batch(b"".join(record_body(offset_delta=i) for i in range(3)), 3)
+    args: list[Any] = [data, HEADER_SIZE, len(data), 3, 0, 0, None, ShareRecord]
+    args += ["t", 0, 0, None, 1, 1, 4]
+    [record] = _crecords.decode_share_records(*args)
+    assert record.offset == 1 and record.delivery_count == 4
+    with pytest.raises(TypeError):
+        _crecords.decode_share_records(*args[:-1])
+    with pytest.raises(TypeError):
+        _crecords.decode_share_records(*args[:7], Record, *args[8:])
+    with pytest.raises(ValueError):
+        _crecords.decode_share_records(data, 0, len(data) + 1, *args[3:])
+    assert _crecords.decode_share_records(*args[:13], 1 << 64, 4) is None
+    # beyond int64: the pure path's Python ints
+    wide = raw_batch(record_body(offset_delta=INT64_MAX), 1, base_offset=INT64_MAX)
+    assert share(_accel, wide, 0, 1 << 65) == share(_pure, wide, 0, 1 << 65)
 
 
 # ---------------------------------------------------------------------------------------------

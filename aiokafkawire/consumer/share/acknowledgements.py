@@ -18,7 +18,9 @@ pending acknowledgements out) and by the consumer (the application's acknowledge
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from aiokafkawire import errors
@@ -47,6 +49,12 @@ def build_batches(acks: Mapping[int, int]) -> list[AckBatch]:
     if not acks:
         return []
     offsets = sorted(acks)  # linear on the usual, already ascending, offsets
+    if offsets[-1] - offsets[0] + 1 == len(offsets):
+        # The usual case: one contiguous run, checked for one type at C speed (``count``
+        # compares by identity first, and the types are the enum's members).
+        types = list(acks.values())
+        if types.count(types[0]) == len(types):
+            return [AckBatch(offsets[0], offsets[-1], (int(types[0]),))]
     batches: list[AckBatch] = []
     first = previous = offsets[0]
     types = [acks[first]]
@@ -84,6 +92,13 @@ def expand_batches(batches: Iterable[AckBatch]) -> dict[int, int]:
         else:
             raise ValueError(f"batch {first}..{last} has {len(types)} types")
     return out
+
+
+_ACCEPT = AcknowledgeType.ACCEPT
+_GAP = AcknowledgeType.GAP
+_RENEW = AcknowledgeType.RENEW
+_offset_of = itemgetter(2)  # ShareRecord.offset
+_delivery_count_of = itemgetter(9)  # ShareRecord.delivery_count
 
 
 class _Acquired(NamedTuple):
@@ -128,20 +143,26 @@ class Acknowledgements:
         """
         entry = _Acquired(delivery_count, self._clock() + lock_timeout_ms / 1000)
         acquired = self._acquired.setdefault(tp, {})
-        pending = self._pending.get(tp)
+        # One shared entry for the whole range, stored at C speed.
+        acquired.update(dict.fromkeys(range(first_offset, last_offset + 1), entry))
         renewed = self._renewed.get(tp)
-        for offset in range(first_offset, last_offset + 1):
-            acquired[offset] = entry
-            if renewed:
-                renewed.discard(offset)
-            if pending:
-                # Acquired again before the acknowledgement of the older delivery went out: its
-                # lock had expired, so that acknowledgement no longer applies.
-                stale = pending.pop(offset, None)
-                if stale is not None and stale is not AcknowledgeType.GAP:
+        if renewed:
+            renewed.difference_update([o for o in renewed if first_offset <= o <= last_offset])
+        pending = self._pending.get(tp)
+        if pending is not None:
+            # Acquired again before the acknowledgement of the older delivery went out: its
+            # lock had expired, so that acknowledgement no longer applies.
+            size = last_offset - first_offset + 1
+            if len(pending) <= size:
+                stale_offsets = [o for o in pending if first_offset <= o <= last_offset]
+            else:
+                stale_offsets = [o for o in range(first_offset, last_offset + 1) if o in pending]
+            for offset in stale_offsets:
+                stale = pending.pop(offset)
+                if stale is not _GAP:
                     self._expired.setdefault(tp, {})[offset] = stale
-        if pending is not None and not pending:
-            del self._pending[tp]
+            if not pending:
+                del self._pending[tp]
 
     def delivery_count(self, tp: TopicPartition, offset: int) -> int | None:
         """The delivery count of an acquired, unacknowledged offset (``None`` if not held)."""
@@ -179,7 +200,7 @@ class Acknowledgements:
         ``RENEW`` keeps the offset held: it asks the broker to restart the record's lock
         (:meth:`renewed` moves the client's deadline when the broker agreed).
         """
-        if ack_type is AcknowledgeType.RENEW:
+        if ack_type is _RENEW:
             self._renew(tp, offset, delivery_count)
             return
         acquired = self._acquired.get(tp)
@@ -199,7 +220,7 @@ class Acknowledgements:
         if self._renewed:
             self._settle_renewed(tp, offset)
         # ``tp`` may be a plain (topic, partition) tuple: new keys are always TopicPartitions.
-        if ack_type and self._clock() >= entry[1]:  # GAP (0) is never late
+        if ack_type is not _GAP and self._clock() >= entry[1]:  # GAP is never late
             target = self._expired
         else:
             target = self._pending
@@ -263,10 +284,28 @@ class Acknowledgements:
         The bulk form of :meth:`acknowledge`, for the per-poll hot path.
         """
         acquired = self._acquired.get(tp)
-        if not acquired:
+        if not acquired or not records:
             return
         now = self._clock()
-        accept = AcknowledgeType.ACCEPT
+        accept = _ACCEPT
+        offsets = list(map(_offset_of, records))
+        found = set(map(acquired.get, offsets))  # a few: one per acquired range
+        held = {entry for entry in found if entry is not None}
+        counts = {entry[0] for entry in held}
+        if (
+            len(held) == len(found)  # every record still held
+            and len(counts) == 1
+            and now < min(entry[1] for entry in held)
+            and list(map(_delivery_count_of, records)).count(counts.pop()) == len(records)
+        ):
+            # The usual case: every record still held, with the delivery count of its
+            # acquisition, within its lock: settled at C speed.
+            if len(acquired) == len(offsets):
+                del self._acquired[tp]
+            else:
+                deque(map(acquired.pop, offsets), maxlen=0)
+            self._pending.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
+            return
         pending = self._pending.setdefault(tp, {})
         expired: dict[int, AcknowledgeType] | None = None
         get = acquired.get
@@ -290,8 +329,8 @@ class Acknowledgements:
     def unacknowledged(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> list[int]:
         """The offsets of ``records`` (one partition) whose delivery is still held."""
         acquired = self._acquired.get(tp)
-        if not acquired:
-            return []
+        if not acquired or acquired.keys().isdisjoint(map(_offset_of, records)):
+            return []  # the usual case (every record acknowledged), checked at C speed
         renewed = self._renewed.get(tp, ())
         out = []
         for record in records:

@@ -5,7 +5,7 @@ decoding the acquired records.  Pure functions: the sending and the session book
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -216,25 +216,45 @@ def delivered_records(
 def _records_in_ranges(
     config: ShareFetchConfig, tp: TopicPartition, raw: bytes, ranges: list[tuple[int, int, int]]
 ) -> list[ShareRecord]:
+    """The records of ``raw`` inside the acquired ``ranges`` (ascending, disjoint), each decoded
+    straight into a :class:`ShareRecord` with its range's delivery count; keys and values raw
+    (the share consumer applies the deserializers when it hands the records out, so that a
+    failing one is released and raised at its position).  Batches outside the ranges are not
+    decoded."""
     topic, partition = tp
     lowest, highest = ranges[0][0], ranges[-1][1]
-    decoded: list[Any] = []
-    for batch in iter_batches(raw, check_crcs=config.check_crcs):
-        if batch.last_offset < lowest or batch.magic != 2:
-            continue
-        # Raw keys and values: the share consumer applies the deserializers when it hands the
-        # records out (a failing one is then released and raised at its position).
-        decoded.extend(batch.consumer_records(ConsumerRecord, topic, partition, lowest))
-    # Each record becomes a ShareRecord: its nine fields and its range's delivery count.
-    if len(ranges) == 1:
-        tail = (ranges[0][2],)
-        return [_new(ShareRecord, r + tail) for r in decoded if r[2] <= highest]
     out: list[ShareRecord] = []
-    offsets = [r[2] for r in decoded]
-    for first, last, count in ranges:
-        tail = (count,)
-        run = decoded[bisect_left(offsets, first) : bisect_right(offsets, last)]
-        out.extend([_new(ShareRecord, r + tail) for r in run])
+    for batch in iter_batches(raw, check_crcs=config.check_crcs):
+        if batch.last_offset < lowest or batch.base_offset > highest or batch.magic != 2:
+            continue
+        if len(ranges) == 1:
+            first, last, count = ranges[0]
+            out.extend(batch.share_records(ShareRecord, topic, partition, first, last, count))
+            continue
+        inside = [r for r in ranges if r[1] >= batch.base_offset and r[0] <= batch.last_offset]
+        if len(inside) == 1:
+            first, last, count = inside[0]
+            out.extend(batch.share_records(ShareRecord, topic, partition, first, last, count))
+        elif inside:
+            out.extend(_split_by_ranges(batch, topic, partition, inside))
+    return out
+
+
+def _split_by_ranges(
+    batch: Any, topic: str, partition: int, ranges: list[tuple[int, int, int]]
+) -> list[ShareRecord]:
+    """One batch spanning several acquired ranges: decoded once, then each record kept with its
+    own range's delivery count (records between the ranges are left out)."""
+    decoded = batch.share_records(
+        ShareRecord, topic, partition, ranges[0][0], ranges[-1][1], ranges[0][2]
+    )
+    firsts = [first for first, _, _ in ranges]
+    out: list[ShareRecord] = []
+    for record in decoded:
+        _, last, count = ranges[bisect_right(firsts, record[2]) - 1]
+        if record[2] > last:
+            continue
+        out.append(record if record[9] == count else _new(ShareRecord, (*record[:9], count)))
     return out
 
 

@@ -36,8 +36,8 @@ class AcknowledgeType(enum.IntEnum):
         and a ``ValueError``).
         """
         if isinstance(value, AcknowledgeType):
-            return value
-        if isinstance(value, str):
+            member = value
+        elif isinstance(value, str):
             try:
                 member = cls[value.upper()]
             except KeyError:

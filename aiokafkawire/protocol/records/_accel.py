@@ -21,6 +21,7 @@ from aiokafkawire.protocol.records._crecords import (
     builder_append,
     decode_consumer_records,
     decode_records,
+    decode_share_records,
     encode_record,
 )
 from aiokafkawire.protocol.records._pure import estimate_size_in_bytes, split_batches
@@ -107,6 +108,49 @@ class RecordBatch(_pure_v2.RecordBatch):
         if records is None:  # numbers beyond 64 bits: the pure path's Python ints
             return super().consumer_records(
                 record_cls, topic, partition, min_offset, key_deserializer, value_deserializer
+            )
+        return records
+
+    def share_records(
+        self,
+        record_cls: type[Any],
+        topic: str,
+        partition: int,
+        min_offset: int,
+        max_offset: int,
+        delivery_count: int,
+    ) -> list[Any]:
+        """See :meth:`_pure_v2.RecordBatch.share_records`; built by the C extension."""
+        count = self.record_count
+        attributes = self.attributes
+        if count == 0 or attributes & _ATTR_CONTROL:
+            return []
+        buf, pos, end = self._payload()
+        if attributes & _ATTR_TIMESTAMP_TYPE:
+            timestamp_type, log_append_time = 1, self.max_timestamp
+        else:
+            timestamp_type, log_append_time = 0, None
+        epoch = self.partition_leader_epoch
+        records: list[Any] | None = decode_share_records(
+            buf,
+            pos,
+            end,
+            count,
+            self.base_offset,
+            self.base_timestamp,
+            log_append_time,
+            record_cls,
+            topic,
+            partition,
+            timestamp_type,
+            epoch if epoch >= 0 else None,
+            min_offset,
+            max_offset,
+            delivery_count,
+        )
+        if records is None:  # numbers beyond 64 bits: the pure path's Python ints
+            return super().share_records(
+                record_cls, topic, partition, min_offset, max_offset, delivery_count
             )
         return records
 

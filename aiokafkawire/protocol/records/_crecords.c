@@ -21,6 +21,13 @@
  *       subclass is never untracked by CPython, and millions of buffered records would
  *       otherwise be walked by every collection.
  *
+ *   decode_share_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                        record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                        min_offset, max_offset, delivery_count) -> list | None
+ *       The same, for the share consumer: only offsets min_offset..max_offset (an acquired
+ *       range), each record with one more field, the range's delivery count; keys and values
+ *       raw (_pure_v2.RecordBatch.share_records).
+ *
  *   encode_record(buffer, offset_delta, timestamp_delta, key, value, headers, batch_size)
  *       -> bool | None
  *       Appends one record (length-prefixed) to the bytearray ``buffer``, or returns False when
@@ -970,6 +977,185 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* share records                                                                                */
+
+enum { S_DELIVERY_COUNT = N_CONSUMER_FIELDS, N_SHARE_FIELDS };
+
+/* A new untracked ShareRecord (nine consumer fields + delivery count; new references,
+ * always consumed), allocated directly when the class layout allows, else tuple.__new__. */
+static PyObject *
+make_share_record(PyTypeObject *cls, int direct, PyObject *fields[N_SHARE_FIELDS])
+{
+    PyObject *record, *items, *args;
+    int i;
+
+    if (direct) {
+        record = cls->tp_alloc(cls, N_SHARE_FIELDS);
+        if (record != NULL) {
+            for (i = 0; i < N_SHARE_FIELDS; i++) {
+                PyTuple_SET_ITEM(record, i, fields[i]);
+            }
+            PyObject_GC_UnTrack(record);
+        }
+        else {
+            for (i = 0; i < N_SHARE_FIELDS; i++) {
+                Py_DECREF(fields[i]);
+            }
+        }
+        return record;
+    }
+    items = PyTuple_New(N_SHARE_FIELDS);
+    if (items == NULL) {
+        for (i = 0; i < N_SHARE_FIELDS; i++) {
+            Py_DECREF(fields[i]);
+        }
+        return NULL;
+    }
+    for (i = 0; i < N_SHARE_FIELDS; i++) {
+        PyTuple_SET_ITEM(items, i, fields[i]);
+    }
+    args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL) {
+        return NULL;
+    }
+    record = PyTuple_Type.tp_new(cls, args, NULL);
+    Py_DECREF(args);
+    return record;
+}
+
+/*
+ * decode_share_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                      record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                      min_offset, max_offset, delivery_count) -> list | None
+ * The records of an uncompressed v2 batch body whose offsets lie in min_offset..max_offset,
+ * each as tuple.__new__(record_cls, (the nine fields of decode_consumer_records,
+ * delivery_count)), keys and values raw (the contract of _pure_v2.RecordBatch.share_records).
+ * Every record is decoded and checked, kept or not.  Errors and None as
+ * decode_consumer_records.
+ */
+static PyObject *
+decode_share_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, count, filled = 0, i;
+    int64_t base_offset, base_timestamp, min_offset, max_offset;
+    PyObject *log_append_time, *records = NULL, *constants[N_SHARE_FIELDS] = {NULL};
+    PyTypeObject *cls;
+    int status, direct, constants_atomic = 1;
+    const unsigned char *p, *limit;
+    static const int constant_fields[] = {C_TOPIC, C_PARTITION, C_TIMESTAMP_TYPE, C_LEADER_EPOCH,
+                                          S_DELIVERY_COUNT};
+
+    (void)module;
+    if (check_decode_call(nargs, 15, "decode_share_records") < 0) {
+        return NULL;
+    }
+    if (!PyType_Check(args[7]) || !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple class");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[7];
+    log_append_time = args[6] == Py_None ? NULL : args[6];
+    constants[C_TOPIC] = args[8];
+    constants[C_PARTITION] = args[9];
+    constants[C_TIMESTAMP_TYPE] = args[10];
+    constants[C_LEADER_EPOCH] = args[11];
+    constants[S_DELIVERY_COUNT] = args[14];
+    status = parse_batch_args(args, 12, log_append_time, &pos, &end, &count, &base_offset,
+                              &base_timestamp, &min_offset);
+    if (status == 0) {
+        status = as_int64(args[13], &max_offset);
+    }
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0) {
+        Py_RETURN_NONE;
+    }
+    direct = cls != &PyTuple_Type && plain_tuple_layout(cls);
+    for (i = 0; i < (Py_ssize_t)(sizeof(constant_fields) / sizeof(int)); i++) {
+        constants_atomic &= !needs_tracking(constants[constant_fields[i]]);
+    }
+    constants_atomic &= log_append_time == NULL || !needs_tracking(log_append_time);
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    records = new_record_list(&view, pos, end, &count);
+    if (records == NULL) {
+        goto done;
+    }
+    p = (const unsigned char *)view.buf + pos;
+    limit = (const unsigned char *)view.buf + end;
+    for (i = 0; i < count; i++) {
+        PyObject *fields[N_SHARE_FIELDS], *record;
+        int64_t offset;
+        int j;
+
+        status = parse_record(&p, limit, base_offset, base_timestamp, log_append_time, 1, &offset,
+                              &fields[C_TIMESTAMP], &fields[C_KEY], &fields[C_VALUE],
+                              &fields[C_HEADERS]);
+        if (status != 0) {
+            goto failed;
+        }
+        if (offset < min_offset || offset > max_offset) {
+            Py_DECREF(fields[C_TIMESTAMP]);
+            Py_DECREF(fields[C_KEY]);
+            Py_DECREF(fields[C_VALUE]);
+            Py_DECREF(fields[C_HEADERS]);
+            continue;
+        }
+        fields[C_OFFSET] = PyLong_FromLongLong(offset);
+        if (fields[C_OFFSET] == NULL) {
+            Py_DECREF(fields[C_TIMESTAMP]);
+            Py_DECREF(fields[C_KEY]);
+            Py_DECREF(fields[C_VALUE]);
+            Py_DECREF(fields[C_HEADERS]);
+            status = -1;
+            goto failed;
+        }
+        for (j = 0; j < (int)(sizeof(constant_fields) / sizeof(int)); j++) {
+            fields[constant_fields[j]] = Py_NewRef(constants[constant_fields[j]]);
+        }
+        record = make_share_record(cls, direct, fields);
+        if (record == NULL) {
+            status = -1;
+            goto failed;
+        }
+        /* Records that hold only atomic objects stay untracked (as gc does for plain tuples). */
+        if (!PyObject_GC_IsTracked(record)
+            && (!constants_atomic || needs_tracking(fields[C_KEY])
+                || needs_tracking(fields[C_VALUE]))) {
+            PyObject_GC_Track(record);
+        }
+        PyList_SET_ITEM(records, filled, record);
+        filled++;
+    }
+    if (p != limit) {
+        corrupt("record count does not match the batch length");
+        status = -1;
+        goto failed;
+    }
+    /* Records outside min_offset..max_offset leave NULL slots at the end: shrink. */
+    Py_SET_SIZE(records, filled);
+    PyObject_GC_Track(records);
+    goto done;
+
+failed:
+    Py_SET_SIZE(records, filled);
+    Py_CLEAR(records);
+    if (status == NEEDS_PURE) {
+        records = Py_NewRef(Py_None);
+    }
+    else {
+        wrap_decode_error(base_offset);
+    }
+done:
+    PyBuffer_Release(&view);
+    return records;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* encoding                                                                                     */
 
 /* Data and size of a key or value: 0 = None, 1 = bytes-like, -1 = outside the fast path. */
@@ -1420,6 +1606,8 @@ static PyMethodDef methods[] = {
      "Decode the records of an uncompressed v2 batch body (see _pure_v2._decode_records)."},
     {"decode_consumer_records", (PyCFunction)(void (*)(void))decode_consumer_records,
      METH_FASTCALL, "Decode the records of an uncompressed v2 batch body as consumer records."},
+    {"decode_share_records", (PyCFunction)(void (*)(void))decode_share_records, METH_FASTCALL,
+     "Decode the records of an uncompressed v2 batch body in an offset range as share records."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
     {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,

@@ -35,6 +35,24 @@ def decode_consumer_records(
     value_deserializer: Callable[[bytes | None], Any] | None,
     /,
 ) -> list[Any] | None: ...
+def decode_share_records(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    record_cls: type[Any],
+    topic: str,
+    partition: int,
+    timestamp_type: int,
+    leader_epoch: int | None,
+    min_offset: int,
+    max_offset: int,
+    delivery_count: int,
+    /,
+) -> list[Any] | None: ...
 def encode_record(
     buffer: bytearray,
     offset_delta: int,

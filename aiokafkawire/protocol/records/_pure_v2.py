@@ -482,6 +482,53 @@ class RecordBatch(IterableBatch):
             for r in records
         ]
 
+    def share_records(
+        self,
+        record_cls: type[Any],
+        topic: str,
+        partition: int,
+        min_offset: int,
+        max_offset: int,
+        delivery_count: int,
+    ) -> list[Any]:
+        """The batch's records of offsets ``min_offset..max_offset`` (one acquired range) as the
+        share consumer hands them out, keys and values raw.
+
+        Each is ``tuple.__new__(record_cls, (topic, partition, offset, timestamp,
+        timestamp_type, key, value, headers, leader_epoch, delivery_count))``, the fields of
+        :meth:`consumer_records` and the range's delivery count.  A control batch has none.
+        """
+        if self.attributes & ATTR_CONTROL:
+            return []
+        epoch = self.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        timestamp_type = 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
+        new = tuple.__new__
+
+        def make(
+            offset: int, timestamp: int, _type: Any, key: Any, value: Any, headers: Any
+        ) -> Any:
+            return new(
+                record_cls,
+                (
+                    topic,
+                    partition,
+                    offset,
+                    timestamp,
+                    timestamp_type,
+                    key,
+                    value,
+                    tuple(headers) if headers else (),
+                    leader_epoch,
+                    delivery_count,
+                ),
+            )
+
+        made = self._decode_with(make)
+        if self.base_offset < min_offset or self.last_offset > max_offset:
+            made = [r for r in made if min_offset <= r[2] <= max_offset]
+        return made
+
     def __repr__(self) -> str:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
