@@ -16,7 +16,6 @@ from aiokafkawire.consumer.share.records import (
     AcknowledgeType,
     ShareRecord,
 )
-from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
 from aiokafkawire.protocol.messages import share_acknowledge as m_ack
 from aiokafkawire.protocol.messages import share_fetch as m_fetch
