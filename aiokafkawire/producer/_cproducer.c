@@ -118,15 +118,35 @@ static PyMemberDef HandleCore_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* Whether `type` (HandleCore or a subclass) adds nothing to HandleCore's layout: its instances
+ * are then allocated by new_handle without zeroing and never tracked. */
+static int plain_handle_type(PyTypeObject *type)
+{
+    return type->tp_basicsize == (Py_ssize_t)sizeof(HandleCore) && type->tp_itemsize == 0 &&
+           type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0 &&
+           type->tp_alloc == PyType_GenericAlloc;
+}
+
 /* A handle of `type` (HandleCore or a subclass) for record `index` of `batch`, untracked. */
 static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index,
                             long long timestamp)
 {
-    HandleCore *self = (HandleCore *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    if (PyObject_IS_GC((PyObject *)self))
-        PyObject_GC_UnTrack(self);
+    HandleCore *self;
+    if (plain_handle_type(type)) {
+        /* Every field is set below; a GC object made so is not tracked (PyType_GenericAlloc
+         * would zero it and track it, only for us to untrack it). */
+        self = PyType_IS_GC(type) ? PyObject_GC_New(HandleCore, type)
+                                  : PyObject_New(HandleCore, type);
+        if (self == NULL)
+            return NULL;
+    }
+    else {
+        self = (HandleCore *)type->tp_alloc(type, 0);
+        if (self == NULL)
+            return NULL;
+        if (PyObject_IS_GC((PyObject *)self))
+            PyObject_GC_UnTrack(self);
+    }
     Py_INCREF(batch);
     self->batch = batch;
     self->index = index;
