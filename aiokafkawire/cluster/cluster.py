@@ -18,7 +18,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
@@ -75,6 +75,8 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         self.config = config or ConnectionConfig()
         self.pool = ConnectionPool(self.config)
         self.metadata = ClusterMetadata()
+        # Called after each new `metadata` (the producer's compiled append drops what it cached).
+        self.metadata_listeners: list[Callable[[], None]] = []
         self.metadata_max_age_ms = metadata_max_age_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
@@ -406,6 +408,8 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         # cluster's by now); from a known broker it updates it.
         base = ClusterMetadata(version=old.version) if self.recovery.bootstrapping else old
         self.metadata = base.merged(response, full=full)
+        for listener in self.metadata_listeners:
+            listener()
         self.recovery.succeeded()
         self._drop_gone_brokers(old)
         # KIP-1242: connections to known nodes ask the broker to confirm this cluster, where

@@ -79,7 +79,10 @@ class RecordAccumulator:
         self._memory_freed: asyncio.Event | None = None
         self._cluster: Cluster | None = None
         self._txn: TransactionManager | None = None
-        self._appender: Any = None  # the compiled common case (_cproducer.Appender), if any
+        # The compiled common case (_cproducer.Appender), if any: this class pushes into it what
+        # it may use (see fast_path) and takes it back when that stops being true.
+        self._appender: Any = None
+        self._sticky: dict[str, int] = {}  # the default partitioner's sticky partitions
         self.wakeup = asyncio.Event()  # set when a batch is opened, made full or flushed
         # A send opened a new batch while a full one of its partition waits to be sent.
         self.full_batch_waiting = False
@@ -104,20 +107,38 @@ class RecordAccumulator:
         if type(partitioner) is not DefaultPartitioner:
             return None  # a subclass may choose differently
         assert self._cluster is not None and self._txn is not None
-        self._appender = _accelerator.Appender(
-            batches=self.batches,
-            partitions=self.partitions,
-            owner=self,
-            cluster=self._cluster,
-            txn=self._txn,
+        appender = self._appender = _accelerator.Appender(
             keyed=partition_for_key,
-            sticky=partitioner.sticky_partitions,
             clock=clock,
             handle_type=DeliveryHandle,
             max_record_size=max_record_size,
             overhead=overhead,
         )
-        return self._appender.append
+        self._sticky = partitioner.sticky_partitions
+        # What the appender holds stops being true: new metadata (partition counts), a fatal
+        # error (every send must raise it).
+        self._cluster.metadata_listeners.append(appender.forget)
+        self._txn.on_fatal = self._decline_all
+        if self._txn.fatal is not None or self.closed:
+            appender.enabled = False
+        for topic, (all_partitions, _) in self.partitions.items():
+            self._push_topic(topic, all_partitions)
+        return appender.append
+
+    def _push_topic(self, topic: str, all_partitions: list[int]) -> None:
+        """Give the appender ``topic``'s lane: its partition count, open batches, sticky one."""
+        appender = self._appender
+        appender.add_topic(topic, len(all_partitions))
+        batches = self.batches
+        for partition in all_partitions:
+            queue = batches.get((topic, partition))  # type: ignore[call-overload]
+            if queue:
+                appender.set_open(queue[-1])
+        appender.set_sticky(topic, self._sticky.get(topic))
+
+    def _decline_all(self) -> None:
+        if self._appender is not None:
+            self._appender.enabled = False
 
     def close(self) -> None:
         """Refuse further reservations and wake every ``send`` waiting for memory."""
@@ -166,6 +187,8 @@ class RecordAccumulator:
                 partition = self._keyed_partition(key, len(all_partitions))
             else:
                 partition = self._choose_partition(topic, key, all_partitions, available)
+                if self._appender is not None:
+                    self._appender.set_sticky(topic, partition)  # keyless: the sticky one
         elif type(partition) is not int or not 0 <= partition < len(all_partitions):
             _check_partition(topic, partition, len(all_partitions))
         queue = self.batches.get((topic, partition))  # type: ignore[call-overload]
@@ -178,6 +201,8 @@ class RecordAccumulator:
                 # caused (a sticky one then moves on; a keyed choice stays where it is).
                 self.partitioner.on_new_batch(topic, partition)
                 partition = self._choose_partition(topic, key, all_partitions, available)
+                if self._appender is not None:
+                    self._appender.set_sticky(topic, self._sticky.get(topic))
         return await self._append_new_batch(
             TopicPartition(topic, partition), timestamp, key, value, headers, size
         )
@@ -245,6 +270,8 @@ class RecordAccumulator:
         entry = (info.partition_ids, info.available_partitions)
         if cluster.metadata is self.metadata_seen:
             self.partitions[topic] = entry
+            if self._appender is not None:
+                self._push_topic(topic, entry[0])
         return entry
 
     def _append_to_open(
@@ -380,6 +407,8 @@ class RecordAccumulator:
             queue = self.batches[tp] = PartitionCursor(tp)
             self.fresh.append(queue)
         queue.append(batch)
+        if self._appender is not None:
+            self._appender.set_open(batch)
         self.incomplete.add(batch)
         return batch
 
@@ -393,6 +422,7 @@ class RecordAccumulator:
         """Fail every undecided batch (queued or in flight) with ``exc``."""
         for queue in self.batches.values():
             queue.clear()
+        self._reset_lanes()
         for batch in list(self.incomplete):
             batch.fail(exc)
             self.release(batch)
@@ -404,6 +434,13 @@ class RecordAccumulator:
                 batch.fail(exc)
                 self.release(batch)
             queue.clear()
+        self._reset_lanes()
+
+    def _reset_lanes(self) -> None:
+        """The queues were emptied: the appender's lanes hold no open batch any more."""
+        if self._appender is not None:
+            for topic, (all_partitions, _) in self.partitions.items():
+                self._push_topic(topic, all_partitions)
 
 
 def _check_partition(topic: str, partition: Any, count: int) -> NoReturn:

@@ -9,7 +9,8 @@
  *                  record's index and timestamp as C integers.  Its __await__ answers a
  *                  delivered record here and calls the subclass's ``_await_pending()`` otherwise.
  *                  ``set_metadata_type(RecordMetadata)`` names the tuple type it builds.
- *   Appender       RecordAccumulator's common case of appending one record: see Appender_append.
+ *   Appender       RecordAccumulator's common case of appending one record (Appender_append),
+ *                  into the state the accumulator pushed (the "append hot path" section).
  *
  * A subclass of BatchCore or HandleCore must declare ``__slots__`` (HandleCore's: empty).  Every
  * class statement makes a GC type, so handles are untracked as they are made (new_handle). */
@@ -27,7 +28,7 @@
 #define HAVE_DIRECT_CLOCK 0
 #endif
 
-static PyObject *str_metadata, *str_fatal, *str_metadata_seen, *str_append, *str_await_pending;
+static PyObject *str_append, *str_await_pending;
 
 /* The records accelerator's builder append as a C function (_crecords_api.h): called directly,
  * not as a method, when the builder is of the class it is registered for.  NULL when _crecords
@@ -117,15 +118,35 @@ static PyMemberDef HandleCore_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* Whether `type` (HandleCore or a subclass) adds nothing to HandleCore's layout: its instances
+ * are then allocated by new_handle without zeroing and never tracked. */
+static int plain_handle_type(PyTypeObject *type)
+{
+    return type->tp_basicsize == (Py_ssize_t)sizeof(HandleCore) && type->tp_itemsize == 0 &&
+           type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0 &&
+           type->tp_alloc == PyType_GenericAlloc;
+}
+
 /* A handle of `type` (HandleCore or a subclass) for record `index` of `batch`, untracked. */
 static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index,
                             long long timestamp)
 {
-    HandleCore *self = (HandleCore *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    if (PyObject_IS_GC((PyObject *)self))
-        PyObject_GC_UnTrack(self);
+    HandleCore *self;
+    if (plain_handle_type(type)) {
+        /* Every field is set below; a GC object made so is not tracked (PyType_GenericAlloc
+         * would zero it and track it, only for us to untrack it). */
+        self = PyType_IS_GC(type) ? PyObject_GC_New(HandleCore, type)
+                                  : PyObject_New(HandleCore, type);
+        if (self == NULL)
+            return NULL;
+    }
+    else {
+        self = (HandleCore *)type->tp_alloc(type, 0);
+        if (self == NULL)
+            return NULL;
+        if (PyObject_IS_GC((PyObject *)self))
+            PyObject_GC_UnTrack(self);
+    }
     Py_INCREF(batch);
     self->batch = batch;
     self->index = index;
@@ -317,17 +338,68 @@ static PyObject *set_metadata_type(PyObject *module, PyObject *type)
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------------------ the append hot path */
+/* ------------------------------------------------------------------ the append hot path
+ *
+ * The accumulator (Python) owns every piece of state; it *pushes* into an Appender what the fast
+ * path may use, one Lane per topic, and takes it back when it stops being true:
+ *
+ *   add_topic(topic, partitions)  a lane: the topic's partition count, no sticky partition, no
+ *                                 open batch (replaces the topic's lane; metadata was read)
+ *   set_sticky(topic, partition)  the partition of keyless records (None: the Python path asks
+ *                                 the partitioner)
+ *   set_open(batch)               the open batch of batch.partition (its BatchCore fields)
+ *   forget()                      drop every lane (new metadata)
+ *   enabled = False               decline everything (closed, fatal transaction error)
+ *
+ * Pushes for a topic without a lane are ignored.  append() reads nothing else: no attribute of a
+ * Python object, only the lane and the C fields of the batch it was handed (a drained batch is
+ * `closed`, a failed or built one has no builder: both decline). */
+
+typedef struct {
+    PyObject_VAR_HEAD  /* ob_size: the topic's partition count */
+    PyObject *count;   /* the same as an int: the keyed partitioner's second argument */
+    Py_ssize_t sticky; /* keyless records' partition; -1: none (the Python path chooses) */
+    PyObject *open[1]; /* per partition: its open batch (a BatchCore), or NULL */
+} Lane;
+
+static int Lane_traverse(Lane *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->count);
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_VISIT(self->open[i]);
+    return 0;
+}
+
+static int Lane_clear(Lane *self)
+{
+    Py_CLEAR(self->count);
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_CLEAR(self->open[i]);
+    return 0;
+}
+
+static void Lane_dealloc(Lane *self)
+{
+    PyObject_GC_UnTrack(self);
+    Lane_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyTypeObject Lane_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.Lane",
+    .tp_basicsize = offsetof(Lane, open),
+    .tp_itemsize = sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "What the accumulator pushed for one topic (internal to Appender).",
+    .tp_dealloc = (destructor)Lane_dealloc,
+    .tp_traverse = (traverseproc)Lane_traverse,
+    .tp_clear = (inquiry)Lane_clear,
+};
 
 typedef struct {
     PyObject_HEAD
-    PyObject *batches;         /* the accumulator's dict: TopicPartition -> deque[batch] */
-    PyObject *partitions;      /* the accumulator's dict: topic -> (all ids, available ids) */
-    PyObject *owner;           /* the accumulator: .metadata_seen, what `partitions` was read from */
-    PyObject *cluster;         /* .metadata */
-    PyObject *txn;             /* .fatal */
+    PyObject *lanes;           /* topic -> Lane: only what the accumulator pushed */
     PyObject *keyed;           /* partition_for_key(key, count) */
-    PyObject *sticky;          /* the partitioner's mapping: topic -> sticky partition */
     PyObject *clock;           /* time.time */
     PyTypeObject *handle_type; /* DeliveryHandle: a HandleCore subclass */
     char enabled;              /* False: every call declines (the owner's checks are needed) */
@@ -350,15 +422,11 @@ static PyMemberDef Appender_members[] = {
 
 static int Appender_init(Appender *self, PyObject *args, PyObject *kwds)
 {
-    PyObject *batches, *partitions, *owner, *cluster, *txn, *keyed, *sticky, *clock, *handle_type;
+    PyObject *keyed, *clock, *handle_type;
     Py_ssize_t max_record_size, overhead;
-    static char *kwlist[] = {"batches", "partitions", "owner",       "cluster",
-                             "txn",     "keyed",      "sticky",      "clock",
-                             "handle_type", "max_record_size", "overhead", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!OOOOO!OO!nn:Appender", kwlist, &PyDict_Type,
-                                     &batches, &PyDict_Type, &partitions, &owner, &cluster, &txn,
-                                     &keyed, &PyDict_Type, &sticky, &clock, &PyType_Type,
-                                     &handle_type, &max_record_size, &overhead))
+    static char *kwlist[] = {"keyed", "clock", "handle_type", "max_record_size", "overhead", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!nn:Appender", kwlist, &keyed, &clock,
+                                     &PyType_Type, &handle_type, &max_record_size, &overhead))
         return -1;
     if (!PyCallable_Check(keyed) || !PyCallable_Check(clock)) {
         PyErr_SetString(PyExc_TypeError, "keyed and clock must be callable");
@@ -380,17 +448,15 @@ static int Appender_init(Appender *self, PyObject *args, PyObject *kwds)
     direct_clock = clock == time_time;
     Py_DECREF(time_time);
 #endif
+    PyObject *lanes = PyDict_New();
+    if (lanes == NULL)
+        return -1;
+    Py_XSETREF(self->lanes, lanes);
     self->direct_clock = direct_clock;
     self->enabled = 1;
     self->max_record_size = max_record_size;
     self->overhead = overhead;
-    SET_REF(batches, batches);
-    SET_REF(partitions, partitions);
-    SET_REF(owner, owner);
-    SET_REF(cluster, cluster);
-    SET_REF(txn, txn);
     SET_REF(keyed, keyed);
-    SET_REF(sticky, sticky);
     SET_REF(clock, clock);
     SET_REF(handle_type, (PyTypeObject *)handle_type);
     return 0;
@@ -398,13 +464,8 @@ static int Appender_init(Appender *self, PyObject *args, PyObject *kwds)
 
 static int Appender_traverse(Appender *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->batches);
-    Py_VISIT(self->partitions);
-    Py_VISIT(self->owner);
-    Py_VISIT(self->cluster);
-    Py_VISIT(self->txn);
+    Py_VISIT(self->lanes);
     Py_VISIT(self->keyed);
-    Py_VISIT(self->sticky);
     Py_VISIT(self->clock);
     Py_VISIT(self->handle_type);
     return 0;
@@ -412,13 +473,8 @@ static int Appender_traverse(Appender *self, visitproc visit, void *arg)
 
 static int Appender_clear(Appender *self)
 {
-    Py_CLEAR(self->batches);
-    Py_CLEAR(self->partitions);
-    Py_CLEAR(self->owner);
-    Py_CLEAR(self->cluster);
-    Py_CLEAR(self->txn);
+    Py_CLEAR(self->lanes);
     Py_CLEAR(self->keyed);
-    Py_CLEAR(self->sticky);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->handle_type);
     return 0;
@@ -429,6 +485,109 @@ static void Appender_dealloc(Appender *self)
     PyObject_GC_UnTrack(self);
     Appender_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_initialized(Appender *self)
+{
+    if (self->lanes == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Appender is not initialized");
+        return -1;
+    }
+    return 0;
+}
+
+/* The lane of `topic` (borrowed), NULL without an exception if there is none. */
+static Lane *lane_of(Appender *self, PyObject *topic)
+{
+    if (!PyUnicode_CheckExact(topic))
+        return NULL;
+    return (Lane *)PyDict_GetItemWithError(self->lanes, topic);
+}
+
+/* `partition` as an index of `lane`: -1 if it is not a plain int in 0..count-1 (no exception). */
+static Py_ssize_t lane_index(Lane *lane, PyObject *partition)
+{
+    if (!PyLong_CheckExact(partition))
+        return -1;
+    Py_ssize_t index = PyLong_AsSsize_t(partition);
+    if (index == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return index >= 0 && index < Py_SIZE(lane) ? index : -1;
+}
+
+static PyObject *Appender_add_topic(Appender *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_initialized(self) < 0)
+        return NULL;
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyLong_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "add_topic(topic: str, partitions: int)");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    if (count < 0 || count > 1 << 20) {
+        PyErr_SetString(PyExc_ValueError, "add_topic: partitions out of range");
+        return NULL;
+    }
+    Lane *lane = PyObject_GC_NewVar(Lane, &Lane_Type, count);
+    if (lane == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < count; i++)
+        lane->open[i] = NULL;
+    Py_INCREF(args[1]);
+    lane->count = args[1];
+    lane->sticky = -1;
+    PyObject_GC_Track(lane);
+    int failed = PyDict_SetItem(self->lanes, args[0], (PyObject *)lane);
+    Py_DECREF(lane);
+    return failed ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *Appender_set_sticky(Appender *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_initialized(self) < 0)
+        return NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_sticky(topic, partition: int | None)");
+        return NULL;
+    }
+    Lane *lane = lane_of(self, args[0]);
+    if (lane != NULL)
+        lane->sticky = lane_index(lane, args[1]); /* None or out of range: none */
+    return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *Appender_set_open(Appender *self, PyObject *batch)
+{
+    if (check_initialized(self) < 0)
+        return NULL;
+    if (!PyObject_TypeCheck(batch, &BatchCore_Type)) {
+        PyErr_SetString(PyExc_TypeError, "set_open(batch: a BatchCore)");
+        return NULL;
+    }
+    BatchCore *core = (BatchCore *)batch;
+    if (core->topic == NULL || core->partition == NULL)
+        Py_RETURN_NONE;
+    Lane *lane = lane_of(self, core->topic);
+    if (lane == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t index = lane_index(lane, core->partition);
+    if (index >= 0) {
+        Py_INCREF(batch);
+        Py_XSETREF(lane->open[index], batch);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Appender_forget(Appender *self, PyObject *unused)
+{
+    if (check_initialized(self) < 0)
+        return NULL;
+    PyDict_Clear(self->lanes);
+    Py_RETURN_NONE;
 }
 
 #if HAVE_DIRECT_CLOCK
@@ -455,7 +614,7 @@ static double wall_clock_seconds(void)
 }
 #endif
 
-/* Whether the record is the plain case: 1 yes, 0 no (decline), -1 error.  Sets *size. */
+/* Whether the record is the plain case: 1 yes, 0 no (decline).  Sets *size. */
 static int plain_record(Appender *self, PyObject *const *args, Py_ssize_t *size)
 {
     PyObject *value = args[1], *key = args[2];
@@ -464,87 +623,52 @@ static int plain_record(Appender *self, PyObject *const *args, Py_ssize_t *size)
     if ((key != Py_None && !PyBytes_CheckExact(key)) ||
         (value != Py_None && !PyBytes_CheckExact(value)))
         return 0;
-    PyObject *fatal = PyObject_GetAttr(self->txn, str_fatal);
-    if (fatal == NULL)
-        return -1;
-    int has_fatal = fatal != Py_None;
-    Py_DECREF(fatal);
-    if (has_fatal)
-        return 0;
     *size = self->overhead + (key != Py_None ? PyBytes_GET_SIZE(key) : 0) +
             (value != Py_None ? PyBytes_GET_SIZE(value) : 0);
     return *size <= self->max_record_size;
 }
 
-/* The record's partition (new reference); NULL without an exception to decline. */
-static PyObject *choose_partition(Appender *self, PyObject *topic, PyObject *key)
+/* The open batch the record goes to (new reference), from its topic's lane: the keyed
+ * partitioner's choice or the sticky partition.  NULL without an exception to decline. */
+static BatchCore *open_batch(Appender *self, PyObject *topic, PyObject *key)
 {
-    PyObject *metadata = PyObject_GetAttr(self->cluster, str_metadata);
-    if (metadata == NULL)
+    Lane *lane = lane_of(self, topic);
+    if (lane == NULL || Py_SIZE(lane) == 0)
         return NULL;
-    PyObject *seen = PyObject_GetAttr(self->owner, str_metadata_seen);
-    if (seen == NULL) {
-        Py_DECREF(metadata);
-        return NULL;
-    }
-    int stale = metadata != seen;
-    Py_DECREF(metadata);
-    Py_DECREF(seen);
-    if (stale)
-        return NULL; /* the Python path resets the partition cache */
-    PyObject *cached = PyDict_GetItemWithError(self->partitions, topic); /* borrowed */
-    if (cached == NULL || !PyTuple_CheckExact(cached) || PyTuple_GET_SIZE(cached) != 2)
-        return NULL;
-    Py_ssize_t count = PyObject_Size(PyTuple_GET_ITEM(cached, 0));
-    if (count < 0)
-        return NULL;
+    Py_ssize_t index;
     if (key != Py_None) {
-        PyObject *count_obj = PyLong_FromSsize_t(count);
-        if (count_obj == NULL)
-            return NULL;
-        PyObject *call_args[2] = {key, count_obj};
+        PyObject *call_args[2] = {key, lane->count};
+        Py_INCREF(lane); /* the partitioner could push (and drop the lane) */
         PyObject *partition = PyObject_Vectorcall(self->keyed, call_args, 2, NULL);
-        Py_DECREF(count_obj);
-        return partition;
+        if (partition == NULL) {
+            Py_DECREF(lane);
+            return NULL;
+        }
+        index = lane_index(lane, partition);
+        Py_DECREF(partition);
+        if (index < 0) {
+            Py_DECREF(lane);
+            return NULL;
+        }
+        BatchCore *batch = (BatchCore *)lane->open[index];
+        Py_XINCREF(batch);
+        Py_DECREF(lane);
+        if (batch == NULL)
+            return NULL;
+        if (batch->closed || batch->builder == NULL || batch->builder == Py_None) {
+            Py_DECREF(batch);
+            return NULL;
+        }
+        return batch;
     }
-    /* The partitioner's sticky partition, as long as it has one that is still valid. */
-    PyObject *partition = PyDict_GetItemWithError(self->sticky, topic); /* borrowed */
-    if (partition == NULL || !PyLong_CheckExact(partition))
+    index = lane->sticky;
+    if (index < 0)
         return NULL; /* none yet: the partitioner chooses one, in Python */
-    Py_ssize_t current = PyLong_AsSsize_t(partition);
-    if (current == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+    BatchCore *batch = (BatchCore *)lane->open[index];
+    if (batch == NULL || batch->closed || batch->builder == NULL || batch->builder == Py_None)
         return NULL;
-    }
-    if (current < 0 || current >= count)
-        return NULL;
-    Py_INCREF(partition);
-    return partition;
-}
-
-/* The open batch of (topic, partition) (new reference); NULL without an exception to decline. */
-static BatchCore *open_batch(Appender *self, PyObject *topic, PyObject *partition)
-{
-    PyObject *tp = PyTuple_Pack(2, topic, partition);
-    if (tp == NULL)
-        return NULL;
-    PyObject *queue = PyDict_GetItemWithError(self->batches, tp); /* borrowed */
-    Py_DECREF(tp);
-    if (queue == NULL)
-        return NULL;
-    Py_ssize_t queued = PyObject_Size(queue);
-    if (queued <= 0)
-        return NULL;
-    PyObject *batch = PySequence_GetItem(queue, queued - 1);
-    if (batch == NULL)
-        return NULL;
-    BatchCore *core = (BatchCore *)batch;
-    if (!PyObject_TypeCheck(batch, &BatchCore_Type) || core->closed || core->builder == NULL ||
-        core->builder == Py_None) {
-        Py_DECREF(batch);
-        return NULL;
-    }
-    return core;
+    Py_INCREF(batch);
+    return batch;
 }
 
 /* time.time() * 1000 truncated to an integer; 0 with *ms set, 1 to decline, -1 on error. */
@@ -594,10 +718,10 @@ static int builder_append(PyObject *builder, PyObject *timestamp, PyObject *key,
 /* append(topic, value, key, partition, timestamp, headers) -> DeliveryHandle | None
  *
  * Appends a plain record (bytes or None key and value; no explicit partition, timestamp or
- * headers; default partitioner) to the open batch of its partition, exactly as the accumulator's
- * Python path would.  Anything else (disabled, a fatal transaction error, stale partition cache,
- * an oversized record, no open batch, a full one, ...) returns None *before any side effect*, and
- * the Python path, complete and authoritative, takes the record. */
+ * headers; default partitioner) to the open batch its topic's lane names for the partition,
+ * exactly as the accumulator's Python path would.  Anything else (disabled, no lane, no sticky
+ * partition, an oversized record, no open batch, a closed or full one, ...) returns None *before
+ * any side effect*, and the Python path, complete and authoritative, takes the record. */
 static PyObject *Appender_append(Appender *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 6) {
@@ -605,20 +729,13 @@ static PyObject *Appender_append(Appender *self, PyObject *const *args, Py_ssize
                         "append(topic, value, key, partition, timestamp, headers)");
         return NULL;
     }
-    if (self->batches == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Appender is not initialized");
+    if (check_initialized(self) < 0)
         return NULL;
-    }
     Py_ssize_t size;
-    int plain = plain_record(self, args, &size);
-    if (plain <= 0)
-        return plain < 0 ? NULL : Py_NewRef(Py_None);
+    if (!plain_record(self, args, &size))
+        Py_RETURN_NONE;
     PyObject *topic = args[0], *value = args[1], *key = args[2];
-    PyObject *partition = choose_partition(self, topic, key);
-    if (partition == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    BatchCore *batch = open_batch(self, topic, partition);
-    Py_DECREF(partition);
+    BatchCore *batch = open_batch(self, topic, key);
     if (batch == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *result = NULL;
@@ -649,6 +766,13 @@ static PyMethodDef Appender_methods[] = {
     {"append", (PyCFunction)(void (*)(void))Appender_append, METH_FASTCALL,
      "append(topic, value, key, partition, timestamp, headers) -> DeliveryHandle, or None "
      "when the accumulator's Python path must take the record."},
+    {"add_topic", (PyCFunction)(void (*)(void))Appender_add_topic, METH_FASTCALL,
+     "add_topic(topic, partitions): a lane for topic (no sticky partition, no open batch)."},
+    {"set_sticky", (PyCFunction)(void (*)(void))Appender_set_sticky, METH_FASTCALL,
+     "set_sticky(topic, partition | None): the partition of topic's keyless records."},
+    {"set_open", (PyCFunction)Appender_set_open, METH_O,
+     "set_open(batch): the open batch of batch's partition."},
+    {"forget", (PyCFunction)Appender_forget, METH_NOARGS, "forget(): drop every lane."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -706,15 +830,12 @@ static int load_records_api(void)
 
 PyMODINIT_FUNC PyInit__cproducer(void)
 {
-    if (str_metadata == NULL) {
-        if ((str_metadata = PyUnicode_InternFromString("metadata")) == NULL ||
-            (str_fatal = PyUnicode_InternFromString("fatal")) == NULL ||
-            (str_metadata_seen = PyUnicode_InternFromString("metadata_seen")) == NULL ||
-            (str_append = PyUnicode_InternFromString("append")) == NULL ||
+    if (str_append == NULL) {
+        if ((str_append = PyUnicode_InternFromString("append")) == NULL ||
             (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL)
             return NULL;
     }
-    if (PyType_Ready(&Ready_Type) < 0 || (records_api == NULL && load_records_api() < 0))
+    if (PyType_Ready(&Ready_Type) < 0 || PyType_Ready(&Lane_Type) < 0 || (records_api == NULL && load_records_api() < 0))
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)

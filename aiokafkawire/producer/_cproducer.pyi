@@ -32,19 +32,18 @@ class HandleCore:
     def __await__(self) -> Generator[Any, None, Any]: ...
 
 class Appender:
-    """The accumulator's common case of appending a record; ``append`` returns None to decline."""
+    """The accumulator's common case of appending a record; ``append`` returns None to decline.
+
+    It holds only what the accumulator pushed: per topic a lane (partition count, sticky
+    partition, open batch per partition), dropped or replaced when it stops being true.  Pushes
+    for a topic without a lane are ignored.
+    """
 
     enabled: bool
 
     def __init__(
         self,
-        batches: dict[Any, Any],
-        partitions: dict[str, Any],
-        owner: Any,
-        cluster: Any,
-        txn: Any,
         keyed: Callable[[bytes, int], int],
-        sticky: dict[str, int],
         clock: Callable[[], float],
         handle_type: type[HandleCore],
         max_record_size: int,
@@ -60,6 +59,14 @@ class Appender:
         headers: Any,
         /,
     ) -> HandleCore | None: ...
+    def add_topic(self, topic: str, partitions: int, /) -> None:
+        """A lane for ``topic``: ``partitions`` partitions, no sticky one, no open batch."""
+    def set_sticky(self, topic: str, partition: int | None, /) -> None:
+        """The partition of ``topic``'s keyless records (None or out of range: none)."""
+    def set_open(self, batch: BatchCore, /) -> None:
+        """``batch`` is the open batch of its partition."""
+    def forget(self) -> None:
+        """Drop every lane (new metadata)."""
 
 def set_metadata_type(metadata_type: type[tuple[Any, ...]], /) -> None:
     """The tuple type (RecordMetadata) a delivered handle's ``__await__`` builds."""

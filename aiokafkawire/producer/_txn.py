@@ -148,6 +148,8 @@ class TransactionManager:  # long: identity and every transactional request shar
         self.transaction_v2 = False
         #: Called when an EndTxn (transactions v2) hands out a new epoch: sequences restart.
         self.on_new_epoch: Callable[[], None] | None = None
+        #: Called once when the producer enters the fatal state (``fatal`` is set).
+        self.on_fatal: Callable[[], None] | None = None
 
     # ---------------------------------------------------------------- identity
 
@@ -175,6 +177,8 @@ class TransactionManager:  # long: identity and every transactional request shar
         """Enter the fatal state: every later operation raises ``exc``."""
         if self.fatal is None:
             self.fatal = exc
+            if self.on_fatal is not None:
+                self.on_fatal()
         self._move(TxnEvent.FATAL)
 
     async def init_producer_id(self, timeout_ms: int | None = None) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import re
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ from aiokafkawire.producer import Producer
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.producer.partitioner import DefaultPartitioner, partition_for_key
 from aiokafkawire.protocol.records import _pure as pure_records
+from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import MockCluster
 
 _accelerator = accumulator_module._accelerator
@@ -213,21 +216,50 @@ async def test_same_errors(mock_cluster: MockCluster, fast: bool | str) -> None:
         await producer.send(topic, b"x" * 2_000, b"k")
     with pytest.raises(errors.ConfigError, match="partitions"):
         await producer.send(topic, b"x", b"k", partition=PARTITIONS)
-    fatal = errors.ProducerFencedClientError("fenced")
+    handle = await producer.send(topic, b"after", b"k")
+    await producer.flush()
+    assert (await handle).offset == 1
     txn = producer._txn
     assert txn is not None
-    txn.fatal = fatal
-    try:
+    await producer.send(topic, b"open", b"k")  # open batches, keyed and sticky
+    await producer.send(topic, b"open")
+    await producer.send(topic, b"open")
+    txn.set_fatal(errors.ProducerFencedClientError("fenced"))  # the fast path hears of it
+    for key in (b"k", None):
         with pytest.raises(errors.ProducerFencedClientError):
-            await producer.send(topic, b"x", b"k")
-    finally:
-        txn.fatal = None
-    handle = await producer.send(topic, b"after", b"k")
+            await producer.send(topic, b"x", key)
     await producer.close()
-    assert (await handle).offset == 1
     with pytest.raises(errors.ClientClosedError):
         await producer.send(topic, b"x", b"k")
     assert producer._fast_append is None
+
+
+@pytest.mark.parametrize("fast", [False, *_modes()])
+async def test_new_metadata_reaches_the_fast_path(
+    mock_cluster: MockCluster, fast: bool | str
+) -> None:
+    """A topic recreated with more partitions: keyed records follow the new partition count
+    at once (the fast path's pushed partition table is dropped with the old metadata)."""
+    topic = _topic(mock_cluster)
+    key = next(k for k in (b"k%d" % i for i in range(100)) if partition_for_key(k, 6) >= 3)
+    async with _producer(mock_cluster) as producer:
+        await _start(producer, fast)
+        calls = _count_fast_calls(producer)
+        for _ in range(3):
+            handle = await producer.send(topic, b"v", key)
+        assert handle.partition == partition_for_key(key, PARTITIONS)
+        # (The batch stays open: linger_ms is long.)
+        mock_cluster.delete_topic(topic)
+        mock_cluster.create_topic(topic, partitions=6)
+        cluster = producer._cluster
+        assert cluster is not None
+        await cluster.refresh_metadata([topic])
+        assert len(cluster.metadata.topics[topic].partitions) == 6
+        handles = [await producer.send(topic, b"v", key) for _ in range(3)]
+        assert [h.partition for h in handles] == [partition_for_key(key, 6)] * 3
+        if fast:
+            assert calls["handles"] >= 3  # the fast path took records before and after
+        await producer.flush()
 
 
 @needs_extension
@@ -280,29 +312,33 @@ async def test_fast_send_declines_before_any_side_effect(
         keyless = await producer.send(topic, b"v")  # the partitioner chooses a sticky partition
         handle = attempt(b"v", None)
         assert handle is not None and handle.partition == keyless.partition
-        sticky = producer.partitioner.sticky_partitions  # type: ignore[attr-defined]
-        sticky[topic] = PARTITIONS  # out of range (a shrunk topic): the partitioner chooses again
+        # Only what the accumulator pushed counts: a sticky partition out of range (a shrunk
+        # topic) declines, the partitioner chooses again.
+        appender.set_sticky(topic, PARTITIONS)
         assert attempt(b"v", None) is None
-        sticky[topic] = keyless.partition
+        appender.set_sticky(topic, keyless.partition)
+        assert attempt(b"v", None) is not None
 
         count = batch.count
-        # New metadata: the Python path resets the accumulator's partition cache.
-        producer._accumulator.metadata_seen = object()
+        # New metadata: the lanes are dropped; the Python path pushes the topic's again.
+        cluster = producer._cluster
+        assert cluster is not None
+        await cluster.refresh_metadata([topic])
         assert attempt() is None and batch.count == count
         await producer.send(topic, b"v", key)
         assert attempt() is not None
-        txn = producer._txn
-        assert txn is not None
-        txn.fatal = errors.ProducerFencedClientError("fenced")
-        assert attempt() is None
-        txn.fatal = None
-        batch.closed = True
+        batch.closed = True  # drained: the batch's own C field
         assert attempt() is None and batch.count == count + 2
         batch.closed = False
         appender.enabled = False  # what the accumulator's close() does
         assert attempt() is None
         appender.enabled = True
         assert attempt() is not None
+        txn = producer._txn
+        assert txn is not None
+        txn.set_fatal(errors.ProducerFencedClientError("fenced"))
+        assert attempt() is None and attempt(b"v", None) is None
+        assert not appender.enabled
 
 
 @needs_extension
@@ -316,40 +352,47 @@ async def test_appender_errors_and_references(mock_cluster: MockCluster) -> None
         pass
 
     async with _producer(mock_cluster, batch_size=100_000) as producer:
-        accumulator = producer._accumulator
         base: dict[str, Any] = {
-            "batches": accumulator.batches,
-            "partitions": accumulator.partitions,
-            "owner": accumulator,
-            "cluster": producer._cluster,
-            "txn": producer._txn,
             "keyed": partition_for_key,
-            "sticky": {},
             "clock": producer_module._wall_clock,
             "handle_type": DeliveryHandle,
             "max_record_size": producer._max_record_size,
             "overhead": producer_module._RECORD_OVERHEAD,
         }
-        for bad in (
-            {"handle_type": NotAHandle},
-            {"batches": []},
-            {"keyed": 3},
-            {"sticky": None},
-        ):
+        for bad in ({"handle_type": NotAHandle}, {"keyed": 3}, {"clock": None}):
             with pytest.raises(TypeError):
                 Appender(**{**base, **bad})
+        uninitialized = Appender.__new__(Appender)
+        with pytest.raises(RuntimeError, match="not initialized"):
+            uninitialized.append(topic, b"v", b"k", None, None, None)
         fast = Appender(**base)
         with pytest.raises(TypeError):
             fast.append(topic, b"v", b"k")
+        pushes: list[tuple[Any, tuple[Any, ...]]] = [
+            (fast.add_topic, (topic, "3")),
+            (fast.add_topic, (3, 3)),
+            (fast.set_open, (object(),)),
+            (fast.set_sticky, (topic,)),
+        ]
+        for push, args in pushes:
+            with pytest.raises(TypeError):
+                push(*args)
+        with pytest.raises(ValueError):
+            fast.add_topic(topic, -1)
         await producer.partitions_for(topic)
-        await producer.send(topic, b"v", b"k")  # fills the partition cache, opens a batch
+        first = await producer.send(topic, b"v", b"k")  # opens the partition's batch
 
         def boom(key: bytes, count: int) -> int:
             raise ZeroDivisionError("from the partitioner")
 
+        failing = Appender(**{**base, "keyed": boom})
+        failing.add_topic(topic, PARTITIONS)
         with pytest.raises(ZeroDivisionError, match="from the partitioner"):
-            Appender(**{**base, "keyed": boom}).append(topic, b"v", b"k", None, None, None)
+            failing.append(topic, b"v", b"k", None, None, None)
 
+        fast.add_topic(topic, PARTITIONS)
+        assert fast.append(topic, b"v", b"k", None, None, None) is None  # no open batch
+        fast.set_open(first._batch)
         # With the real clock (time.time), the C code reads the system clock itself.
         assert base["clock"] is time.time
         for _ in range(1000):
@@ -357,6 +400,7 @@ async def test_appender_errors_and_references(mock_cluster: MockCluster) -> None
             handle = fast.append(topic, b"v", b"k", None, None, None)
             if handle is None:  # the batch must grow first: the Python path does that
                 handle = await producer.send(topic, b"v", b"k")
+                fast.set_open(handle._batch)
             latest = int(time.time() * 1000)
             assert handle is not None and earliest <= handle._timestamp <= latest
         del handle
@@ -364,15 +408,89 @@ async def test_appender_errors_and_references(mock_cluster: MockCluster) -> None
         value = b"a value that is not shared with anything else %d" % id(producer)
         before = sys.getrefcount(value)
         await producer.flush()  # the next records go to a new batch, with room for them all
-        await producer.send(topic, b"v", b"k")
+        fast.set_open((await producer.send(topic, b"v", b"k"))._batch)
         handles = [fast.append(topic, value, b"k", None, None, None) for _ in range(100)]
         assert all(type(h) is DeliveryHandle for h in handles)
         assert sys.getrefcount(value) == before  # the builder copies, keeps no reference
         del handles
+        fast.forget()
+        assert fast.append(topic, b"v", b"k", None, None, None) is None
         gc.collect()
         producer._fast_append = None
-    del fast
+    del fast, failing
     gc.collect()
+
+
+@needs_extension
+async def test_appender_uses_only_what_was_pushed() -> None:
+    """The appender's state is what the accumulator pushed, nothing it reads by itself."""
+    assert Appender is not None
+    topic = "pushed"
+    fast = Appender(
+        keyed=partition_for_key,
+        clock=lambda: 1_700_000_000.0,
+        handle_type=DeliveryHandle,
+        max_record_size=1_000_000,
+        overhead=producer_module._RECORD_OVERHEAD,
+    )
+    loop = asyncio.get_running_loop()
+
+    def batch(partition: int) -> ProducerBatch:
+        builder = accumulator_module.RecordBatchBuilder(2, batch_size=10_000)
+        tp = TopicPartition(topic, partition)
+        return ProducerBatch(tp, builder, 2, loop.create_future(), 0.0, partition, 10_000)
+
+    def append(key: bytes | None) -> DeliveryHandle | None:
+        return fast.append(topic, b"v", key, None, None, None)
+
+    key = next(k for k in (b"k%d" % i for i in range(100)) if partition_for_key(k, 5) >= 3)
+    assert append(key) is None and append(None) is None  # no lane
+    fast.add_topic(topic, 3)
+    batches = [batch(p) for p in range(5)]
+    fast.set_open(batches[4])  # not a partition of the lane: ignored
+    assert append(key) is None and append(None) is None  # no open batch, no sticky one
+    for b in batches:
+        fast.set_open(b)
+    handle = append(key)
+    assert handle is not None and handle.partition == partition_for_key(key, 3)
+    assert append(None) is None
+    fast.set_sticky(topic, 2)
+    handle = append(None)
+    assert (
+        handle is not None
+        and handle._batch is batches[2]
+        and batches[2].count == 2 - (partition_for_key(key, 3) != 2)
+    )
+    for gone in (None, 3, -1, True):
+        fast.set_sticky(topic, gone)
+        assert append(None) is None
+    fast.add_topic(topic, 5)  # new metadata: 5 partitions, nothing open yet
+    assert append(key) is None
+    fast.set_open(batches[partition_for_key(key, 5)])
+    handle = append(key)
+    assert handle is not None and handle.partition == partition_for_key(key, 5) >= 3
+    batches[partition_for_key(key, 5)].builder = None  # failed or built: declines
+    assert append(key) is None
+    fast.forget()
+    fast.set_sticky(topic, 1)  # no lane: ignored
+    fast.set_open(batches[1])
+    assert append(None) is None
+    fast.add_topic(topic, 3)
+    fast.set_open(batches[1])
+    fast.set_sticky(topic, 1)
+    assert append(None) is not None
+    fast.enabled = False
+    assert append(None) is None
+
+
+def test_the_c_append_reads_no_python_attribute() -> None:
+    """``_cproducer.c`` looks up attributes only to load (``time.time``, the records API) and
+    for the builder's ``append`` method and the handle's ``_await_pending``."""
+    source = (Path(accumulator_module.__file__).parent / "_cproducer.c").read_text()
+    lookups = re.findall(r"PyObject_GetAttr\w*\((\w+), (\"?\w+)", source)
+    assert lookups == [("time_module", '"time'), ("records", "CRECORDS_API_ATTRIBUTE")]
+    interned = re.findall(r'PyUnicode_InternFromString\("(\w+)"\)', source)
+    assert interned == ["append", "_await_pending"]
 
 
 @pytest.mark.parametrize("fast", [False, *_modes()])
