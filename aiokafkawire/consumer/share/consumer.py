@@ -47,7 +47,7 @@ from aiokafkawire.client_config import (
     unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._timeouts import timeout_seconds
+from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
@@ -362,9 +362,11 @@ class ShareConsumer(
         """Acknowledge (implicit mode: accept the last poll's records), close the share
         sessions, leave the group, stop every task and close the connections.
 
-        ``timeout``: how many seconds the session close may take (default: the
-        ``request_timeout_ms`` option).  Deprecated for one release: ``timeout_ms=`` and a
-        positional number, both milliseconds as before (a ``DeprecationWarning`` each).
+        ``timeout``: how many seconds the close may take, the session close, the leave and the
+        terminating telemetry push together (default: the session close takes at most the
+        ``request_timeout_ms`` option, the rest as long as it takes); a step cut short is
+        logged.  Deprecated for one release: ``timeout_ms=`` and a positional number, both
+        milliseconds as before (a ``DeprecationWarning`` each).
         Records acquired but not acknowledged are released to the group by the session close.
         """
         seconds = timeout_seconds("ShareConsumer.close", timeout, timeout_ms, legacy_timeout_ms)
@@ -373,18 +375,20 @@ class ShareConsumer(
         self._closed = True
         if not self._started:
             return
-        if seconds is None:
-            seconds = self._common.request_timeout_ms / 1000
+        budget = CloseBudget("share consumer", seconds)
         assert self._fetcher is not None and self._membership is not None
         assert self._cluster is not None
         try:
             if not self._explicit:
                 self._accept_delivered()
             self._outcomes(self._acks.take_expired())
-            await self._fetcher.close(seconds)
-            await self._membership.close()
-            if self._telemetry is not None:
-                await self._telemetry.close()  # the terminating push (KIP-714)
+            left = budget.remaining()
+            await self._fetcher.close(
+                self._common.request_timeout_ms / 1000 if left is None else left
+            )
+            await budget.step("leaving the group", self._membership.close())
+            if self._telemetry is not None:  # the terminating push (KIP-714)
+                await budget.step("the telemetry push", self._telemetry.close())
         finally:
             await self._tasks.stop()  # also after a failed close: no loop outlives the client
             await self._cluster.close()
