@@ -219,9 +219,6 @@ def _group_description(group: Any, coordinator: int) -> GroupDescription:
     )
 
 
-#: ConsumerGroupDescribe's answers for a group to describe with DescribeGroups instead: not a
-#: consumer-protocol group (or none at all), or a broker without KIP-848 groups (Kafka 3.9).
-_NOT_A_CONSUMER_GROUP = (errors.GroupIdNotFoundError.code, errors.UnsupportedVersionError.code)
 #: ConsumerGroupDescribe's ``MemberType`` (v1+, KIP-1099).
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
 
@@ -362,7 +359,7 @@ class GroupCalls(AdminCore):
             (group,) = response.groups
             # Tansu 0.6 answers every group without error, epoch -1 (never a real KIP-848
             # group's): that is no consumer-protocol group either.
-            if group.error_code not in _NOT_A_CONSUMER_GROUP and not (
+            if group.error_code not in errors.NOT_A_CONSUMER_GROUP_CODES and not (
                 group.error_code == 0 and group.group_epoch < 0
             ):
                 return _consumer_group_description(group, node)

@@ -40,10 +40,6 @@ class CliError(Exception):
         self.code = code
 
 
-_NOT_FOUND = (errors.UnknownTopicOrPartitionError, errors.GroupIdNotFoundError)
-_UNREACHABLE = (errors.KafkaConnectionError, errors.KafkaTimeoutError)
-
-
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit code that describes an exception raised by a command."""
     if isinstance(exc, CliError):
@@ -51,11 +47,11 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     if isinstance(exc, errors.AdminOperationError) and exc.errors:
         # Failed items: the code of the first one (all of one kind, in practice).
         return exit_code_for(next(iter(exc.errors.values())))
-    if isinstance(exc, _NOT_FOUND):
+    if isinstance(exc, errors.NOT_FOUND_ERRORS):
         return ExitCode.NOT_FOUND
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
         return ExitCode.AUTH
-    if isinstance(exc, _UNREACHABLE):
+    if isinstance(exc, errors.UNREACHABLE_ERRORS):
         return ExitCode.UNREACHABLE
     if isinstance(exc, errors.ConfigError):
         return ExitCode.USAGE

@@ -12,15 +12,13 @@ from collections.abc import Awaitable, Callable
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.cluster.metadata import BrokerInfo
-from aiokafkawire.errors.actions import COORDINATOR_ERRORS
+from aiokafkawire.errors.actions import COORDINATOR_LOOKUP_ERRORS
 from aiokafkawire.net.connection import BrokerConnection
 from aiokafkawire.protocol.messages import FindCoordinatorRequest
 
 __all__ = ["COORDINATOR_KEY_TYPES", "CoordinatorCache"]
 
 COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
-# Worth another FindCoordinator: the answering broker is gone, or not (yet) the coordinator.
-_LOOKUP_RETRIES: tuple[type[Exception], ...] = (errors.KafkaConnectionError, *COORDINATOR_ERRORS)
 
 
 class CoordinatorCache:
@@ -50,7 +48,7 @@ class CoordinatorCache:
         timeout_ms = self._request_timeout_ms if timeout_ms is None else timeout_ms
         broker = await retry(
             lambda: self._lookup(key, kind),
-            should_retry=lambda exc: isinstance(exc, _LOOKUP_RETRIES),
+            should_retry=lambda exc: isinstance(exc, COORDINATOR_LOOKUP_ERRORS),
             deadline=Deadline.after_ms(timeout_ms),
             backoff=Backoff(self._retry_backoff_ms, self._retry_backoff_max_ms),
             what=f"coordinator lookup for {kind} {key!r}",

@@ -29,7 +29,7 @@ from aiokafkawire.consumer._metrics import ConsumerMetrics
 from aiokafkawire.consumer._options import consumer_options
 from aiokafkawire.consumer._position_controls import PositionControls
 from aiokafkawire.consumer._state import ConsumerParts, IteratedRecords, discard_buffered
-from aiokafkawire.consumer._timeouts import timeout_seconds
+from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.fetch.deserialize import deserialize_drained
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
@@ -385,22 +385,29 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
             if cluster is not None:
                 await cluster.close()
 
-    async def close(self) -> None:
-        """Commit (with auto-commit), leave the group, stop every task and close connections."""
+    async def close(self, timeout: float | None = None) -> None:
+        """Commit (with auto-commit), leave the group, stop every task and close connections.
+
+        ``timeout``: how many seconds the close may take (``None``: as long as its steps take).
+        A step cut short (the terminating telemetry push, the commit and revocation, the
+        LeaveGroup) is logged as a warning; the consumer still ends closed, every task stopped.
+        """
+        budget = CloseBudget("consumer", timeout_seconds("Consumer.close", timeout, None, None))
         if self._parts.closed:
             return
         self._parts.closed = True
         if not self._parts.started:
             return
         try:
-            if self._telemetry is not None:
-                await self._telemetry.close()  # the terminating push (KIP-714)
+            if self._telemetry is not None:  # the terminating push (KIP-714)
+                await budget.step("the telemetry push", self._telemetry.close())
             await self._tasks.stop()
             if self._parts.membership is not None:
-                await self._parts.membership.close()
+                await budget.step("leaving the group", self._parts.membership.close())
             elif self._enable_auto_commit and self._subs.assignment:
                 try:
-                    await self._commits.commit_positions(list(self._subs.assignment))
+                    commit = self._commits.commit_positions(list(self._subs.assignment))
+                    await budget.step("the commit", commit)
                 except errors.KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
         finally:

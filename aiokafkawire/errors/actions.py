@@ -28,6 +28,7 @@ from aiokafkawire.errors.base import (
     BrokerResponseError,
     KafkaConnectionError,
     KafkaError,
+    KafkaTimeoutError,
 )
 from aiokafkawire.errors.codes import (
     ERRORS_BY_CODE,
@@ -38,26 +39,48 @@ from aiokafkawire.errors.codes import (
     FencedMemberEpochError,
     FetchSessionIdNotFoundError,
     FetchSessionTopicIdErrorError,
+    GroupIdNotFoundError,
     IllegalGenerationError,
     InvalidFetchSessionEpochError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
     NotCoordinatorError,
     NotLeaderOrFollowerError,
     OffsetNotAvailableError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
     StaleMemberEpochError,
+    TelemetryTooLargeError,
+    ThrottlingQuotaExceededError,
+    TransactionCoordinatorFencedError,
     UnknownLeaderEpochError,
     UnknownMemberIdError,
+    UnknownProducerIdError,
+    UnknownSubscriptionIdError,
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
 )
 
 __all__ = [
     "COORDINATOR_CODES",
     "COORDINATOR_ERRORS",
+    "COORDINATOR_LOOKUP_ERRORS",
     "ERROR_ACTIONS",
+    "FENCING_ERRORS",
     "FETCH_SESSION_CODES",
     "GROUP_MEMBERSHIP_CODES",
     "LEADER_CHANGED_CODES",
     "LEADER_EPOCH_CODES",
     "MEMBER_FENCED_CODES",
+    "NOT_A_CONSUMER_GROUP_CODES",
+    "NOT_FOUND_ERRORS",
+    "SEQUENCE_ERRORS",
     "STALE_LEADER_CODES",
+    "TELEMETRY_RESUBSCRIBE_LATER_CODES",
+    "TELEMETRY_RESUBSCRIBE_NOW_CODES",
+    "TXN_UNRETRIABLE_ERRORS",
+    "UNREACHABLE_ERRORS",
     "ErrorAction",
     "action_for",
     "action_of",
@@ -154,3 +177,59 @@ STALE_LEADER_CODES = _codes(
 )
 #: KIP-227: the fetch session is gone or out of step: start over with a full fetch.
 FETCH_SESSION_CODES = _codes(FetchSessionIdNotFoundError, InvalidFetchSessionEpochError)
+#: The errors worth another FindCoordinator: the answering broker is gone, or is not (yet) the
+#: coordinator (Java's ``FindCoordinator`` handling retries both).
+COORDINATOR_LOOKUP_ERRORS: tuple[type[KafkaError], ...] = (
+    KafkaConnectionError,
+    *COORDINATOR_ERRORS,
+)
+
+#: KIP-848 ConsumerGroupDescribe's answers for a group to describe with DescribeGroups instead
+#: (Java's Admin does the same fallback): not a consumer-protocol group (or none at all), or a
+#: broker without KIP-848 groups (Kafka 3.9).
+NOT_A_CONSUMER_GROUP_CODES = _codes(GroupIdNotFoundError, UnsupportedVersionError)
+
+# Producer: idempotence and transactions.
+
+#: The idempotent producer's sequence errors (KIP-360, Java's ``TransactionManager``): an
+#: earlier batch of the partition failed, or the broker forgot the producer id; the batch is
+#: resent in order, after the epoch bump when the sequence has to start over.
+SEQUENCE_ERRORS: tuple[type[BrokerResponseError], ...] = (
+    OutOfOrderSequenceNumberError,
+    UnknownProducerIdError,
+)
+#: Another producer with the same ``transactional_id`` (or a newer epoch) took over (Java's
+#: ``ProducerFencedException``; KIP-588's INVALID_PRODUCER_EPOCH, KIP-447's coordinator
+#: fencing): fatal for this producer.
+FENCING_ERRORS: tuple[type[BrokerResponseError], ...] = (
+    ProducerFencedError,
+    InvalidProducerEpochError,
+    TransactionCoordinatorFencedError,
+)
+#: A transaction step (EndTxn) no retry can fix: fenced, or the transaction's state moved on
+#: without this client (INVALID_TXN_STATE: already committed or aborted, Java treats it as fatal).
+TXN_UNRETRIABLE_ERRORS: tuple[type[BrokerResponseError], ...] = (
+    *FENCING_ERRORS,
+    InvalidTxnStateError,
+)
+
+# Client telemetry (KIP-714, "Error handling": what a client does after each answer).
+
+#: GetTelemetrySubscriptions again at once: the subscription changed (UNKNOWN_SUBSCRIPTION_ID)
+#: or the compression the client chose is refused (UNSUPPORTED_COMPRESSION_TYPE).
+TELEMETRY_RESUBSCRIBE_NOW_CODES = _codes(
+    UnknownSubscriptionIdError, UnsupportedCompressionTypeError
+)
+#: GetTelemetrySubscriptions again after the push interval: the push was too large
+#: (TELEMETRY_TOO_LARGE) or throttled (THROTTLING_QUOTA_EXCEEDED).
+TELEMETRY_RESUBSCRIBE_LATER_CODES = _codes(TelemetryTooLargeError, ThrottlingQuotaExceededError)
+
+# The command line's exit codes (``aiokafkawire.cli.exit_codes``).
+
+#: The topic, partition or group named does not exist (exit code NOT_FOUND).
+NOT_FOUND_ERRORS: tuple[type[KafkaError], ...] = (
+    UnknownTopicOrPartitionError,
+    GroupIdNotFoundError,
+)
+#: No broker answered in time (exit code UNREACHABLE).
+UNREACHABLE_ERRORS: tuple[type[KafkaError], ...] = (KafkaConnectionError, KafkaTimeoutError)

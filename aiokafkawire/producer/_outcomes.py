@@ -20,8 +20,6 @@ __all__ = ["BatchOutcomes"]
 
 log = logging.getLogger("aiokafkawire.producer")
 
-_SEQUENCE_ERRORS = (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
-
 
 class BatchOutcomes:
     """Decides each batch's fate from its answer and keeps its partition's cursor up to date."""
@@ -160,7 +158,7 @@ class BatchOutcomes:
             return
         action = errors.action_of(exc)
         retriable = action.retriable
-        if self.idempotent and isinstance(exc, _SEQUENCE_ERRORS):
+        if self.idempotent and isinstance(exc, errors.SEQUENCE_ERRORS):
             if not self._sequence_error_retries(batch, cursor, exc):
                 return
             retriable = True  # an earlier batch failed, or the epoch changes: resend in order

@@ -42,11 +42,7 @@ INIT_PRODUCER_ID_KEY = InitProducerIdRequest.API_KEY
 #: The feature whose finalized level 2 enables transactions v2 on the cluster.
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 
-FENCING_ERRORS: tuple[type[errors.KafkaError], ...] = (
-    errors.ProducerFencedError,
-    errors.InvalidProducerEpochError,
-    errors.TransactionCoordinatorFencedError,
-)
+FENCING_ERRORS = errors.FENCING_ERRORS  # the table's group (errors/actions.py)
 
 
 class TxnState(enum.Enum):

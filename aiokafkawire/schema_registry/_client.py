@@ -178,7 +178,7 @@ class AsyncSchemaRegistryClient:  # long: the registry's REST calls, one short m
         self._ssl = _ssl_context(conf) if self._url.startswith("https://") else None
         self._timeout = float(conf.get("timeout", 30))
         capacity = int(conf.get("cache.capacity", 1000))
-        self._by_id: _BoundedCache[int, Schema] = _BoundedCache(capacity)
+        self._by_id: _BoundedCache[int | tuple[int, str], Schema] = _BoundedCache(capacity)
         self._ids: _BoundedCache[tuple[str, Schema], int] = _BoundedCache(capacity)
         self._latest: dict[str, RegisteredSchema] = {}
         self._session: Any = None
@@ -252,16 +252,23 @@ class AsyncSchemaRegistryClient:  # long: the registry's REST calls, one short m
         self._by_id.put(schema_id, schema)
         return schema_id
 
-    async def get_schema(self, schema_id: int, subject_name: str | None = None) -> Schema:
-        """The schema with id ``schema_id`` (cached; one request however many ask at once)."""
+    async def get_schema(
+        self, schema_id: int, subject_name: str | None = None, fmt: str | None = None
+    ) -> Schema:
+        """The schema with id ``schema_id`` (cached; one request however many ask at once).
+
+        ``fmt`` asks for another form of the schema (the registry's ``format`` parameter, as
+        confluent-kafka's ``fmt``): ``"serialized"`` is a Protobuf schema's base64
+        ``FileDescriptorProto`` instead of ``.proto`` text (Confluent Schema Registry).
+        """
 
         async def load() -> Schema:
-            query = f"?subject={quote(subject_name, safe='')}" if subject_name else ""
+            query = _query(subject=subject_name, format=fmt)
             return Schema.from_response(
                 await self._request("GET", f"/schemas/ids/{schema_id}{query}")
             )
 
-        return await self._by_id.get(schema_id, load)
+        return await self._by_id.get(schema_id if fmt is None else (schema_id, fmt), load)
 
     async def lookup_schema(
         self, subject: str, schema: Schema, normalize: bool = False
@@ -273,19 +280,20 @@ class AsyncSchemaRegistryClient:  # long: the registry's REST calls, one short m
         )
         return self._registered(answer, subject)
 
-    async def get_latest_version(self, subject: str) -> RegisteredSchema:
-        """The newest version registered under ``subject``."""
-        found = self._registered(
-            await self._request("GET", f"/subjects/{quote(subject, safe='')}/versions/latest"),
-            subject,
-        )
-        self._latest[subject] = found
+    async def get_latest_version(self, subject: str, fmt: str | None = None) -> RegisteredSchema:
+        """The newest version registered under ``subject`` (``fmt``: as :meth:`get_schema`)."""
+        path = f"/subjects/{quote(subject, safe='')}/versions/latest{_query(format=fmt)}"
+        found = self._registered(await self._request("GET", path), subject, fmt)
+        if fmt is None:
+            self._latest[subject] = found
         return found
 
-    async def get_version(self, subject: str, version: int) -> RegisteredSchema:
-        """Version ``version`` of ``subject``."""
-        path = f"/subjects/{quote(subject, safe='')}/versions/{int(version)}"
-        return self._registered(await self._request("GET", path), subject)
+    async def get_version(
+        self, subject: str, version: int, fmt: str | None = None
+    ) -> RegisteredSchema:
+        """Version ``version`` of ``subject`` (``fmt``: as :meth:`get_schema`)."""
+        path = f"/subjects/{quote(subject, safe='')}/versions/{int(version)}{_query(format=fmt)}"
+        return self._registered(await self._request("GET", path), subject, fmt)
 
     async def get_subjects(self) -> list[str]:
         """Every subject."""
@@ -329,13 +337,21 @@ class AsyncSchemaRegistryClient:  # long: the registry's REST calls, one short m
         answer = await self._request("GET", path)
         return str(answer.get("compatibilityLevel") or answer.get("compatibility"))
 
-    def _registered(self, answer: Mapping[str, Any], subject: str) -> RegisteredSchema:
+    def _registered(
+        self, answer: Mapping[str, Any], subject: str, fmt: str | None = None
+    ) -> RegisteredSchema:
         schema = Schema.from_response(answer)
         schema_id = int(answer["id"])
-        self._by_id.put(schema_id, schema)
+        self._by_id.put(schema_id if fmt is None else (schema_id, fmt), schema)
         return RegisteredSchema(
             schema_id, schema, answer.get("subject", subject), int(answer["version"])
         )
+
+
+def _query(**parameters: str | None) -> str:
+    """``?name=value&...`` of the parameters given (None: left out), or ``""``."""
+    given = [f"{name}={quote(value, safe='')}" for name, value in parameters.items() if value]
+    return "?" + "&".join(given) if given else ""
 
 
 def _ssl_context(conf: Mapping[str, Any]) -> ssl.SSLContext:

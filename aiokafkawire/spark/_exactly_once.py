@@ -58,12 +58,6 @@ T = TypeVar("T")
 
 _END_TXN_V1_MAX = 4
 _END_TXN_V2 = 5
-_FENCED = (
-    errors.ProducerFencedError,
-    errors.InvalidProducerEpochError,
-    errors.InvalidTxnStateError,
-    errors.TransactionCoordinatorFencedError,
-)
 
 
 @dataclass(frozen=True)
@@ -420,7 +414,7 @@ class TransactionCompleter:
         def should_retry(exc: BaseException) -> bool:
             return (
                 isinstance(exc, errors.KafkaError)
-                and not isinstance(exc, _FENCED)
+                and not isinstance(exc, errors.TXN_UNRETRIABLE_ERRORS)
                 and (
                     exc.retriable
                     or isinstance(exc, errors.COORDINATOR_ERRORS)

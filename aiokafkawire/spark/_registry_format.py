@@ -193,7 +193,7 @@ def resolve(options: RegistryOptions) -> RegistryOptions:
                     column.version,
                     found.schema_id,
                     found.schema.schema_str,
-                    await _files(client, column, found.schema),
+                    await _files(client, column, found),
                 )
             )
         return tuple(resolved)
@@ -201,13 +201,16 @@ def resolve(options: RegistryOptions) -> RegistryOptions:
     return RegistryOptions(options.client_conf, _run_with_client(options.client_conf, fetch))
 
 
-async def _files(client: Any, column: RegistryColumn, schema: Any) -> tuple[str, ...]:
+async def _files(client: Any, column: RegistryColumn, found: Any) -> tuple[str, ...]:
     """protobuf: the descriptors the schema needs (nothing for the other formats)."""
     if column.format != "protobuf":
         return ()
     from aiokafkawire.spark._registry_protobuf import fetch_files
 
-    return await fetch_files(client, schema, f"subject {column.subject!r}")
+    async def again(fmt: str | None) -> Any:  # the same version, in another form
+        return (await client.get_version(column.subject, found.version, fmt=fmt)).schema
+
+    return await fetch_files(client, found.schema, f"subject {column.subject!r}", again)
 
 
 _WRITERS: dict[tuple[str, int, str], Any] = {}
@@ -232,7 +235,12 @@ def _writer_schema(options: RegistryOptions, schema_id: int, kind: str = "avro")
                     return _parse(schema.schema_str)
                 from aiokafkawire.spark._registry_protobuf import build_file, fetch_files
 
-                return build_file(await fetch_files(client, schema, f"schema id {schema_id}"))
+                what = f"schema id {schema_id}"
+
+                async def again(fmt: str | None) -> Any:
+                    return await client.get_schema(schema_id, fmt=fmt)
+
+                return build_file(await fetch_files(client, schema, what, again))
 
             parsed = _WRITERS[key] = _run_with_client(options.client_conf, fetch)
         return parsed

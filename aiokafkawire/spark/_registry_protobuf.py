@@ -3,8 +3,12 @@
 
 A registered schema is the base64 of a serialized ``FileDescriptorProto`` (as confluent-kafka
 and :mod:`aiokafkawire.schema_registry.protobuf` register it) with a reference per imported
-file; ``.proto`` text is refused (no parser).  The column's message is the file's first message
-(message indexes ``[0]``, what the sink writes).  Message classes are built at run time from
+file.  A registry that answers ``.proto`` text (Confluent Schema Registry does, whatever was
+registered) is asked again for the serialized form (``?format=serialized``, as
+confluent-kafka's deserializer asks); ``.proto`` text it cannot turn into one is refused with
+a :class:`~aiokafkawire.errors.ConfigError` (there is no ``.proto`` parser here).
+The column's message is the file's first message (message indexes ``[0]``, what the sink
+writes).  Message classes are built at run time from
 the descriptors (``google.protobuf`` message factory) and cached per process.
 
 Types: 32-bit ints -> int, 64-bit ints and ``uint32`` -> bigint, ``uint64`` ->
@@ -16,12 +20,16 @@ name), messages -> struct, repeated -> array, map fields -> map,
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime
 import decimal
 import functools
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafkawire.errors import ConfigError
+from aiokafkawire.schema_registry import Schema, SchemaRegistryError
 from aiokafkawire.schema_registry.serde import SerializationError
 
 __all__ = [
@@ -33,7 +41,16 @@ __all__ = [
     "to_row",
 ]
 
+log = logging.getLogger("aiokafkawire.spark")
+
 _WELL_KNOWN = ("google/protobuf/", "google/type/", "confluent/")
+#: The registry's ``format`` for a Protobuf schema's base64 ``FileDescriptorProto``.
+SERIALIZED = "serialized"
+#: Answers of a registry that does not take the ``format`` parameter (or cannot convert the
+#: schema): the schema is then used as first answered.
+_FORMAT_REFUSED = frozenset((400, 415, 422, 500, 501))
+#: Fetches a schema again in a given form (``None``: as registered).
+Refetch = Callable[[str | None], Awaitable[Schema]]
 _TIMESTAMP = "google.protobuf.Timestamp"
 UTC = datetime.timezone.utc
 
@@ -46,32 +63,70 @@ def _decode_file(schema_str: str, what: str) -> Any:
         proto.ParseFromString(base64.b64decode(schema_str, validate=True))
     except Exception as exc:  # binascii.Error, DecodeError
         raise ConfigError(
-            f"{what} is not a base64 FileDescriptorProto (.proto text is not supported by the "
-            "Spark protobuf format: register schemas as confluent-kafka's ProtobufSerializer "
-            f"does): {exc}"
+            f"{what} is not a base64 FileDescriptorProto, and the registry did not give one "
+            f"when asked for ?format={SERIALIZED} (.proto text cannot be read here: use a "
+            "registry that serves the serialized form, such as Confluent Schema Registry, or "
+            f"register the schema as confluent-kafka's ProtobufSerializer does): {exc}"
         ) from exc
     if not proto.name:
         raise ConfigError(f"{what} is not a base64 FileDescriptorProto (no file name)")
     return proto
 
 
-async def fetch_files(client: Any, schema: Any, what: str) -> tuple[str, ...]:
+def _is_descriptor(schema_str: str) -> bool:
+    """Whether ``schema_str`` is base64 (a descriptor) rather than ``.proto`` text."""
+    try:
+        base64.b64decode(schema_str, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+async def serialized(schema: Schema, refetch: Refetch | None, what: str) -> Schema:
+    """``schema`` as a base64 descriptor: as answered when it is one, else fetched again with
+    ``?format=serialized``; a registry refusing the parameter leaves it as answered (the
+    descriptor check then says what to do)."""
+    if refetch is None or _is_descriptor(schema.schema_str):
+        return schema
+    try:
+        return await refetch(SERIALIZED)
+    except SchemaRegistryError as exc:
+        if exc.http_status_code not in _FORMAT_REFUSED:
+            raise
+        log.info("%s: the registry refused ?format=%s: %s", what, SERIALIZED, exc)
+        return schema
+
+
+async def fetch_files(
+    client: Any, schema: Schema, what: str, refetch: Refetch | None = None
+) -> tuple[str, ...]:
     """The base64 descriptors ``schema`` needs, its imports (depth first) before itself;
-    well-known imports (``google/protobuf/…``) are left out: the runtime has them."""
+    well-known imports (``google/protobuf/…``) are left out: the runtime has them.
+
+    ``refetch`` fetches ``schema`` again in a given form: a registry answering ``.proto``
+    text is asked for the serialized descriptor (references likewise, by subject and version).
+    """
     files: list[str] = []
     seen: set[tuple[str, int]] = set()
 
-    async def visit(current: Any, label: str) -> None:
+    async def visit(current: Schema, label: str, again: Refetch | None) -> None:
+        current = await serialized(current, again, label)
         for ref in current.references:
             if ref.name.startswith(_WELL_KNOWN) or (ref.subject, ref.version) in seen:
                 continue
             seen.add((ref.subject, ref.version))
             found = await client.get_version(ref.subject, ref.version)
-            await visit(found.schema, f"reference {ref.subject} version {ref.version}")
+
+            async def ref_again(
+                fmt: str | None, subject: str = ref.subject, v: int = ref.version
+            ) -> Schema:
+                return (await client.get_version(subject, v, fmt=fmt)).schema
+
+            await visit(found.schema, f"reference {ref.subject} version {ref.version}", ref_again)
         _decode_file(current.schema_str, label)
         files.append(current.schema_str)
 
-    await visit(schema, what)
+    await visit(schema, what, refetch)
     return tuple(files)
 
 

@@ -42,8 +42,6 @@ log = logging.getLogger("aiokafkawire.telemetry")
 
 DEFAULT_PUSH_INTERVAL_MS = 300_000  # when the broker gives none (Java's default)
 _SUBSCRIBE, _PUSH = "subscribe", "push"
-_RESUBSCRIBE_NOW = frozenset({117, 76})  # UNKNOWN_SUBSCRIPTION_ID, UNSUPPORTED_COMPRESSION_TYPE
-_RESUBSCRIBE_LATER = frozenset({118, 89})  # TELEMETRY_TOO_LARGE, THROTTLING_QUOTA_EXCEEDED
 _TASK_KEY = "telemetry"
 
 
@@ -168,10 +166,10 @@ class TelemetryReporter:
     def _after_error(self, api: str, code: int) -> tuple[str | None, float]:
         """KIP-714's answer to an error code from either API: what next, and when."""
         name = getattr(errors.error_for_code(code), "name", f"error {code}")
-        if code in _RESUBSCRIBE_NOW:
+        if code in errors.TELEMETRY_RESUBSCRIBE_NOW_CODES:
             log.debug("telemetry: %s answered %s: subscribing again", api, name)
             return _SUBSCRIBE, 0.0
-        if code in _RESUBSCRIBE_LATER:
+        if code in errors.TELEMETRY_RESUBSCRIBE_LATER_CODES:
             log.info("telemetry: %s answered %s: next try after the interval", api, name)
             return _SUBSCRIBE, self._interval()
         log.warning("telemetry: %s answered %s: telemetry disabled for this client", api, name)

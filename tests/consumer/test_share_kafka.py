@@ -210,6 +210,13 @@ async def test_release_redelivers_with_delivery_count_two_and_reject_archives(
         await consumer.commit()
         # The rejected record is archived: nothing more comes.
         assert await _poll(consumer, 1, timeout=2.0) == []
+        assert consumer.state == "stable"
+        share = consumer.metrics()["consumer"]
+        assert share["records_consumed"] == 5 and share["assigned_partitions"] == 1
+        assert share["records_acquired"] == 0 and share["acknowledgements_failed"] == 0
+        assert (share["records_accepted"], share["records_released"]) == (3, 1)
+        assert share["records_rejected"] == 1 and share["fetch_latency"]["count"] > 0
+    assert consumer.state == "closed"
     assert outcomes and all(o.error is None for o in outcomes)
     acknowledged = {o: t for outcome in outcomes for o, t in outcome.offsets.items()}
     assert acknowledged == {0: 1, 1: 1, 2: 3, 3: 1}  # offset 1: release, then accept

@@ -534,6 +534,46 @@ async def test_use_before_start_and_after_close() -> None:
         await consumer.commit()
 
 
+async def test_state_and_metrics_follow_the_consumer_and_its_acknowledgement_outcomes() -> None:
+    from aiokafkawire.consumer import Consumer
+    from aiokafkawire.consumer.share import AcknowledgementOutcome
+
+    consumer = ShareConsumer("t", group_id="g", acknowledgement_mode="explicit")
+    assert consumer.state == "unjoined"
+    snapshot = consumer.metrics()
+    share = snapshot["consumer"]
+    # The keys both consumers have mean the same thing (and have the same types).
+    plain = Consumer(group_id="g").metrics()["consumer"]
+    for key in ("records_consumed", "records_per_sec", "fetch_latency", "assigned_partitions"):
+        assert type(share[key]) is type(plain[key]), key
+    assert set(snapshot) == {"brokers", "consumer"} and share["state"] == "unjoined"
+    assert share["records_acquired"] == share["records_accepted"] == 0
+    renew = AcknowledgeType.RENEW
+    consumer._outcomes(
+        [
+            AcknowledgementOutcome(TP, {0: A, 1: A, 2: R, 3: J, 4: G, 5: renew}, None),
+            AcknowledgementOutcome(TP, {6: A, 7: J}, errors.InvalidRecordStateError()),
+        ]
+    )
+    share = consumer.metrics()["consumer"]
+    counted = {k: share[k] for k in share if k.startswith(("records_", "acknowledgements_"))}
+    counted.pop("records_per_sec")
+    assert counted == {
+        "records_consumed": 0,
+        "records_acquired": 0,
+        "records_accepted": 2,  # the refused outcome's offsets are not counted by type
+        "records_released": 1,
+        "records_rejected": 1,
+        "records_renewed": 1,
+        "acknowledgements_sent": 8,  # every offset answered, the gap included
+        "acknowledgements_failed": 2,
+    }
+    consumer._set_fatal(errors.GroupAuthorizationFailedError("no"))
+    assert consumer.state == consumer.metrics()["consumer"]["state"] == "fatal"
+    await consumer.close()
+    assert consumer.state == "closed"
+
+
 # ------------------------------------------------------------------ the fetch loop, scripted
 
 

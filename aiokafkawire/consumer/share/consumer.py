@@ -47,7 +47,8 @@ from aiokafkawire.client_config import (
     unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._timeouts import timeout_seconds
+from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
+from aiokafkawire.consumer.share._metrics import ShareConsumerMetrics
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
 from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
@@ -255,6 +256,7 @@ class ShareConsumer(
         )
         self._topics = list(topics)
         self._acks = Acknowledgements()
+        self._metrics = ShareConsumerMetrics(common)
         self._cluster: Cluster | None = None
         self._membership: ShareMembership | None = None
         self._fetcher: ShareFetcher | None = None
@@ -283,8 +285,6 @@ class ShareConsumer(
 
     # Client telemetry (KIP-714): the push loop (started by start()) and its counters.
     _telemetry: TelemetryReporter | None = None
-    _acks_sent = 0
-    _acks_failed = 0
 
     async def start(self) -> None:
         """Connect, check that the cluster serves share groups, and join with the topics given.
@@ -366,9 +366,11 @@ class ShareConsumer(
         """Acknowledge (implicit mode: accept the last poll's records), close the share
         sessions, leave the group, stop every task and close the connections.
 
-        ``timeout``: how many seconds the session close may take (default: the
-        ``request_timeout_ms`` option).  Deprecated for one release: ``timeout_ms=`` and a
-        positional number, both milliseconds as before (a ``DeprecationWarning`` each).
+        ``timeout``: how many seconds the close may take, the session close, the leave and the
+        terminating telemetry push together (default: the session close takes at most the
+        ``request_timeout_ms`` option, the rest as long as it takes); a step cut short is
+        logged.  Deprecated for one release: ``timeout_ms=`` and a positional number, both
+        milliseconds as before (a ``DeprecationWarning`` each).
         Records acquired but not acknowledged are released to the group by the session close.
         """
         seconds = timeout_seconds("ShareConsumer.close", timeout, timeout_ms, legacy_timeout_ms)
@@ -377,24 +379,29 @@ class ShareConsumer(
         self._closed = True
         if not self._started:
             return
-        if seconds is None:
-            seconds = self._common.request_timeout_ms / 1000
+        budget = CloseBudget("share consumer", seconds)
         assert self._fetcher is not None and self._membership is not None
         assert self._cluster is not None
         try:
             if not self._explicit:
                 self._accept_delivered()
             self._outcomes(self._acks.take_expired())
-            await self._fetcher.close(seconds)
-            await self._membership.close()
-            if self._telemetry is not None:
-                await self._telemetry.close()  # the terminating push (KIP-714)
+            left = budget.remaining()
+            await self._fetcher.close(
+                self._common.request_timeout_ms / 1000 if left is None else left
+            )
+            await budget.step("leaving the group", self._membership.close())
+            if self._telemetry is not None:  # the terminating push (KIP-714)
+                await budget.step("the telemetry push", self._telemetry.close())
         finally:
             await self._tasks.stop()  # also after a failed close: no loop outlives the client
             await self._cluster.close()
 
     def _telemetry_values(self) -> list[Value]:
-        return share_consumer_values(self._acks_sent, self._acks_failed, self._common.metrics)
+        counts = self._metrics
+        return share_consumer_values(
+            counts.acknowledgements_sent, counts.acknowledgements_failed, self._common.metrics
+        )
 
     async def client_instance_id(self, timeout: float = 5.0) -> uuid.UUID | None:
         """The client instance id the cluster gave this share consumer (KIP-714), as Java's
@@ -545,15 +552,16 @@ class ShareConsumer(
             self._deserialization_error = None
             raise pending
         runs, self._held = (self._held, []) if self._held else (fetcher.drain(limit), [])
-        if not runs or self._deserializers is None:
-            return runs
-        runs, self._held, error = await deserialize_runs(
-            self._deserializers, runs, self._acks, self._on_deserialization_error
-        )
-        if error is not None:
-            if not runs:
-                raise error
-            self._deserialization_error = error
+        if runs and self._deserializers is not None:
+            runs, self._held, error = await deserialize_runs(
+                self._deserializers, runs, self._acks, self._on_deserialization_error
+            )
+            if error is not None:
+                if not runs:
+                    raise error
+                self._deserialization_error = error
+        if runs:
+            self._metrics.records_consumed += sum(len(records) for _, records in runs)
         return runs
 
     def __aiter__(self) -> ShareConsumer[K, V]:
@@ -639,9 +647,8 @@ class ShareConsumer(
     def _outcomes(self, outcomes: list[AcknowledgementOutcome]) -> None:
         callback = self._on_acknowledgement
         for outcome in outcomes:
-            self._acks_sent += len(outcome.offsets)  # counted for client telemetry (KIP-714)
+            self._metrics.outcome(outcome)  # metrics() and client telemetry (KIP-714)
             if outcome.error is not None:
-                self._acks_failed += len(outcome.offsets)
                 log.info(
                     "acknowledgements of %s failed: %s",
                     outcome.partition,
@@ -661,6 +668,41 @@ class ShareConsumer(
         log.error("the on_acknowledgement callback raised", exc_info=exc)
 
     # ----------------------------------------------------------------- introspection
+
+    @property
+    def state(self) -> str:
+        """One of the :attr:`Consumer.state <aiokafkawire.consumer.Consumer.state>` values
+        that apply to a share group member: ``"unjoined"`` (not started, or not a member
+        yet), ``"stable"`` (a member of the group, with or without partitions), ``"fatal"``
+        (a fatal error ended it: the next poll raises it), ``"closed"``.  A share group has no
+        rebalance and no manual assignment, so ``"rebalancing"`` and ``"manual"`` never occur.
+        """
+        if self._closed:
+            return "closed"
+        if self._fatal is not None:
+            return "fatal"
+        membership = self._membership
+        if not self._started or membership is None or membership.member_epoch <= 0:
+            return "unjoined"
+        return "stable"
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of this share consumer's counters, shaped as :meth:`Consumer.metrics()
+        <aiokafkawire.consumer.Consumer.metrics>` (see :mod:`aiokafkawire.metrics`).
+
+        ``brokers``: per broker request counts, latency percentiles per API, in-flight
+        requests, bytes in/out, throttle time.  ``consumer``: as the consumer's,
+        ``records_consumed`` (records handed out by polls and iteration) and its rate,
+        ``fetch_latency`` (ShareFetch, including the broker's long-poll wait),
+        ``assigned_partitions`` and ``state``; the share group's own: ``acknowledge_latency``
+        (ShareAcknowledge requests), ``records_acquired`` (in-flight acquisitions: records
+        held under an acquisition lock and not acknowledged yet, buffered or handed out),
+        ``records_accepted`` / ``records_released`` / ``records_rejected`` /
+        ``records_renewed`` (acknowledgements the broker applied, by type),
+        ``acknowledgements_sent`` and ``acknowledgements_failed`` (acknowledged offsets the
+        broker answered, and refused).
+        """
+        return self._metrics.snapshot(self.state, len(self.assignment()), self._acks.held())
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:

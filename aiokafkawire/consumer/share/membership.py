@@ -35,10 +35,6 @@ JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 _HEARTBEAT = "heartbeat"
 
-#: The answers that end this member's identity (not an error action: the membership's own
-#: rule, as KIP-848's): it rejoins with epoch 0 and a new assignment.
-_REJOIN_CODES = frozenset((errors.UnknownMemberIdError.code, errors.FencedMemberEpochError.code))
-
 
 def new_member_id() -> str:
     """A member id as Kafka's clients make them: 16 random bytes, URL-safe base64, no padding."""
@@ -200,7 +196,7 @@ class ShareMembership:
         if action is errors.ErrorAction.FIND_COORDINATOR:
             self._cluster.invalidate_coordinator(self.group_id)
             return None
-        if code in _REJOIN_CODES:
+        if code in errors.MEMBER_FENCED_CODES:  # KIP-848's rule: rejoin with epoch 0
             log.info("share group %r: member fenced (%s); rejoining", self.group_id, message)
             self.member_epoch = JOIN_EPOCH
             self._topics_sent = None
