@@ -150,7 +150,7 @@ def write_in_transaction(
         started = True
         runner.run(producer.begin_transaction())
         count = 0
-        watched: list[Any] = []
+        watched: dict[Any, Any] = {}
         try:
             for batch in batches:
                 runner.run(_send_batch(producer, opts.topic, batch, watched))

@@ -613,7 +613,7 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
         runner.run(producer.start())
         started = True
         count = 0
-        watched: list[Any] = []
+        watched: dict[Any, Any] = {}
         for batch in batches:
             runner.run(_send_batch(producer, opts.topic, batch, watched))
             count += batch.num_rows
@@ -625,26 +625,32 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
 
 
 async def _send_batch(
-    producer: Any, topic_option: str | None, batch: pa.RecordBatch, watched: list[Any]
+    producer: Any, topic_option: str | None, batch: pa.RecordBatch, watched: dict[Any, Any]
 ) -> None:
-    """Send every row of ``batch``; ``watched`` keeps one delivery handle per producer batch."""
+    """Send every row of ``batch``; ``watched`` keeps one delivery handle per producer batch.
+
+    Records of one producer batch share its outcome, so one handle each is enough (and keeps
+    ``watched`` small however many rows a task writes); rows alternate between partitions, so
+    the handles are keyed by their producer batch, not compared with the previous row's.
+    """
     names = batch.schema.names
     rows = batch.num_rows
     values = _as_binary(batch.column(names.index("value")))
     keys = _as_binary(batch.column(names.index("key"))) if "key" in names else [None] * rows
-    if topic_option is not None:
-        topics: list[Any] = [topic_option] * rows
-    elif "topic" in names:
-        topics = batch.column(names.index("topic")).to_pylist()
-    else:
-        raise errors.ConfigError("no 'topic' column and no option 'topic'")
     partitions = (
         batch.column(names.index("partition")).to_pylist() if "partition" in names else None
     )
     headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else None
     _raise_failed(watched)
     send = producer.send
-    last_batch: object = None
+    keep = watched.setdefault
+    if topic_option is not None and partitions is None and headers is None:
+        # The common case (one topic, no partition or headers column): key and value only.
+        for key, value in zip(keys, values, strict=True):
+            handle = await send(topic_option, value, key)
+            keep(handle._batch, handle)
+        return
+    topics = _topics(batch, topic_option)
     for i in range(rows):
         topic = topics[i]
         if topic is None:
@@ -659,27 +665,33 @@ async def _send_batch(
             partition=partitions[i] if partitions is not None else None,
             headers=[(h["key"], h["value"]) for h in row_headers] if row_headers else None,
         )
-        # Records of one producer batch share its outcome: watching one handle per batch is
-        # enough (and keeps this list short however many rows a task writes).
-        batch_of_handle = handle._batch
-        if batch_of_handle is not last_batch:
-            watched.append(handle)
-            last_batch = batch_of_handle
+        keep(handle._batch, handle)
 
 
-def _raise_failed(watched: list[Any], *, wait_all: bool = False) -> None:
+def _topics(batch: pa.RecordBatch, topic_option: str | None) -> list[Any]:
+    """Each row's topic: the option ``topic`` (which wins), else the ``topic`` column."""
+    if topic_option is not None:
+        return [topic_option] * batch.num_rows
+    names = batch.schema.names
+    if "topic" in names:
+        return cast("list[Any]", batch.column(names.index("topic")).to_pylist())
+    raise errors.ConfigError("no 'topic' column and no option 'topic'")
+
+
+def _raise_failed(watched: dict[Any, Any], *, wait_all: bool = False) -> None:
     """Raise the first failed delivery among ``watched``; forget the delivered ones."""
-    pending = []
-    for handle in watched:
+    delivered = []
+    for batch, handle in watched.items():
         if not handle.done():
             if wait_all:
                 raise errors.KafkaTimeoutError("a record was still undelivered after flush")
-            pending.append(handle)
             continue
         failure = handle.exception()
         if failure is not None:
             raise failure
-    watched[:] = pending
+        delivered.append(batch)
+    for batch in delivered:
+        del watched[batch]
 
 
 def subscription_topics(subscription: Subscription) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,54 @@ def test_records_outside_the_compiled_path_use_pyarrow() -> None:
     assert _kafka_io._columns_compiled(odd) is None
     batch = _kafka_io.records_to_batch(odd, "t", 0, False)
     assert batch.column("value").to_pylist() == [b"v"]
+
+
+class _Batch:
+    """A producer batch as a write task sees it: one outcome shared by its records."""
+
+    def __init__(self) -> None:
+        self.failure: BaseException | None = None
+        self.done = False
+
+
+class _Handle:
+    def __init__(self, batch: _Batch) -> None:
+        self._batch = batch
+
+    def done(self) -> bool:
+        return self._batch.done
+
+    def exception(self) -> BaseException | None:
+        return self._batch.failure
+
+
+class _Producer:
+    """Rows go round the partitions, as keyed rows do: consecutive records change batch."""
+
+    def __init__(self, partitions: int) -> None:
+        self.batches = [_Batch() for _ in range(partitions)]
+        self.sent: list[tuple[str, bytes | None, bytes | None]] = []
+
+    async def send(self, topic: str, value: Any, key: Any, **kwargs: Any) -> _Handle:
+        self.sent.append((topic, value, key))
+        return _Handle(self.batches[len(self.sent) % len(self.batches)])
+
+
+def test_a_write_task_watches_one_handle_per_producer_batch() -> None:
+    import asyncio
+
+    producer = _Producer(partitions=6)
+    keys = pa.array([f"k{i}".encode() for i in range(1000)], pa.binary())
+    values = pa.array([b"v" * 10] * 1000, pa.binary())
+    batch = pa.RecordBatch.from_arrays([keys, values], names=["key", "value"])
+    watched: dict[Any, Any] = {}
+    asyncio.run(_kafka_io._send_batch(producer, "t", batch, watched))
+    assert producer.sent[:2] == [("t", b"v" * 10, b"k0"), ("t", b"v" * 10, b"k1")]
+    assert len(producer.sent) == 1000
+    # Rows alternate between partitions; still only one handle per producer batch is kept.
+    assert len(watched) == 6
+    for delivered in producer.batches:
+        delivered.done = True
+    producer.batches[3].failure = RuntimeError("delivery failed")
+    with pytest.raises(RuntimeError, match="delivery failed"):
+        asyncio.run(_kafka_io._send_batch(producer, "t", batch, watched))
