@@ -116,11 +116,12 @@ class RecordAccumulator:
         )
         self._sticky = partitioner.sticky_partitions
         # What the appender holds stops being true: new metadata (partition counts), a fatal
-        # error (every send must raise it).
+        # error (every send must raise it), a transaction that ends or is not begun (a
+        # transactional producer appends only inside one; new batches, which add their
+        # partition to it, always take the Python path).
         self._cluster.metadata_listeners.append(appender.forget)
-        self._txn.on_fatal = self._decline_all
-        if self._txn.fatal is not None or self.closed:
-            appender.enabled = False
+        self._txn.on_sendable_change = self._follow_txn
+        self._follow_txn()
         for topic, (all_partitions, _) in self.partitions.items():
             self._push_topic(topic, all_partitions)
         return appender.append
@@ -136,9 +137,9 @@ class RecordAccumulator:
                 appender.set_open(queue[-1])
         appender.set_sticky(topic, self._sticky.get(topic))
 
-    def _decline_all(self) -> None:
-        if self._appender is not None:
-            self._appender.enabled = False
+    def _follow_txn(self) -> None:
+        if self._appender is not None and self._txn is not None:
+            self._appender.enabled = not self.closed and self._txn.may_append()
 
     def close(self) -> None:
         """Refuse further reservations and wake every ``send`` waiting for memory."""

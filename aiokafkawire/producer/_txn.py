@@ -145,7 +145,9 @@ class TransactionManager:  # long: identity and every transactional request shar
         #: Called when an EndTxn (transactions v2) hands out a new epoch: sequences restart.
         self.on_new_epoch: Callable[[], None] | None = None
         #: Called once when the producer enters the fatal state (``fatal`` is set).
-        self.on_fatal: Callable[[], None] | None = None
+        # Called when may_append() may have changed (a state move, a fatal error): the
+        # accumulator's compiled append follows it.
+        self.on_sendable_change: Callable[[], None] | None = None
 
     # ---------------------------------------------------------------- identity
 
@@ -168,13 +170,21 @@ class TransactionManager:  # long: identity and every transactional request shar
     def _move(self, event: TxnEvent) -> None:
         """The one place the state changes: by ``event``, as TRANSACTION_STATES declares."""
         self.state = TRANSACTION_STATES.next(self.state, event)
+        if self.on_sendable_change is not None:
+            self.on_sendable_change()
+
+    def may_append(self) -> bool:
+        """Whether records may be appended now: :meth:`check_can_send` would not raise."""
+        if self.fatal is not None:
+            return False
+        return not self.transactional or self.state == TxnState.IN_TRANSACTION
 
     def set_fatal(self, exc: BaseException) -> None:
         """Enter the fatal state: every later operation raises ``exc``."""
         if self.fatal is None:
             self.fatal = exc
-            if self.on_fatal is not None:
-                self.on_fatal()
+            if self.on_sendable_change is not None:
+                self.on_sendable_change()
         self._move(TxnEvent.FATAL)
 
     async def init_producer_id(self, timeout_ms: int | None = None) -> None:

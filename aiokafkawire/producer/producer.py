@@ -813,9 +813,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """Use the accumulator's compiled common case in :meth:`send` where it can apply."""
         if (
             # These keep the Python checks of send on for good: the C path would only decline.
-            self.key_serializer is not None
-            or self.value_serializer is not None
-            or self.transactional_id is not None
+            self.key_serializer is not None or self.value_serializer is not None
         ):
             return
         self._fast_append = self._accumulator.fast_path(

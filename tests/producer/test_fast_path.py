@@ -527,3 +527,58 @@ async def test_only_the_default_partitioner_without_serializers_takes_the_fast_p
         assert handle.partition == partition_for_key(b"k", PARTITIONS)
     async with _producer(mock_cluster) as producer:
         assert (producer._fast_append is None) is (Appender is None)
+
+
+@needs_extension
+async def test_a_transactional_producer_appends_in_c_only_inside_a_transaction(
+    mock_cluster: MockCluster,
+) -> None:
+    """The compiled append serves transactional producers too, and only while a transaction is
+    open: before ``begin_transaction``, after a commit, after a fatal error, ``send`` raises as
+    the Python path does (the appender follows the transaction's state, pushed to it)."""
+    topic = _topic(mock_cluster)
+    producer = _producer(
+        mock_cluster, acks="all", transactional_id=unique_topic("fast-txn"), batch_size=100_000
+    )
+    await producer.start()
+    try:
+        assert producer._fast_append is not None
+        python_appends = 0
+        python_append = producer._accumulator.append
+
+        async def counted(*args: Any) -> DeliveryHandle:
+            nonlocal python_appends
+            python_appends += 1
+            return await python_append(*args)
+
+        producer._accumulator.append = counted  # type: ignore[method-assign]
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            await producer.send(topic, b"x", b"k")
+        await producer.partitions_for(topic)  # metadata known: no refresh resets the lanes
+        for round_ in range(2):
+            await producer.begin_transaction()
+            before = python_appends
+            handles = [await producer.send(topic, b"v%d" % i, b"k") for i in range(5)]
+            # The first opens the partition's batch (Python: it joins the transaction), the
+            # others go into it in C.
+            assert python_appends == before + 1
+            await producer.commit_transaction()
+            offsets = [(await h).offset for h in handles]
+            assert offsets == list(range(offsets[0], offsets[0] + 5))  # one batch, in order
+            with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+                await producer.send(topic, b"after commit %d" % round_, b"k")
+        txn = producer._txn
+        assert txn is not None
+        await producer.begin_transaction()
+        await producer.send(topic, b"open", b"k")  # an open batch the C path could append to
+        txn.set_abortable(errors.KafkaError("a batch of this transaction failed"))
+        with pytest.raises(errors.IllegalStateError, match="must be aborted"):
+            await producer.send(topic, b"x", b"k")
+        await producer.abort_transaction()
+        await producer.begin_transaction()
+        await producer.send(topic, b"open", b"k")
+        txn.set_fatal(errors.ProducerFencedClientError("fenced"))  # type: ignore[union-attr]
+        with pytest.raises(errors.ProducerFencedClientError):
+            await producer.send(topic, b"x", b"k")
+    finally:
+        await producer.close()
