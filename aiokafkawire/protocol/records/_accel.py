@@ -60,6 +60,10 @@ def _decode_records_compiled(*args: Any) -> list[Record]:
     return _pure_decode_records(*args) if records is None else records
 
 
+# (buf, pos, end, count, base_offset, base_timestamp, log_append_time) of a batch's records
+_Body = tuple[bytes, int, int, int, int, int, int | None]
+
+
 class RecordBatch(_pure_v2.RecordBatch):
     """A v2 record batch whose records are decoded by the C extension."""
 
@@ -67,6 +71,24 @@ class RecordBatch(_pure_v2.RecordBatch):
 
     # Errors are the pure path's: ValueError for bad utf-8 in a header key is wrapped there.
     _decode_records = staticmethod(_decode_records_compiled)
+
+    def _records_frame(self) -> tuple[_Body, tuple[int, int | None]] | None:
+        """What the C decoders take of this batch, around the caller's own arguments:
+        ``(buf, pos, end, count, base_offset, base_timestamp, log_append_time)`` and
+        ``(timestamp_type, leader_epoch)``; None when it has no records to hand out (empty, or a
+        control batch)."""
+        count = self.record_count
+        attributes = self.attributes
+        if count == 0 or attributes & _ATTR_CONTROL:
+            return None
+        buf, pos, end = self._payload()
+        if attributes & _ATTR_TIMESTAMP_TYPE:
+            timestamp_type, log_append_time = 1, self.max_timestamp
+        else:
+            timestamp_type, log_append_time = 0, None
+        epoch = self.partition_leader_epoch
+        body = (buf, pos, end, count, self.base_offset, self.base_timestamp, log_append_time)
+        return body, (timestamp_type, epoch if epoch >= 0 else None)
 
     def consumer_records(
         self,
@@ -78,29 +100,16 @@ class RecordBatch(_pure_v2.RecordBatch):
         value_deserializer: Callable[[bytes | None], Any] | None = None,
     ) -> list[Any]:
         """See :meth:`_pure_v2.RecordBatch.consumer_records`; built by the C extension."""
-        count = self.record_count
-        attributes = self.attributes
-        if count == 0 or attributes & _ATTR_CONTROL:
+        frame = self._records_frame()
+        if frame is None:
             return []
-        buf, pos, end = self._payload()
-        if attributes & _ATTR_TIMESTAMP_TYPE:
-            timestamp_type, log_append_time = 1, self.max_timestamp
-        else:
-            timestamp_type, log_append_time = 0, None
-        epoch = self.partition_leader_epoch
+        body, kind = frame
         records: list[Any] | None = decode_consumer_records(
-            buf,
-            pos,
-            end,
-            count,
-            self.base_offset,
-            self.base_timestamp,
-            log_append_time,
+            *body,
             record_cls,
             topic,
             partition,
-            timestamp_type,
-            epoch if epoch >= 0 else None,
+            *kind,
             min_offset,
             key_deserializer,
             value_deserializer,
@@ -121,29 +130,16 @@ class RecordBatch(_pure_v2.RecordBatch):
         delivery_count: int,
     ) -> list[Any]:
         """See :meth:`_pure_v2.RecordBatch.share_records`; built by the C extension."""
-        count = self.record_count
-        attributes = self.attributes
-        if count == 0 or attributes & _ATTR_CONTROL:
+        frame = self._records_frame()
+        if frame is None:
             return []
-        buf, pos, end = self._payload()
-        if attributes & _ATTR_TIMESTAMP_TYPE:
-            timestamp_type, log_append_time = 1, self.max_timestamp
-        else:
-            timestamp_type, log_append_time = 0, None
-        epoch = self.partition_leader_epoch
+        body, kind = frame
         records: list[Any] | None = decode_share_records(
-            buf,
-            pos,
-            end,
-            count,
-            self.base_offset,
-            self.base_timestamp,
-            log_append_time,
+            *body,
             record_cls,
             topic,
             partition,
-            timestamp_type,
-            epoch if epoch >= 0 else None,
+            *kind,
             min_offset,
             max_offset,
             delivery_count,
