@@ -9,6 +9,10 @@ often, and what is worth another try" has one answer:
   with +-``jitter`` (as the Java client's ``retry.backoff.ms``/``retry.backoff.max.ms``).
 - :func:`retry`: ``await op()`` until it succeeds, the error is not worth retrying, or the next
   attempt could not begin before the deadline (the last error is raised then, never swallowed).
+- :func:`retry_until_stopped`: the same for a background loop, which has no deadline: it tries
+  again until ``op`` succeeds, the error is not worth retrying, or its owner cancels it.
+
+No other module sleeps by hand between attempts (``tests/errors/test_no_retry_sleeps.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-__all__ = ["Backoff", "Deadline", "retry"]
+__all__ = ["Backoff", "Deadline", "retry", "retry_until_stopped"]
 
 log = logging.getLogger("aiokafkawire")
 
@@ -139,3 +143,31 @@ async def retry(
                 if outcome is not None:
                     await outcome
             await asyncio.sleep(delay)
+
+
+async def retry_until_stopped(
+    op: Callable[[], Awaitable[T]],
+    *,
+    should_retry: Callable[[BaseException], bool],
+    backoff: Backoff,
+    what: str,
+    on_retry: Callable[[BaseException], Awaitable[None] | None] | None = None,
+) -> T:
+    """:func:`retry` without a deadline, for a loop that runs in the background.
+
+    Such a loop (a group's joins, the producer's InitProducerId or AddPartitionsToTxn) has no
+    caller waiting with a budget: it tries again, ``backoff`` apart, until ``op`` returns or
+    raises an error ``should_retry`` refuses, and it ends when its owner cancels it.  ``op``
+    decides each time whether there is still something to do (and returns if not), so the
+    owner's state is read afresh after every pause.  ``backoff`` is reset on success.
+    """
+    result = await retry(
+        op,
+        should_retry=should_retry,
+        deadline=Deadline.after(None),
+        backoff=backoff,
+        what=what,
+        on_retry=on_retry,
+    )
+    backoff.reset()
+    return result

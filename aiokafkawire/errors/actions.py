@@ -29,6 +29,7 @@ from aiokafkawire.errors.base import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    ProtocolError,
 )
 from aiokafkawire.errors.codes import (
     ERRORS_BY_CODE,
@@ -84,6 +85,7 @@ __all__ = [
     "ErrorAction",
     "action_for",
     "action_of",
+    "retriable_in_background",
 ]
 
 
@@ -145,6 +147,18 @@ def action_of(exc: BaseException) -> ErrorAction:
     if isinstance(exc, KafkaError) and exc.retriable:
         return ErrorAction.RETRY
     return ErrorAction.FATAL
+
+
+def retriable_in_background(exc: BaseException) -> bool:
+    """Whether a background loop (a group's join loop, its heartbeats) tries again after ``exc``.
+
+    What :func:`action_of` retries, and also a malformed answer (:class:`ProtocolError`): the
+    connection that read it is closed, and a new one may fare better.  The Java client's
+    ``NetworkClient`` likewise drops a connection whose answer it cannot read, and its
+    coordinator sees a (retriable) disconnect.  A caller with a deadline gets the
+    :class:`ProtocolError` instead, as :func:`action_of` says.
+    """
+    return isinstance(exc, ProtocolError) or action_of(exc).retriable
 
 
 # Errors that say more than their action: the groups a protocol step decides on, each defined

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire._retry import Backoff
+from aiokafkawire._retry import Backoff, retry_until_stopped
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.metrics import ClientMetrics, ProducerStats
@@ -332,19 +332,19 @@ class Sender:
 
     async def _init_producer_id(self) -> None:
         try:
-            await self.txn.init_producer_id()
-            self._init_backoff.reset()
+            # Until it succeeds, a pause between tries so a dead cluster is not hammered; the
+            # task ends with the producer (Java's Sender re-enqueues InitProducerId likewise).
+            await retry_until_stopped(
+                self.txn.init_producer_id,
+                should_retry=should_retry,
+                backoff=self._init_backoff,
+                what="InitProducerId",
+                on_retry=lambda exc: log.warning("InitProducerId failed: %s; retrying", exc),
+            )
             self._restart_sequences()
-        except errors.ProducerFencedClientError as exc:
-            self.txn.set_fatal(exc)
         except errors.KafkaError as exc:
-            if not should_retry(exc):
-                # E.g. not authorised to be idempotent: no batch can ever be sent.
-                self.txn.set_fatal(exc)
-                return
-            # Retried by the next pass, after a pause so a dead cluster is not hammered.
-            log.warning("InitProducerId failed: %s", exc)
-            await asyncio.sleep(self._init_backoff.next_delay())
+            # Fenced, or e.g. not authorised to be idempotent: no batch can ever be sent.
+            self.txn.set_fatal(exc)
         finally:
             self.wakeup.set()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 import uuid
@@ -11,7 +10,7 @@ from typing import Any
 
 from aiokafkawire import errors
 from aiokafkawire._fsm import TransitionTable
-from aiokafkawire._retry import Backoff, Deadline, retry
+from aiokafkawire._retry import Backoff, Deadline, retry, retry_until_stopped
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -444,39 +443,48 @@ class TransactionManager:  # long: identity and every transactional request shar
             raise
 
     async def add_pending_partitions(self, backoff: Backoff) -> BaseException | None:
-        """One AddPartitionsToTxn round for the partitions waiting to join the transaction.
+        """AddPartitionsToTxn for the partitions waiting to join the transaction, until the
+        coordinator has added every one asked for.
 
-        Waits ``backoff`` when some could not be added yet (they are tried again by the
-        sender's next pass).  Returns the error the records waiting for them fail with when
-        the coordinator refused them for good (they are then no longer pending).
+        What the error table retries is asked again ``backoff`` apart (Java's handler
+        re-enqueues the request), each round for the partitions pending then.  It stops when
+        none are pending, the producer failed, or the transaction is being aborted
+        (``abort_transaction()`` failed their records and waits for this: they never join).
+        Returns the error the records waiting for them fail with when the coordinator refused
+        them for good (they are then no longer pending).
         """
+
+        async def add_round() -> None:
+            if self.state is TxnState.ABORTING:
+                self.pending_partitions.clear()
+            if self.pending_partitions and self.fatal is None:
+                await self.add_partitions(set(self.pending_partitions))
+
         try:
-            if await self.add_partitions(set(self.pending_partitions)):
-                backoff.reset()
-            else:
-                log.debug("AddPartitionsToTxn: some partitions not added yet; retrying")
-                await asyncio.sleep(backoff.next_delay())
+            await retry_until_stopped(
+                add_round, should_retry=should_retry, backoff=backoff, what="AddPartitionsToTxn"
+            )
         except errors.ProducerFencedClientError as exc:
             self.set_fatal(exc)
         except errors.KafkaError as exc:
-            if not should_retry(exc):
-                return exc
-            log.debug("AddPartitionsToTxn: %s; retrying", exc)
-            await asyncio.sleep(backoff.next_delay())
+            return exc
         return None
 
-    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> bool:
-        """AddPartitionsToTxn for ``partitions``; whether all were added (else: try again).
+    async def add_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """AddPartitionsToTxn for ``partitions``.
 
-        A partition the coordinator refused for good makes the transaction abortable and is
-        raised.  Under transactions v2 the first Produce adds a partition: only noted here.
+        Raises a partition's retriable error when some were not added yet (the others are),
+        and makes the transaction abortable and raises when the coordinator refused one for
+        good, or refused some without a reason (OPERATION_NOT_ATTEMPTED alone: Java's handler
+        aborts then too).  Under transactions v2 the first Produce adds a partition: only noted
+        here.
         """
         assert self.transactional_id is not None
         if self.transaction_v2:
             added = set(partitions)
             self.partitions_in_txn |= added
             self.pending_partitions -= added
-            return True
+            return
         wanted = sorted(partitions)
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
@@ -492,7 +500,8 @@ class TransactionManager:  # long: identity and every transactional request shar
         )
         response = await self._coordinator_request(request, ADD_PARTITIONS_MAX_VERSION)
         failed: BaseException | None = None
-        added_all = True
+        again: BaseException | None = None
+        not_attempted = []
         for topic_result in response.results_by_topic_v3_and_below:
             for result in topic_result.results_by_partition:
                 code = result.partition_error_code
@@ -507,16 +516,23 @@ class TransactionManager:  # long: identity and every transactional request shar
                 action = errors.action_for(code)
                 if action is errors.ErrorAction.FIND_COORDINATOR:
                     self.cluster.invalidate_coordinator(self.transactional_id, "transaction")
-                # OPERATION_NOT_ATTEMPTED: refused because another partition was; if that one
-                # failed for good, so does the transaction, else this one is tried again.
-                if action.retriable or error is errors.OperationNotAttemptedError:
-                    added_all = False
+                what = f"AddPartitionsToTxn {tp.topic}-{tp.partition}"
+                if action.retriable:
+                    again = again or error(what)
+                elif error is errors.OperationNotAttemptedError:
+                    # Refused because another partition was: that one says what comes next.
+                    not_attempted.append(tp)
                 elif failed is None:
-                    failed = error(f"AddPartitionsToTxn {tp.topic}-{tp.partition}")
+                    failed = error(what)
+        if failed is None and again is None and not_attempted:
+            failed = errors.OperationNotAttemptedError(
+                f"AddPartitionsToTxn {not_attempted}: not attempted, and no partition says why"
+            )
         if failed is not None:
             self.set_abortable(failed)
             raise failed
-        return added_all
+        if again is not None:
+            raise again
 
     async def _coordinator_request(
         self, request: Any, max_version: int, min_version: int = 0

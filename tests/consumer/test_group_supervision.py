@@ -146,23 +146,116 @@ async def test_share_heartbeat_loop_death_by_a_fatal_error_reaches_the_consumer(
         await member.close(leave=False)
 
 
-async def test_classic_join_retries_back_off_as_the_client_policy_says(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # retry_backoff_ms doubling up to retry_backoff_max_ms (jitter 20%), back to the start
-    # after a join that succeeds: _retry.Backoff, not a fixed sleep of the group loop's own.
+def _classic_member(**options: Any) -> Any:
     from aiokafkawire.consumer.group import classic
     from aiokafkawire.consumer.group.assignors import RangeAssignor
 
     subs = SubscriptionState("latest")
     subs.subscribe(["t"])
     config = GroupConfig(
-        "g", retry_backoff_ms=100, retry_backoff_max_ms=800, assignors=[RangeAssignor()]
+        "g", retry_backoff_ms=100, retry_backoff_max_ms=800, assignors=[RangeAssignor()], **options
     )
-    member = classic.ClassicMembership(_cluster(), subs, config)
+    return classic.ClassicMembership(_cluster(), subs, config)
+
+
+def _record_retry_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses of the retry policy (``_retry.retry``), recorded and not waited out."""
+    from aiokafkawire import _retry
+
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+        await real_sleep(0)
+
+    fake = SimpleNamespace(sleep=sleep, CancelledError=asyncio.CancelledError)
+    monkeypatch.setattr(_retry, "asyncio", fake)
+    return delays
+
+
+async def _run_group_loop(member: Any, joins: Script, calls: int) -> None:
+    loop = asyncio.create_task(member._group_loop())
+    try:
+        await joins.called(calls)
+    finally:
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
+
+
+async def test_classic_join_retries_back_off_as_the_client_policy_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # retry_backoff_ms doubling up to retry_backoff_max_ms (jitter 20%), back to the start
+    # after a join that succeeds: _retry.Backoff, not a fixed sleep of the group loop's own.
+    member = _classic_member()
     down = errors.KafkaConnectionError("coordinator down")
     joins = Script(down, down, down, down, down)
     monkeypatch.setattr(member, "_rebalance", joins)
+    delays = _record_retry_sleeps(monkeypatch)
+    await _run_group_loop(member, joins, 6)
+    assert len(delays) == 5
+    for delay, base in zip(delays, (0.1, 0.2, 0.4, 0.8, 0.8), strict=True):
+        assert base * 0.8 <= delay <= base * 1.2, delays
+
+
+async def test_classic_rejoins_at_once_when_the_coordinator_says_how(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Java's joinGroupIfNeeded: MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION and
+    # REBALANCE_IN_PROGRESS start the next round without a pause; three in a row, then the
+    # backoff applies.
+    from aiokafkawire.consumer.group import classic
+
+    member = _classic_member()
+    rejoin = classic._Rejoin("the coordinator assigned a member id")
+    joins = Script(rejoin, rejoin)
+    monkeypatch.setattr(member, "_rebalance", joins)
+    delays = _record_retry_sleeps(monkeypatch)
+    await _run_group_loop(member, joins, 3)
+    assert delays == []
+
+    joins = Script(*[rejoin] * classic._REJOINS_AT_ONCE)
+    monkeypatch.setattr(member, "_rebalance", joins)
+    await _run_group_loop(member, joins, classic._REJOINS_AT_ONCE + 1)
+    assert len(delays) == 1 and 0.08 <= delays[0] <= 0.12, delays
+
+
+async def test_classic_join_decides_retries_by_the_error_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Retriable by the table (a coordinator error, a timeout), and a malformed answer (its
+    # connection is closed, a new one may fare better): joined again.  Not retriable: the
+    # loop dies with the error (the supervisor then ends the membership).
+    member = _classic_member()
+    joins = Script(
+        errors.NotCoordinatorError("moved"),
+        errors.KafkaTimeoutError("slow"),
+        errors.ProtocolError("garbled"),
+    )
+    monkeypatch.setattr(member, "_rebalance", joins)
+    delays = _record_retry_sleeps(monkeypatch)
+    await _run_group_loop(member, joins, 4)
+    assert len(delays) == 3
+    monkeypatch.setattr(member, "_rebalance", Script(FATAL))
+    with pytest.raises(errors.GroupAuthorizationFailedError):
+        await asyncio.wait_for(member._group_loop(), 5.0)
+
+
+async def test_classic_heartbeat_after_a_failure_waits_the_backoff_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Java's Heartbeat.failHeartbeat: the next heartbeat is due after the retry backoff, not
+    # after the backoff and then the heartbeat interval.
+    from aiokafkawire.consumer.group import classic
+
+    member = _classic_member(heartbeat_interval_ms=3_000)
+    member._move(GroupEvent.ASSIGNED)
+    member.generation = 1
+    down = errors.KafkaConnectionError("coordinator down")
+    beats = Script(down, down, down)
+    monkeypatch.setattr(member, "_heartbeat", beats)
     delays: list[float] = []
     real_sleep = asyncio.sleep
 
@@ -171,13 +264,13 @@ async def test_classic_join_retries_back_off_as_the_client_policy_says(
         await real_sleep(0)
 
     monkeypatch.setattr(classic, "asyncio", SimpleNamespace(sleep=sleep))
-    loop = asyncio.create_task(member._group_loop())
+    loop = asyncio.create_task(member._heartbeat_loop())
     try:
-        await joins.called(6)
+        await beats.called(4)
     finally:
         loop.cancel()
         with pytest.raises(asyncio.CancelledError):
             await loop
-    assert len(delays) == 5
-    for delay, base in zip(delays, (0.1, 0.2, 0.4, 0.8, 0.8), strict=True):
+    assert delays[0] == 3.0 and len(delays) == 4, delays
+    for delay, base in zip(delays[1:], (0.1, 0.2, 0.4), strict=True):
         assert base * 0.8 <= delay <= base * 1.2, delays

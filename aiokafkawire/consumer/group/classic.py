@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import retry_until_stopped
 from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer.group.assignors import (
     COOPERATIVE,
@@ -50,8 +51,18 @@ _GROUP_LOOP = "group-loop"
 _HEARTBEAT = "heartbeat"
 
 
+#: Rounds of JoinGroup/SyncGroup in a row without a pause when the coordinator asks for another
+#: (:meth:`ClassicMembership._join_while_wanted`); then the retry policy's backoff applies.
+_REJOINS_AT_ONCE = 3
+
+
 class _Rejoin(Exception):
     """Internal: this join attempt failed in a way that is fixed by joining again."""
+
+
+def _join_retriable(exc: BaseException) -> bool:
+    """Whether the group loop joins again after ``exc`` (else the loop dies with it)."""
+    return isinstance(exc, _Rejoin) or errors.retriable_in_background(exc)
 
 
 class ClassicMembership(Membership):
@@ -101,38 +112,25 @@ class ClassicMembership(Membership):
             )
         return snapshot
 
+    def _join_wanted(self) -> bool:
+        """Whether the member should (re)join now."""
+        # A fatal member does not rejoin: the error waits for the user's next call.
+        if not self._rejoin_needed or self._poll_timed_out or self.state is GroupState.FATAL:
+            return False
+        return self._subs.pattern is None or bool(self._subscribed_topics())
+
     async def _group_loop(self) -> None:
         backoff = self._backoff()
         while True:
-            # A fatal member does not rejoin: the error waits for the user's next call.
-            fatal = self.state is GroupState.FATAL
-            if self._rejoin_needed and not self._poll_timed_out and not fatal:
-                topics = self._subscribed_topics()
-                if topics or self._subs.pattern is None:
-                    try:
-                        await self._rebalance()
-                    except _Rejoin as exc:
-                        log.info("group %r: %s; joining again", self.group_id, exc)
-                        await asyncio.sleep(backoff.next_delay())
-                        continue
-                    except (
-                        errors.KafkaConnectionError,
-                        errors.KafkaTimeoutError,
-                        # A malformed answer kills the connection; a new one may fare better.
-                        errors.ProtocolError,
-                    ) as exc:
-                        log.info("group %r: join failed: %s; retrying", self.group_id, exc)
-                        self._cluster.invalidate_coordinator(self.group_id)
-                        await asyncio.sleep(backoff.next_delay())
-                        continue
-                    except errors.BrokerResponseError as exc:
-                        if errors.action_of(exc).retriable:
-                            self._cluster.invalidate_coordinator(self.group_id)
-                            await asyncio.sleep(backoff.next_delay())
-                            continue
-                        raise
-                    backoff.reset()
-                    continue
+            if self._join_wanted():
+                await retry_until_stopped(
+                    self._join_while_wanted,
+                    should_retry=_join_retriable,
+                    backoff=backoff,
+                    what=f"group {self.group_id!r} join",
+                    on_retry=self._join_failed,
+                )
+                continue
             self._wakeup.clear()
             await wait_event(self._wakeup, _WATCH_INTERVAL_S)
             if self.state is not GroupState.STABLE:
@@ -141,6 +139,34 @@ class ClassicMembership(Membership):
                 self.request_rejoin("subscribed topics' metadata changed")
             elif self._subscribed_topics() - set(self._watched):
                 self.request_rejoin("the subscription matches new topics")
+
+    async def _join_while_wanted(self) -> None:
+        """Rebalance while one is wanted; a :class:`_Rejoin` starts the next round at once.
+
+        As Java's ``joinGroupIfNeeded``: after MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID,
+        ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS the member joins again without a pause (the
+        coordinator said how to go on), up to :data:`_REJOINS_AT_ONCE` rounds in a row; the next
+        one is left to the retry policy's backoff, so a broker repeating itself is not hammered.
+        """
+        for round_ in range(1, _REJOINS_AT_ONCE + 1):
+            if not self._join_wanted():
+                return
+            try:
+                await self._rebalance()
+                return
+            except _Rejoin as exc:
+                if round_ == _REJOINS_AT_ONCE:
+                    raise
+                log.info("group %r: %s; joining again", self.group_id, exc)
+
+    def _join_failed(self, exc: BaseException) -> None:
+        """Before the pause after a failed join: the coordinator is looked up again, unless the
+        coordinator itself asked for the rejoin."""
+        if isinstance(exc, _Rejoin):
+            log.info("group %r: %s; joining again after a pause", self.group_id, exc)
+            return
+        log.info("group %r: join failed: %s; retrying", self.group_id, exc)
+        self._cluster.invalidate_coordinator(self.group_id)
 
     async def _rebalance(self) -> None:
         if self._rebalance_started is None:
@@ -249,9 +275,10 @@ class ClassicMembership(Membership):
         if code == errors.IllegalGenerationError.code:
             self.generation = -1
             raise _Rejoin("illegal generation")
-        self._rejoin_if_coordinator_moved(code)
-        if code in (errors.RebalanceInProgressError.code,):
+        if code == errors.RebalanceInProgressError.code:
             raise _Rejoin("rebalance in progress")
+        # A coordinator error is raised: the retry policy looks the coordinator up again and
+        # pauses before the next round (Java backs off after a retriable error).
         errors.raise_for_code(code, f"JoinGroup {self.group_id!r}")
         self.generation = response.generation_id
         self.member_id = response.member_id
@@ -291,14 +318,8 @@ class ClassicMembership(Membership):
         if code in (errors.UnknownMemberIdError.code, errors.IllegalGenerationError.code):
             self._reset_generation(code)
             raise _Rejoin(errors.error_for_code(code).name)
-        self._rejoin_if_coordinator_moved(code)
         errors.raise_for_code(code, f"SyncGroup {self.group_id!r}")
         return decode_assignment(response.assignment)
-
-    def _rejoin_if_coordinator_moved(self, code: int) -> None:
-        if code in errors.COORDINATOR_CODES:
-            self._cluster.invalidate_coordinator(self.group_id)
-            raise _Rejoin(errors.error_for_code(code).name)
 
     async def _lead(
         self, assignor: PartitionAssignor, members: list[Any]
@@ -338,9 +359,13 @@ class ClassicMembership(Membership):
         interval = config.heartbeat_interval_ms / 1000
         backoff = self._backoff()
         last_ok = time.monotonic()
+        # The heartbeat's clock: the next one is due heartbeat_interval_ms after an answer, or
+        # the retry policy's backoff after a failure (Java's Heartbeat.failHeartbeat), never both.
+        wait = interval
         while True:
             stable = self.state is GroupState.STABLE
-            await asyncio.sleep(interval if stable else min(interval, 0.1))
+            await asyncio.sleep(wait if stable else min(wait, 0.1))
+            wait = interval
             if self.state is not GroupState.STABLE or self.generation < 0:
                 last_ok = time.monotonic()
                 continue
@@ -349,7 +374,9 @@ class ClassicMembership(Membership):
                 continue
             try:
                 code = await self._heartbeat()
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            except errors.KafkaError as exc:
+                if not errors.retriable_in_background(exc):
+                    raise
                 log.debug("group %r: heartbeat failed: %s", self.group_id, exc)
                 self._cluster.invalidate_coordinator(self.group_id)
                 code = -1
@@ -381,7 +408,7 @@ class ClassicMembership(Membership):
                 )
                 self._cluster.invalidate_coordinator(self.group_id)
                 last_ok = time.monotonic()
-            await asyncio.sleep(backoff.next_delay())
+            wait = backoff.next_delay()
 
     async def _heartbeat(self) -> int:
         connection = await self._cluster.coordinator_connection(self.group_id, purpose="heartbeat")
