@@ -11,11 +11,14 @@ import asyncio
 from typing import Any
 
 import pytest
+from _producer_helpers import unique_topic
 
 from aiokafkawire import _retry, errors
 from aiokafkawire._retry import Backoff
+from aiokafkawire.producer import Producer
 from aiokafkawire.producer._txn import TransactionManager, TxnEvent, TxnState
 from aiokafkawire.structs import TopicPartition
+from aiokafkawire.testing import MockCluster
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -117,3 +120,54 @@ async def test_refused_for_good_is_returned_and_fenced_is_fatal(
     monkeypatch.setattr(manager, "add_partitions", Coordinator(manager, fenced))
     assert await manager.add_pending_partitions(Backoff(20, 500)) is None
     assert manager.fatal is fenced and manager.state is TxnState.FATAL_ERROR
+
+
+ADD_PARTITIONS_TO_TXN = 24
+
+
+async def test_retriable_add_partitions_answers_are_retried_on_the_mock(
+    mock_cluster: MockCluster,
+) -> None:
+    topic = unique_topic("txnadd")
+    mock_cluster.create_topic(topic, partitions=1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        transactional_id=unique_topic("txn"),
+        retry_backoff_ms=10,
+    ) as producer:
+        await producer.partitions_for(topic)
+        mock_cluster.push_request_errors(
+            ADD_PARTITIONS_TO_TXN,
+            [errors.ConcurrentTransactionsError.code, errors.CoordinatorLoadInProgressError.code],
+        )
+        async with producer.transaction():
+            handle = await producer.send(topic, b"added", partition=0)
+        assert (await handle).offset >= 0
+
+
+async def test_partitions_refused_without_a_reason_make_the_transaction_abortable(
+    mock_cluster: MockCluster,
+) -> None:
+    # OPERATION_NOT_ATTEMPTED with no other partition's error to explain it: Java's
+    # AddPartitionsToTxnHandler makes the transaction abortable; asking again would only loop.
+    topic = unique_topic("txnnotattempted")
+    mock_cluster.create_topic(topic, partitions=1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        transactional_id=unique_topic("txn"),
+        retry_backoff_ms=10,
+    ) as producer:
+        await producer.partitions_for(topic)
+        mock_cluster.push_request_errors(
+            ADD_PARTITIONS_TO_TXN, [errors.OperationNotAttemptedError.code]
+        )
+        await producer.begin_transaction()
+        handle = await producer.send(topic, b"refused", partition=0)
+        with pytest.raises(errors.OperationNotAttemptedError):
+            await asyncio.wait_for(handle, 10)
+        with pytest.raises(errors.IllegalStateError, match="abort"):
+            await producer.commit_transaction()
+        await producer.abort_transaction()
+        async with producer.transaction():
+            accepted = await producer.send(topic, b"accepted", partition=0)
+        assert (await accepted).offset >= 0
