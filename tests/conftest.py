@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,28 @@ SPEC_ROOT = REPO_ROOT / "specs" / "kafka-4.4.0"
 def spec_root() -> Path:
     """The official Kafka message specs and error table, vendored in the repository."""
     return SPEC_ROOT
+
+
+@pytest.fixture(scope="session")
+def secured_cluster() -> Iterator[Any]:
+    """A Kafka 4.x broker with the ACL authorizer and a SASL_PLAINTEXT listener, for the session.
+
+    One JVM for the admin and CLI tests of ACLs and SCRAM users (each test names its own
+    principals, users and topics); the PLAINTEXT listener's principal is a super user.
+    """
+    from aiokafkawire.testing import KafkaCluster
+    from aiokafkawire.testing._errors import BrokerUnavailableError
+    from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
+
+    cluster = KafkaCluster(authorizer=True, listeners=("SASL_PLAINTEXT",))
+    try:
+        cluster.start()
+    except BrokerUnavailableError as exc:
+        skip_or_fail_unavailable("Apache Kafka with an authorizer", exc)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 if os.environ.get("AIOKAFKAWIRE_TEST_LOOP", "") == "uvloop":
