@@ -86,6 +86,14 @@ _TEST_DEFAULTS: dict[str, str] = {
     # KIP-848 groups: heartbeats every 0.5 s instead of 5 s, so assignments settle quickly.
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # Share groups (KIP-932) likewise: heartbeats (which carry assignments) every 0.5 s instead
+    # of 5 s, 6 s sessions instead of 45 s, and group-level record locks as short as 1 s allowed
+    # (15 s is Kafka's floor) for the lock-expiry tests.
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.session.timeout.ms": "6000",
+    "group.share.min.session.timeout.ms": "3000",
+    "group.share.min.record.lock.duration.ms": "1000",
     # Client quotas measure over (num - 1) windows: 1 s instead of 10 s, so a test's quota
     # throttles after a second's worth of bytes, for seconds rather than tens of seconds.
     "quota.window.size.seconds": "1",

@@ -2,7 +2,8 @@
 delete-records``, ``groups delete-offsets``, ``acls``, ``users``.
 
 On Apache Kafka: Tansu has no CreatePartitions, OffsetDelete or ACL APIs (BROKERS.md); the ACL
-test starts its own broker with an authorizer.
+test uses the session's broker with an authorizer (``secured_cluster``, shared with the admin
+tests).
 """
 
 from __future__ import annotations
@@ -72,9 +73,8 @@ def test_scram_users(kafka_cluster, name) -> None:
     assert deleted.returncode == 0, deleted.stderr
 
 
-def test_acls_create_list_delete(kafka_cluster_factory, name) -> None:
-    cluster = kafka_cluster_factory(authorizer=True, listeners=("SASL_PLAINTEXT",))
-    servers = ("-b", cluster.bootstrap_servers)
+def test_acls_create_list_delete(secured_cluster, name) -> None:
+    servers = ("-b", secured_cluster.bootstrap_servers)
     topic, alice = name("acl"), f"User:{name('alice')}"
     created = run_aiokafkawire("acls", "create", "--principal", alice, "--operation", "read",
                                "--operation", "describe", "--topic", topic, *servers)  # fmt: skip

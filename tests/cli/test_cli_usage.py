@@ -93,9 +93,9 @@ def test_the_sasl_password_never_appears_in_output_or_debug_logs(cli, cli_fast) 
 
 @pytest.mark.slow
 def test_sasl_over_tls_on_apache_kafka_with_the_password_from_the_environment(
-    kafka_cluster_factory,
+    kafka_tls_cluster,
 ) -> None:
-    cluster = kafka_cluster_factory(listeners=("SASL_SSL",), sasl_users={"alice": "alice-pw-3x9"})
+    cluster = kafka_tls_cluster  # alice's password: "alice-pw-3x9" (TLS_CLUSTER_USERS)
     options = (
         "-b", cluster.bootstrap_for("SASL_SSL"), "--tls-ca-file", str(cluster.ca_path),
         "--sasl-mechanism", "PLAIN", "--sasl-username", "alice",

@@ -67,9 +67,15 @@ async def test_thousand_concurrent_requests_on_one_connection(kafka_bootstrap) -
     async with Cluster(kafka_bootstrap) as cluster:
         connection = await cluster.any_connection()
         names = [f"pipelined-{i}" for i in range(1000)]
+        # Not auto-created: each answer names its (unknown) topic, and the session's brokers
+        # are not left with a thousand topics that every later full metadata request carries.
         responses = await asyncio.gather(
             *(
-                connection.send(MetadataRequest(topics=[MetadataRequestTopic(name=n)]))
+                connection.send(
+                    MetadataRequest(
+                        topics=[MetadataRequestTopic(name=n)], allow_auto_topic_creation=False
+                    )
+                )
                 for n in names
             )
         )

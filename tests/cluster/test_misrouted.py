@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,25 +19,20 @@ from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo
 from aiokafkawire.net.connection import BrokerConnection
 from aiokafkawire.protocol.messages import ApiVersionsRequest, MetadataRequest
-from aiokafkawire.testing import BrokerUnavailableError, KafkaCluster
-from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
+from aiokafkawire.testing import KafkaCluster
 
-# A second Apache Kafka cluster starts in the first test (slow on a loaded machine).
+# A second Apache Kafka cluster may start in the first test (slow on a loaded machine).
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def other_cluster() -> Iterator[KafkaCluster]:
-    """A second one-broker Apache Kafka 4.x cluster: its node 1 is not the first one's."""
-    cluster = KafkaCluster()
-    try:
-        cluster.start()
-    except BrokerUnavailableError as exc:
-        skip_or_fail_unavailable("a second Apache Kafka 4.x cluster", exc)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture
+def other_cluster(secured_cluster: KafkaCluster) -> KafkaCluster:
+    """A second one-broker Apache Kafka 4.x cluster: its node 1 is not the first one's.
+
+    The session's broker with an authorizer (``tests/conftest.py``), already running for the
+    admin and CLI tests: its PLAINTEXT listener is what the client reaches by mistake here.
+    """
+    return secured_cluster
 
 
 def _point_node_at(cluster: Cluster, node_id: int, host: str, port: int) -> None:

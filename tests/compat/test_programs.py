@@ -13,17 +13,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from aiokafkawire.testing import KafkaCluster
-from aiokafkawire.testing._errors import BrokerUnavailableError
 from aiokafkawire.testing.pytest_plugin import (
     TEST_BROKERS_ENV_VAR,
     enabled_broker_kinds,
-    skip_or_fail_unavailable,
 )
 
 pytest.importorskip("aiokafka")
@@ -72,29 +69,13 @@ def _check(done: subprocess.CompletedProcess[str], program: str, engine: str) ->
         assert "Future exception was never retrieved" not in done.stderr, done.stderr
 
 
-@pytest.fixture(scope="module")
-def tls_cluster() -> Iterator[KafkaCluster]:
-    """One broker whose SSL listener requires a client certificate (CA, cert and key as PEM)."""
-    cluster = KafkaCluster(
-        brokers=1,
-        host="localhost",
-        tls_hostnames=("localhost",),
-        listeners=("SSL",),
-        ssl_client_auth="required",
-    )
-    try:
-        cluster.start()
-    except BrokerUnavailableError as exc:
-        skip_or_fail_unavailable("Apache Kafka (TLS)", exc)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
 @pytest.mark.parametrize("engine", ["aiokafka", "aiokafkawire"])
 @pytest.mark.parametrize("program", TLS_PROGRAMS)
-def test_tls_program_runs_unchanged(tls_cluster: KafkaCluster, program: str, engine: str) -> None:
+def test_tls_program_runs_unchanged(
+    kafka_tls_cluster: KafkaCluster, program: str, engine: str
+) -> None:
+    """Over the SSL listener, which requires a client certificate (CA, cert and key as PEM)."""
+    tls_cluster = kafka_tls_cluster
     assert tls_cluster.ca_path and tls_cluster.client_cert_path and tls_cluster.client_key_path
     files = {
         "CAFILE": tls_cluster.ca_path,

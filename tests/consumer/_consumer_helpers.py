@@ -72,6 +72,15 @@ def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
         yield Broker("mock", mock.bootstrap_servers, mock)
 
 
+def only_on(*kinds: str) -> pytest.MarkDecorator:
+    """Run a ``broker`` test on these kinds only (it overrides the fixture's parameters).
+
+    For a test of the client's own logic that Tansu makes slow (its group joins wait seconds)
+    while Apache Kafka, the reference, checks the same behaviour in a fraction of the time.
+    """
+    return pytest.mark.parametrize("broker", broker_kind_params(kinds), indirect=True)
+
+
 @pytest.fixture
 def mock(mock_cluster: MockCluster) -> MockCluster:
     """The 3-broker mock cluster with its group APIs capped and no initial rebalance delay."""

@@ -6,7 +6,7 @@ import time
 import uuid
 
 import pytest
-from _consumer_helpers import Broker, consume_n, produce, produce_values, wait_until
+from _consumer_helpers import Broker, consume_n, only_on, produce, produce_values, wait_until
 
 from aiokafkawire import errors
 from aiokafkawire.consumer import Consumer, OffsetAndMetadata
@@ -160,6 +160,7 @@ async def test_committed_offset_zero_with_a_leader_epoch_is_read_from(broker: Br
         assert [r.value for r in records] == [b"%d" % i for i in range(5)]
 
 
+@only_on("kafka")  # client logic: Tansu's slow joins made it 3x slower
 async def test_pattern_subscription(broker: Broker) -> None:
     if broker.kind == "mock":
         pytest.skip("mock: multi-topic classic rebalances race (see test_group.MOCK_SYNC_RACE)")

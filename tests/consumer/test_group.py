@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
-from _consumer_helpers import Broker, ConfluentMember, produce_values, wait_until
+from _consumer_helpers import Broker, ConfluentMember, only_on, produce_values, wait_until
 
 from aiokafkawire.consumer import Consumer, ConsumerRebalanceListener
 from aiokafkawire.structs import TopicPartition
@@ -43,10 +43,19 @@ def _not_on_mock(broker: Broker) -> None:
 TANSU_COMMIT_RACE = "Tansu sometimes refuses a settled member's commit during a join"
 
 
+# Where a restarted static member takes its old place without any rebalance. Not Tansu 0.6: it
+# counts a member's session from its last Heartbeat only (a JoinGroup or SyncGroup of the
+# restarted instance does not renew it) and holds each static JoinGroup and SyncGroup 3 s, so
+# the replaced member's session can run out before the new instance's first heartbeat, and the
+# group rebalances (BROKERS.md, "static members").
+STATIC_REJOIN_WITHOUT_REBALANCE = {"kafka"}
+
+
 def _group() -> str:
     return f"g-{uuid.uuid4().hex[:8]}"
 
 
+@only_on("kafka")  # client logic: Tansu's slow joins made it 3-6x slower
 async def test_mixed_group_with_librdkafka_splits_and_resplits(broker: Broker) -> None:
     # The librdkafka member usually syncs first, but not always (seen once in a full-suite run).
     _not_on_mock(broker)
@@ -207,6 +216,7 @@ class _Recorder(ConsumerRebalanceListener):
         self.lost.append(set(lost))
 
 
+@only_on("kafka")  # client logic: Tansu's slow joins made it 3-6x slower
 async def test_cooperative_sticky_keeps_consuming_partitions_that_do_not_move(
     broker: Broker,
 ) -> None:
@@ -276,20 +286,29 @@ async def test_static_member_restart_gets_same_partitions_without_rebalance(
             await wait_until(
                 lambda: len(first.assignment()) == 2 and len(other.assignment()) == 2, 30
             )
-            before = first.assignment()
+            before, others = first.assignment(), other.assignment()
             rebalances = (len(other_listener.revoked), len(other_listener.assigned))
         finally:
             await first.close()  # static: no LeaveGroup
         async with Consumer(group_instance_id="static-a", **options) as again:
             again.subscribe([topic])
-            await again.wait_for_assignment(timeout=45)  # Tansu: half a session, more under load
+            await again.wait_for_assignment(timeout=45)  # Tansu: 6-9 s, more under load
             assert again.assignment() == before
-            # Stay a moment: the other member saw no rebalance at all.
-            await asyncio.sleep(1.0)
-            assert (len(other_listener.revoked), len(other_listener.assigned)) == rebalances
-            assert other.state == "stable"
+            if broker.kind in STATIC_REJOIN_WITHOUT_REBALANCE:
+                # Stay a moment: the other member saw no rebalance at all.
+                await asyncio.sleep(1.0)
+                assert (len(other_listener.revoked), len(other_listener.assigned)) == rebalances
+                assert other.state == "stable"
+                assert other.assignment() == others
+            else:
+                # Tansu may expire the replaced member's session meanwhile and rebalance: the
+                # static members still end up with the partitions they had (same member ids).
+                await wait_until(
+                    lambda: other.assignment() == others and again.assignment() == before, 45
+                )
 
 
+@only_on("kafka")  # client logic: Tansu's slow joins made it 3-6x slower
 async def test_poll_timeout_leaves_and_rejoins(
     broker: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,6 +1,6 @@
 """The share consumer against Apache Kafka 4.x (share groups, KIP-932).
 
-One broker for the module, configured so that share-group timing suits tests: locks as short as
+The session's broker, whose test settings make share-group timing suit tests: locks as short as
 one second may be set per group, and heartbeats (which carry assignments) every half second.
 Each test uses its own topic and group; per-group configs (``share.auto.offset.reset``,
 ``share.record.lock.duration.ms``, ``share.delivery.count.limit``) are set through the admin
@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,35 +36,16 @@ from aiokafkawire.consumer.share import (
 )
 from aiokafkawire.structs import TopicPartition
 from aiokafkawire.testing import KafkaCluster
-from aiokafkawire.testing._errors import BrokerUnavailableError
-from aiokafkawire.testing.pytest_plugin import skip_or_fail_unavailable
 
 pytestmark = pytest.mark.integration
-
-#: Broker settings for share-group tests (the defaults suit production: 15 s minimum lock,
-#: 5 s heartbeats, 45 s sessions).
-SHARE_TEST_BROKER_CONFIG = {
-    "group.share.min.record.lock.duration.ms": 1000,
-    "group.share.min.heartbeat.interval.ms": 500,
-    "group.share.heartbeat.interval.ms": 500,
-    "group.share.min.session.timeout.ms": 3000,
-    "group.share.session.timeout.ms": 6000,
-}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def share_cluster() -> Iterator[KafkaCluster]:
-    """One Apache Kafka 4.x broker with test-friendly share-group timing."""
-    cluster = KafkaCluster(config=SHARE_TEST_BROKER_CONFIG)
-    try:
-        cluster.start()
-    except BrokerUnavailableError as exc:
-        skip_or_fail_unavailable("Apache Kafka 4.x", exc)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture
+def share_cluster(kafka_cluster: KafkaCluster) -> KafkaCluster:
+    """The session's Apache Kafka 4.x broker: ``KafkaCluster``'s test defaults give share groups
+    test-friendly timing (0.5 s heartbeats, 6 s sessions, 1 s minimum locks)."""
+    return kafka_cluster
 
 
 def _name(prefix: str) -> str:

@@ -87,7 +87,12 @@ def test_kafka_39_serves_the_oldest_protocol_versions(kafka_cluster_39: KafkaClu
 
 
 def test_three_brokers_kill_pause_stop_and_restart(kafka_cluster_factory: ClusterFactory) -> None:
-    cluster = kafka_cluster_factory(brokers=3)
+    # The controller fences a node 3 s after its last heartbeat (9 s by default), as in the
+    # reliability tests' cluster: the kill below is seen sooner.
+    cluster = kafka_cluster_factory(
+        brokers=3,
+        config={"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"},
+    )
     assert cluster.broker_ids == [1, 2, 3]
     assert len(cluster.bootstrap_servers.split(",")) == 3
     assert _brokers_seen(cluster, 1) == [1, 2, 3]
