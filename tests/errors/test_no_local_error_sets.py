@@ -113,9 +113,9 @@ def _is_error_member(element: ast.expr, target: str) -> bool:
     )
 
 
-def local_error_sets(source: str) -> list[tuple[int, str]]:
+def local_error_sets(source: str | ast.Module) -> list[tuple[int, str]]:
     """``(line, target)`` of each module- or class-level collection of error codes/classes."""
-    tree = ast.parse(source)
+    tree = ast.parse(source) if isinstance(source, str) else source
     bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     found = []
     for body in bodies:
@@ -158,17 +158,26 @@ class C:
     ]
 
 
-def test_no_module_outside_errors_keeps_its_own_error_set() -> None:
-    offenders = []
+@functools.cache
+def _package_trees() -> list[tuple[str, ast.Module]]:
+    """Every module of the package outside ``errors/``, parsed (the generated codecs skipped:
+    no call site decides anything there)."""
+    trees = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
         if relative.parts[0] == "errors":
             continue
         source = path.read_text(encoding="utf-8")
-        if source.startswith(_GENERATED):  # message codecs: no call site decides anything there
-            continue
-        for line, target in local_error_sets(source):
-            offenders.append(f"aiokafkawire/{relative.as_posix()}:{line} {target}")
+        if not source.startswith(_GENERATED):
+            trees.append((relative.as_posix(), ast.parse(source)))
+    return trees
+
+
+def test_no_module_outside_errors_keeps_its_own_error_set() -> None:
+    offenders = []
+    for relative, tree in _package_trees():
+        for line, target in local_error_sets(tree):
+            offenders.append(f"aiokafkawire/{relative}:{line} {target}")
     assert not offenders, (
         "name these groups once in aiokafkawire/errors/actions.py (with the KIP's or the Java "
         f"client's reason) and use them from there: {offenders}"
@@ -204,7 +213,7 @@ def _names_an_error(node: ast.expr) -> bool:
     return name is not None and (_is_kafka_error_class(name) or name.endswith("_ERRORS"))
 
 
-def function_level_error_sets(source: str) -> list[tuple[int, str]]:
+def function_level_error_sets(source: str | ast.Module) -> list[tuple[int, str]]:
     """``(line, "function::clause")`` of each except-list of two or more errors of the
     hierarchy, and each ``code in <literal collection of codes>`` inside a function."""
     found: list[tuple[int, str]] = []
@@ -233,7 +242,7 @@ def function_level_error_sets(source: str) -> list[tuple[int, str]]:
                         found.append((child.lineno, f"{where}::{ast.unparse(child)}"))
             visit(child, scope)
 
-    visit(ast.parse(source), ())
+    visit(ast.parse(source) if isinstance(source, str) else source, ())
     return found
 
 
@@ -268,15 +277,9 @@ async def loop():
 @functools.cache
 def _function_level_hits() -> dict[str, int]:
     hits: dict[str, int] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
-        if relative.parts[0] == "errors":
-            continue
-        source = path.read_text(encoding="utf-8")
-        if source.startswith(_GENERATED):
-            continue
-        for line, where in function_level_error_sets(source):
-            hits[f"{relative.as_posix()}::{where}"] = line
+    for relative, tree in _package_trees():
+        for line, where in function_level_error_sets(tree):
+            hits[f"{relative}::{where}"] = line
     return hits
 
 
