@@ -374,7 +374,11 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
                 version = connection.versions.version_for(MetadataRequest.API_KEY)
                 request = self._metadata_request(version, None if full else topics)
                 response = await connection.send(request, version)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            except errors.KafkaError as exc:
+                # As Java's NetworkClient: a broker gone, slow, or whose answer cannot be read
+                # (its connection is closed) leaves the request to the next one.
+                if not errors.retriable_in_background(exc):
+                    raise
                 last_error = exc
                 log.debug("metadata from %s:%d failed: %s", host, port, exc)
                 if isinstance(exc, errors.MisroutedConnectionError):

@@ -94,6 +94,7 @@ class ConsumerOptions:
             max_partition_fetch_bytes=self.max_partition_fetch_bytes,
             request_timeout_ms=self.common.request_timeout_ms,
             retry_backoff_ms=self.common.retry_backoff_ms,
+            retry_backoff_max_ms=self.common.retry_backoff_max_ms,
         )
 
 

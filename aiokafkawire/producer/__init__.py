@@ -1,7 +1,8 @@
 """The producer: accumulator, sender loop, partitioners, idempotence and transactions."""
 
 from aiokafkawire.producer._batch import DeliveryHandle, RecordMetadata
-from aiokafkawire.producer.producer import BatchBuilder, PreparedTransaction, Producer
+from aiokafkawire.producer._transactions import PreparedTransaction
+from aiokafkawire.producer.producer import BatchBuilder, Producer
 from aiokafkawire.structs import OffsetAndMetadata
 
 __all__ = [

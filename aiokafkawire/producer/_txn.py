@@ -357,13 +357,14 @@ class TransactionManager:  # long: identity and every transactional request shar
 
     # ---------------------------------------------------------------- the user's operations
 
-    async def commit(self, deliver: Callable[[], Awaitable[None]]) -> None:
-        """``commit_transaction()``: ``deliver()`` the records, then EndTxn (commit).
-
-        If a record failed, nothing is committed: raises, and the transaction must be aborted.
-        """
+    async def deliver_open(self, operation: str, deliver: Callable[[], Awaitable[None]]) -> None:
+        """Before ``operation`` ends the open transaction (commit, prepare): ``deliver()`` its
+        records; raises unless there is one and every record of it was delivered (then only an
+        abort is possible)."""
         if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
-            raise errors.IllegalStateError(f"no transaction to commit (state {self.state.value})")
+            raise errors.IllegalStateError(
+                f"no transaction to {operation} (state {self.state.value})"
+            )
         if self.state == TxnState.IN_TRANSACTION:
             await deliver()
         if self.fatal is not None:
@@ -371,8 +372,15 @@ class TransactionManager:  # long: identity and every transactional request shar
         if self.state == TxnState.ABORTABLE_ERROR:
             cause = self.abortable
             raise errors.IllegalStateError(
-                f"the transaction cannot commit, abort it: {cause}"
+                f"the transaction cannot {operation}, abort it: {cause}"
             ) from cause
+
+    async def commit(self, deliver: Callable[[], Awaitable[None]]) -> None:
+        """``commit_transaction()``: ``deliver()`` the records, then EndTxn (commit).
+
+        If a record failed, nothing is committed: raises, and the transaction must be aborted.
+        """
+        await self.deliver_open("commit", deliver)
         self.start_commit()
         try:
             await self.end_transaction(commit=True)

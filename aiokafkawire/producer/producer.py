@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from time import time as _wall_clock
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -39,7 +39,8 @@ from aiokafkawire.metrics import ProducerStats, Rate
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch, RecordMetadata
 from aiokafkawire.producer._sender import PRODUCE_KEY, Sender
-from aiokafkawire.producer._txn import TransactionManager, TxnState
+from aiokafkawire.producer._transactions import PreparedTransaction, Transactions
+from aiokafkawire.producer._txn import TransactionManager
 from aiokafkawire.producer.partitioner import Partitioner, create_partitioner
 from aiokafkawire.protocol.messages import InitProducerIdRequest
 from aiokafkawire.protocol.records import CompressionType
@@ -262,21 +263,6 @@ def _parse_acks(acks: int | str) -> int:
     raise errors.ConfigError(f"acks must be 0, 1 or 'all' (-1), not {acks!r}")
 
 
-@dataclass(frozen=True)
-class PreparedTransaction:
-    """An open transaction, named as EndTxn needs it (see :meth:`Producer.prepare_transaction`).
-
-    ``transaction_v2``: the transaction runs under transactions v2 (KIP-890), so it must be
-    ended with EndTxn v5+, which bumps the epoch.
-    """
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    transaction_v2: bool
-    partitions: tuple[TopicPartition, ...]
-
-
 class Producer:  # long: the public API (send, transactions, batches, metrics) and its checks
     """An asyncio Kafka producer; see the module docstring and :meth:`send`.
 
@@ -443,6 +429,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         self._sender: Sender | None = None
         self._telemetry: TelemetryReporter | None = None
         self._txn: TransactionManager | None = None
+        self._txn_ops: Transactions | None = None
         self._started = False
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
@@ -927,29 +914,34 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
 
     # ---------------------------------------------------------------- transactions
 
-    def _transaction_manager(self, operation: str) -> TransactionManager:
+    def _check_open(self, operation: str) -> None:
         if self._closed:
             raise errors.ClientClosedError(f"{operation}() on a closed producer")
-        txn = self._txn
-        if txn is None or not self._started:
+        if self._txn is None or not self._started:
             raise errors.IllegalStateError("start the producer first")
-        if not txn.transactional:
-            raise errors.IllegalStateError(f"{operation}() needs a transactional_id")
-        if txn.fatal is not None:
-            raise txn.fatal
-        return txn
+
+    def _transactions(self, operation: str) -> Transactions:
+        """The transaction operations (``_transactions.py``), once ``operation`` may run."""
+        self._check_open(operation)
+        ops, txn, sender = self._txn_ops, self._txn, self._sender
+        assert txn is not None and sender is not None
+        if ops is None or ops.txn is not txn:
+            flush = functools.partial(self._flush, None)
+            ops = self._txn_ops = Transactions(
+                txn, self._accumulator, sender, flush, self._check_open
+            )
+        return ops.require(operation)
 
     async def begin_transaction(self) -> None:
         """Start a transaction: records sent until commit/abort belong to it."""
-        self._transaction_manager("begin_transaction").begin()
+        self._transactions("begin_transaction").begin()
 
     async def commit_transaction(self) -> None:
         """Deliver the transaction's records, then commit it (EndTxn).
 
         If any record failed, the transaction is aborted instead and the error is raised.
         """
-        txn = self._transaction_manager("commit_transaction")
-        await txn.commit(lambda: self._flush(None))
+        await self._transactions("commit_transaction").commit()
 
     async def prepare_transaction(self) -> PreparedTransaction:
         """Deliver the open transaction's records and return its identity, leaving it open.
@@ -960,59 +952,17 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         transaction afterwards: close it (closing does not end a transaction).  Raises the
         delivery error if a record failed (then only an abort is possible).
         """
-        txn = self._transaction_manager("prepare_transaction")
-        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
-            raise errors.IllegalStateError(f"no transaction to prepare (state {txn.state.value})")
-        await self._flush(None)
-        if txn.fatal is not None:
-            raise txn.fatal
-        if txn.state == TxnState.ABORTABLE_ERROR:
-            cause = txn.abortable
-            raise errors.IllegalStateError(
-                f"the transaction cannot be prepared, abort it: {cause}"
-            ) from cause
-        assert txn.transactional_id is not None
-        return PreparedTransaction(
-            transactional_id=txn.transactional_id,
-            producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch,
-            transaction_v2=txn.transaction_v2,
-            partitions=tuple(sorted(txn.partitions_in_txn)),
-        )
+        return await self._transactions("prepare_transaction").prepare()
 
     async def abort_transaction(self) -> None:
         """Drop the transaction's unsent records and abort it (its records stay invisible)."""
-        txn = self._transaction_manager("abort_transaction")
-        accumulator, sender = self._accumulator, self._sender
-        assert sender is not None
-
-        async def settle() -> None:
-            in_flight = [batch.future for batch in accumulator.incomplete]
-            if in_flight:
-                await asyncio.wait(in_flight)
-            # An AddPartitionsToTxn under way would otherwise reopen the transaction.
-            await sender.wait_add_partitions()
-
-        await txn.abort(accumulator.abort_queued, settle)
+        await self._transactions("abort_transaction").abort()
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:
         """``async with producer.transaction():`` commits on success, aborts on an exception."""
-        await self.begin_transaction()
-        txn = self._txn
-        assert txn is not None
-        try:
-            yield self
-        except BaseException:
-            if txn.can_abort():
-                await self.abort_transaction()
-            raise
-        try:
-            await self.commit_transaction()
-        except errors.KafkaError:
-            if txn.can_abort() and txn.state == TxnState.ABORTABLE_ERROR:
-                await self.abort_transaction()  # leave the producer ready for the next one
-            raise
+        async with self._transactions("begin_transaction").block(self) as producer:
+            yield producer
 
     async def send_offsets_to_transaction(
         self,
@@ -1026,8 +976,8 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         Pass ``group_id``, or ``group_metadata`` (an object with ``group_id``, and optionally
         ``generation_id``, ``member_id`` and ``group_instance_id``) for fencing of zombie members.
         """
-        txn = self._transaction_manager("send_offsets_to_transaction")
-        await txn.send_offsets_for_group(offsets, group_id, group_metadata)
+        ops = self._transactions("send_offsets_to_transaction")
+        await ops.send_offsets(offsets, group_id, group_metadata)
 
     # ---------------------------------------------------------------- batches (aiokafka API)
 

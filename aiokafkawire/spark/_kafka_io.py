@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire.spark._options import (
     EARLIEST,
     LATEST,
@@ -219,21 +220,28 @@ class OffsetResolver:
         if not specs:
             return {}
         retries = self._opts.fetch_offset_retries
-        for attempt in range(retries + 1):
-            try:
-                return await self._list_once(specs, allow_missing)
-            except errors.KafkaError as exc:
-                if attempt == retries:
-                    raise
-                log.warning(
-                    "offset lookup failed (%s); retry %d of %d (fetchOffset.numRetries) in %d ms",
-                    exc,
-                    attempt + 1,
-                    retries,
-                    self._opts.fetch_offset_retry_interval_ms,
-                )
-                await asyncio.sleep(self._opts.fetch_offset_retry_interval_ms / 1000)
-        raise AssertionError("unreachable")  # pragma: no cover
+        interval_ms = self._opts.fetch_offset_retry_interval_ms
+
+        def warn(exc: BaseException) -> None:
+            log.warning(
+                "offset lookup failed (%s); retrying (at most %d times, fetchOffset.numRetries) "
+                "in %d ms",
+                exc,
+                retries,
+                interval_ms,
+            )
+
+        # As Spark's KafkaOffsetReader: any failure is tried again, numRetries times,
+        # retryIntervalMs apart (no doubling, no jitter).
+        return await retry(
+            lambda: self._list_once(specs, allow_missing),
+            should_retry=lambda exc: isinstance(exc, errors.KafkaError),
+            deadline=Deadline.after(None),
+            backoff=Backoff(interval_ms, interval_ms, jitter=0),
+            what="offset lookup",
+            on_retry=warn,
+            max_attempts=retries + 1,
+        )
 
     async def _list_once(
         self, specs: Mapping[TopicPartition, int], allow_missing: bool

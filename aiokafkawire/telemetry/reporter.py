@@ -187,9 +187,12 @@ class TelemetryReporter:
         """Send; on failure the second item says what to do next."""
         try:
             return await self._send(request), None
-        except errors.UnsupportedVersionForBrokerError as exc:
-            return None, self._stop(str(exc))
-        except (errors.KafkaError, TimeoutError, OSError) as exc:
+        except errors.KafkaError as exc:
+            # As Java's ClientTelemetryReporter (handleFailedRequest): a retriable failure is
+            # tried again later; any other (an unsupported version, an authorization or
+            # authentication failure) disables telemetry for this client.
+            if not errors.retriable_in_background(exc):
+                return None, self._stop(str(exc))
             wait = self._interval() if self.subscription is not None else self._retry_ms / 1000
             log.debug(
                 "telemetry: %s failed (%s); again in %.1fs", type(request).__name__, exc, wait

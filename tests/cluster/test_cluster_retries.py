@@ -141,3 +141,35 @@ async def test_a_failed_periodic_refresh_task_is_restarted_by_its_key(
             cluster._task_failed(cluster_module._PERIODIC_REFRESH, RuntimeError("boom"))
             cluster._task_failed(cluster_module._REFRESH_REQUEST, RuntimeError("boom"))
             assert restarted == [cluster_module._PERIODIC_REFRESH]
+
+
+async def test_a_malformed_metadata_answer_moves_on_to_the_next_broker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As the Java client's NetworkClient: an answer it cannot read closes that connection and
+    # the metadata request goes to another broker (the error table's retriable_in_background);
+    # an error no broker can fix (here: authentication) ends the refresh at once.
+    first, second = ScriptedBroker([]), ScriptedBroker([])
+    async with FakeBroker(first) as one, FakeBroker(second) as two:
+        first.port, second.port = one.port, two.port
+        bootstrap = f"127.0.0.1:{one.port},127.0.0.1:{two.port}"
+        async with Cluster(bootstrap, CONFIG, retry_backoff_ms=20) as cluster:
+            real_get = cluster.pool.get
+            failures: list[BaseException] = [errors.ProtocolError("garbled")]
+            asked: list[int] = []
+
+            async def get(host: str, port: int, **kwargs: Any) -> Any:
+                asked.append(port)
+                if failures:
+                    raise failures.pop(0)
+                return await real_get(host, port, **kwargs)
+
+            monkeypatch.setattr(cluster.pool, "get", get)
+            monkeypatch.setattr(cluster, "_known_candidates", lambda: [], raising=False)
+            await cluster.refresh_metadata()
+            assert len(asked) >= 2 and asked[0] != asked[1], asked
+            failures.append(errors.AuthenticationError("bad password"))
+            asked.clear()
+            with pytest.raises(errors.AuthenticationError):
+                await cluster.refresh_metadata()
+            assert len(asked) == 1

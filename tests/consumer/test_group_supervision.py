@@ -274,3 +274,46 @@ async def test_classic_heartbeat_after_a_failure_waits_the_backoff_only(
     assert delays[0] == 3.0 and len(delays) == 4, delays
     for delay, base in zip(delays[1:], (0.1, 0.2, 0.4), strict=True):
         assert base * 0.8 <= delay <= base * 1.2, delays
+
+
+async def test_kip848_heartbeat_retries_back_off_and_ask_the_error_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Java's heartbeat request state: a failed heartbeat is tried again after the retry
+    # policy's backoff, doubling up to retry_backoff_max_ms.  Retriable by the table (a lost
+    # connection, a timeout, a coordinator error) and a malformed answer: tried again, the
+    # loop lives on.  Not retriable: the loop dies with the error.
+    from aiokafkawire.consumer.group import consumer_protocol
+
+    script = Script(
+        errors.KafkaConnectionError("coordinator down"),
+        errors.KafkaTimeoutError("slow"),
+        errors.ProtocolError("garbled"),
+        errors.CoordinatorLoadInProgressError("loading"),
+    )
+    subs = SubscriptionState("latest")
+    subs.subscribe(["t"], None)
+    config = GroupConfig(group_id="g", retry_backoff_ms=100, retry_backoff_max_ms=400)
+    member = ConsumerProtocolMembership(_cluster(), subs, config)
+    member._send = script  # type: ignore[method-assign]
+    waits: list[float] = []
+
+    async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+        waits.append(timeout)
+        await asyncio.sleep(0)
+        return False
+
+    monkeypatch.setattr(consumer_protocol, "wait_event", wait_event)
+    loop = asyncio.create_task(member._heartbeat_loop())
+    try:
+        await script.called(5)
+    finally:
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
+    assert len(waits) == 5, waits
+    for delay, base in zip(waits[1:], (0.1, 0.2, 0.4, 0.4), strict=True):
+        assert base * 0.8 <= delay <= base * 1.2, waits
+    member._send = Script(FATAL)  # type: ignore[method-assign]
+    with pytest.raises(errors.GroupAuthorizationFailedError):
+        await asyncio.wait_for(member._heartbeat_loop(), 5.0)

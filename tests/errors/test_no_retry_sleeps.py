@@ -55,21 +55,11 @@ PACING: dict[str, str] = {
 
 #: Hand-written retry sleeps of other rooms, still to move onto _retry (issue 24, room 6).
 RETRY_SLEEPS_LEFT: dict[str, str] = {
-    "consumer/fetch/dispatch.py::Fetcher._dispatch_loop": (
-        "retries any KafkaError (fatal ones too) retry_backoff_ms apart, without doubling"
-    ),
-    "consumer/fetch/source.py::BrokerSource.run": (
-        "its own except-list (connection, timeout) and a fixed backoff"
-    ),
     "consumer/share/fetcher.py::ShareFetcher._node_loop": (
         "its own except-list (connection, timeout)"
     ),
     "consumer/share/membership.py::ShareMembership._heartbeat_loop": (
         "its own except-list (connection, timeout); a sleep per failure kind"
-    ),
-    "spark/_kafka_io.py::OffsetResolver._list": (
-        "fetchOffset.numRetries x fetchOffset.retryIntervalMs by hand (retry() with "
-        "max_attempts and a fixed Backoff would do)"
     ),
 }
 
@@ -168,11 +158,15 @@ def test_every_listed_sleep_is_still_there() -> None:
 
 
 def test_the_rooms_converted_keep_no_hand_written_retry_sleep() -> None:
-    # Issue 24 room 6: the group loop, the producer's InitProducerId and AddPartitionsToTxn.
+    # Issue 24 room 6: the group loop, the producer's InitProducerId and AddPartitionsToTxn,
+    # the fetcher's dispatch loop and sources, Spark's offset lookups.
     sleeps = _all_sleeps()
     converted = [
         "consumer/group/classic.py::ClassicMembership._group_loop",
         "producer/_sender.py::Sender._init_producer_id",
         "producer/_txn.py::TransactionManager.add_pending_partitions",
+        "consumer/fetch/dispatch.py::Fetcher._dispatch_loop",
+        "consumer/fetch/source.py::BrokerSource.run",
+        "spark/_kafka_io.py::OffsetResolver._list",
     ]
     assert [key for key in converted if key in sleeps] == []

@@ -228,3 +228,39 @@ async def test_txn_offset_commit_retries_a_moved_group_coordinator_with_its_own_
             mock_cluster.clear_request_errors(txn_offset_commit)
         assert isinstance(info.value.__cause__, errors.NotCoordinatorError)
         await producer.abort_transaction()
+
+
+async def test_prepare_transaction_delivers_and_names_the_open_transaction(
+    mock_cluster: MockCluster,
+) -> None:
+    # KIP-939's prepareTransaction: the records are delivered, the transaction stays open and
+    # is named for whoever ends it; with a failed record only an abort is possible.
+    topic = unique_topic("txnprepare")
+    mock_cluster.create_topic(topic, partitions=2)
+    transactional_id = _txn_id()
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=transactional_id
+    ) as producer:
+        await producer.partitions_for(topic)
+        with pytest.raises(errors.IllegalStateError, match="no transaction to prepare"):
+            await producer.prepare_transaction()
+        await producer.begin_transaction()
+        handles = [await producer.send(topic, b"v", partition=p) for p in (1, 0)]
+        prepared = await producer.prepare_transaction()
+        assert all(handle.done() for handle in handles)
+        assert prepared.transactional_id == transactional_id
+        assert prepared.producer_id >= 0 and prepared.producer_epoch >= 0
+        assert prepared.partitions == (TopicPartition(topic, 0), TopicPartition(topic, 1))
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=_txn_id()
+    ) as producer:
+        await producer.partitions_for(topic)
+        await producer.begin_transaction()
+        mock_cluster.push_request_errors(0, [errors.InvalidRecordError.code])
+        await producer.send(topic, b"refused", partition=0)
+        with pytest.raises(errors.IllegalStateError, match="cannot prepare, abort it") as info:
+            await producer.prepare_transaction()
+        assert isinstance(info.value.__cause__, errors.InvalidRecordError)
+        await producer.abort_transaction()
+        await producer.begin_transaction()  # ready for the next one
+        await producer.abort_transaction()

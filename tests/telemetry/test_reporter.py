@@ -330,3 +330,22 @@ async def test_close_does_not_wait_for_a_silent_broker() -> None:
     await tasks.stop()  # the owner cancels the loop: not reported as a failure
     assert failures == []
     assert len(tasks) == 0
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        errors.AuthenticationError("bad password"),
+        errors.ClusterAuthorizationFailedError("denied"),
+    ],
+)
+async def test_a_fatal_request_failure_disables_telemetry(failure: errors.KafkaError) -> None:
+    # Java's ClientTelemetryReporter: only a retriable failure is tried again; any other one
+    # disables telemetry (no request every interval that can never succeed).
+    broker = ScriptedBroker(lambda request: failure)
+    reporter = make_reporter(broker)
+    reporter._retry_ms = 10
+    await asyncio.wait_for(reporter._run(), 3)
+    assert len(broker.subscribes()) == 1
+    assert str(failure) in (reporter.stopped_reason or "")
+    assert await reporter.client_instance_id(0) is None

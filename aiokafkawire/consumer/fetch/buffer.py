@@ -109,6 +109,10 @@ class FetchBuffer:
         self._errors.append(error)
         self._data_event.set()
 
+    def holds(self, error: Exception) -> bool:
+        """Whether ``error`` (reported earlier) still waits for :meth:`drain` to raise it."""
+        return any(waiting is error for waiting in self._errors)
+
     def wake(self) -> None:
         """Tell waiting consumers that records (or an error) may be available."""
         self._data_event.set()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aiokafkawire._retry import Backoff
+
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "RESET_TIMESTAMPS", "FetchConfig"]
 
 EARLIEST_TIMESTAMP = -2
@@ -28,6 +30,7 @@ class FetchConfig:
         "key_deserializer",
         "max_partition_fetch_bytes",
         "request_timeout_ms",
+        "retry_backoff_max_ms",
         "retry_backoff_ms",
         "value_deserializer",
     )
@@ -48,6 +51,7 @@ class FetchConfig:
         max_partition_fetch_bytes: int = 1_048_576,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
     ) -> None:
         self.auto_offset_reset = auto_offset_reset
         self.check_crcs = check_crcs
@@ -62,6 +66,7 @@ class FetchConfig:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
 
     @property
     def read_committed(self) -> bool:
@@ -72,3 +77,7 @@ class FetchConfig:
     def retry_backoff_s(self) -> float:
         """``retry_backoff_ms`` in seconds."""
         return self.retry_backoff_ms / 1000
+
+    def backoff(self) -> Backoff:
+        """The client's retry policy: ``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``."""
+        return Backoff(self.retry_backoff_ms, self.retry_backoff_max_ms)

@@ -11,11 +11,11 @@ by node id; a failed loop is restarted by that key, never by parsing a task name
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
 from aiokafkawire import errors
+from aiokafkawire._retry import retry_until_stopped
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -61,6 +61,7 @@ class Fetcher:
         self._sources: dict[int, BrokerSource] = {}
         self._tasks = TaskSupervisor("fetcher", self._task_failed)
         self._closed = False
+        self._reported: errors.KafkaError | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -86,18 +87,44 @@ class Fetcher:
     # ----------------------------------------------------------------- dispatch
 
     async def _dispatch_loop(self) -> None:
-        backoff = self._config.retry_backoff_s
+        backoff = self._config.backoff()
+        recheck = self._config.retry_backoff_s
         while True:
             changed = self._subs.change_event()
-            try:
-                await self.position_lookup.resolve()
-                await self.position_lookup.validate()
-            except errors.KafkaError as exc:
-                log.info("resolving consumer positions failed: %s; retrying", exc)
-                await asyncio.sleep(backoff)
-                continue
+            await retry_until_stopped(
+                self._resolve_positions,
+                should_retry=self._retry_or_report,
+                backoff=backoff,
+                what="resolving consumer positions",
+            )
             needs_retry = self._start_sources()
-            await wait_event(changed, backoff if needs_retry else IDLE_RECHECK_S)
+            await wait_event(changed, recheck if needs_retry else IDLE_RECHECK_S)
+
+    async def _resolve_positions(self) -> None:
+        await self.position_lookup.resolve()
+        await self.position_lookup.validate()
+
+    def _retry_or_report(self, exc: BaseException) -> bool:
+        """Whether to try resolving positions again after ``exc`` (always, for a KafkaError).
+
+        As the Java client's ``OffsetFetcher`` (``onFailedResponseForResettingPositions``): a
+        retriable error is retried quietly; any other one (an authorization failure, say) is
+        handed to the user by the next ``getmany`` as the typed error it is, and the positions
+        are asked for again after the backoff (the cause may be fixed meanwhile).  One such
+        error waits for the user at a time.  Anything but a :class:`KafkaError` is a bug: it
+        ends the loop, and its supervisor restarts it.
+        """
+        if not isinstance(exc, errors.KafkaError):
+            return False
+        if errors.retriable_in_background(exc):
+            return True
+        if self._reported is not None and self.buffer.holds(self._reported):
+            log.debug("resolving consumer positions failed again: %s", exc)
+            return True
+        log.error("resolving consumer positions failed: %s", exc)
+        self._reported = exc
+        self.buffer.report(exc)
+        return True
 
     def _start_sources(self) -> bool:
         """Start a source for each broker serving a partition; True when some must wait."""

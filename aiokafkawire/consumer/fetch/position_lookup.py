@@ -275,14 +275,16 @@ class PositionLookup:
         for node, part in by_node.items():
             try:
                 answers = await self._list_offsets_at(node, part)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            except errors.KafkaError as exc:
+                if not errors.action_of(exc).retriable:
+                    raise
                 last_error = exc
                 failed.update(part)
                 continue
             for tp, answer in answers.items():
                 if not isinstance(answer, Exception):
                     result[tp] = answer
-                elif getattr(answer, "retriable", False):
+                elif errors.action_of(answer).retriable:
                     last_error = answer
                     failed[tp] = part[tp]
                 else:

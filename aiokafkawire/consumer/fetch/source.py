@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from aiokafkawire import errors
+from aiokafkawire._retry import retry_until_stopped
 from aiokafkawire._waits import wait_event
 from aiokafkawire.consumer.fetch.buffer import MAX_CHUNKS_PER_PARTITION, FetchedChunk
 from aiokafkawire.consumer.fetch.config import RESET_TIMESTAMPS
@@ -56,34 +57,50 @@ class BrokerSource:
 
     async def run(self) -> None:
         """The long-poll loop (until cancelled); a restarted loop opens a new session."""
-        ctx = self._ctx
         self.session.reset()
-        backoff = ctx.config.retry_backoff_s
+        backoff = self._ctx.config.backoff()
         while True:
-            changed = ctx.subs.change_event()
-            partitions = self.fetchable()
-            if not partitions:
-                await wait_event(changed, IDLE_RECHECK_S)
-                if ctx.backoff_until:
-                    await asyncio.sleep(0)
-                continue
-            tps = [tp for tp, _ in partitions]
-            ctx.in_flight.update(tps)
-            try:
-                await self.fetch_once(partitions)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                log.info("fetch from broker %d failed: %s", self.node, exc)
-                self.session.reset()
-                ctx.cluster.request_update()
-                await asyncio.sleep(backoff)
-            except errors.UnsupportedVersionForBrokerError:
-                raise
-            except errors.KafkaError as exc:
-                log.warning("fetch from broker %d failed: %s", self.node, exc)
-                self.session.reset()
-                await asyncio.sleep(backoff)
-            finally:
-                ctx.in_flight.difference_update(tps)
+            await retry_until_stopped(
+                self._poll_once,
+                should_retry=self._after_failure,
+                backoff=backoff,
+                what=f"fetch from broker {self.node}",
+            )
+
+    async def _poll_once(self) -> None:
+        """One fetch of the partitions due, or a wait for some to become due."""
+        ctx = self._ctx
+        changed = ctx.subs.change_event()
+        partitions = self.fetchable()
+        if not partitions:
+            await wait_event(changed, IDLE_RECHECK_S)
+            if ctx.backoff_until:
+                await asyncio.sleep(0)
+            return
+        tps = [tp for tp, _ in partitions]
+        ctx.in_flight.update(tps)
+        try:
+            await self.fetch_once(partitions)
+        finally:
+            ctx.in_flight.difference_update(tps)
+
+    def _after_failure(self, exc: BaseException) -> bool:
+        """Whether to fetch again (after the backoff) when a whole fetch request failed.
+
+        As the Java client's ``AbstractFetch``: a failed request or a request-level error is
+        logged, the session starts over with a full fetch and metadata is looked up again (the
+        leader may have moved); the fetch is tried again.  A broker without a Fetch version we
+        speak, or anything but a :class:`KafkaError` (a bug), ends the loop for its supervisor.
+        """
+        if not isinstance(exc, errors.KafkaError) or isinstance(
+            exc, errors.UnsupportedVersionForBrokerError
+        ):
+            return False
+        level = logging.INFO if errors.retriable_in_background(exc) else logging.WARNING
+        log.log(level, "fetch from broker %d failed: %s", self.node, exc)
+        self.session.reset()
+        self._ctx.cluster.request_update()
+        return True
 
     def fetchable(self) -> list[tuple[TopicPartition, PartitionState]]:
         """The partitions this broker serves that are due for a fetch now."""

@@ -75,7 +75,9 @@ class ConsumerProtocolMembership(Membership):
     # ----------------------------------------------------------------- the loop
 
     async def _heartbeat_loop(self) -> None:
-        backoff = self.config.retry_backoff_ms / 1000
+        # Java's heartbeat request state: after a failure the next heartbeat waits the retry
+        # policy's backoff (doubling), after an answer the interval the coordinator gave.
+        backoff = self._backoff()
         while True:
             await wait_event(self._wakeup, self._interval)
             self._wakeup.clear()
@@ -89,15 +91,17 @@ class ConsumerProtocolMembership(Membership):
                 await self._lose_partitions()
             try:
                 response = await self._send(self.generation)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            except errors.KafkaError as exc:
+                if not errors.retriable_in_background(exc):
+                    raise
                 log.debug("group %r: heartbeat failed: %s", self.group_id, exc)
                 self._cluster.invalidate_coordinator(self.group_id)
-                self._interval = backoff
+                self._interval = backoff.next_delay()
                 continue
             code = response.error_code
-            if code in errors.COORDINATOR_CODES:
+            if errors.action_for(code) is errors.ErrorAction.FIND_COORDINATOR:
                 self._cluster.invalidate_coordinator(self.group_id)
-                self._interval = backoff
+                self._interval = backoff.next_delay()
                 continue
             if code in errors.MEMBER_FENCED_CODES:
                 log.info(
@@ -114,10 +118,11 @@ class ConsumerProtocolMembership(Membership):
                 error = errors.error_for_code(code)(
                     response.error_message or "ConsumerGroupHeartbeat failed"
                 )
-                if error.retriable:
-                    self._interval = backoff
+                if errors.retriable_in_background(error):
+                    self._interval = backoff.next_delay()
                     continue
                 raise error
+            backoff.reset()
             if response.member_id:
                 self.member_id = response.member_id
             self.generation = response.member_epoch
