@@ -6,6 +6,7 @@ ShareConsumers (one thread each), on the same topic, in the same acknowledgement
 
     python benchmarks/bench_share.py                      # 200,000 records, 2 partitions, 3 reps
     python benchmarks/bench_share.py --records 50000 --repetitions 1 --ack-mode explicit
+    python benchmarks/bench_share.py --ack-mode both   # results/share.json, share_explicit.json
 
 Starts one Apache Kafka 4.x broker (``aiokafkawire.testing.KafkaCluster``, share groups on),
 creates one topic, fills it once (100-byte values), then runs each (client, repetition) in its own
@@ -23,7 +24,10 @@ when the group has received every record; it reports
 Each of our consumers runs in the same event loop (one process, one core for Python), as an
 asyncio service would host them; confluent-kafka's consumers each have a thread (librdkafka's
 own threads do the fetching).  In ``implicit`` mode each poll accepts the previous poll's
-records; in ``explicit`` mode every record is acknowledged ACCEPT by the application.
+records; in ``explicit`` mode every record is acknowledged ACCEPT by the application.  Each
+mode prints its medians, ``ratio`` / ``warm_ratio`` / ``cpu_ratio`` (ours / confluent-kafka's)
+and the load average before and after (each run's line has the load then); ``both`` runs the
+two modes on one broker and topic, one after the other.
 """
 
 from __future__ import annotations
@@ -252,7 +256,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--ack-mode", choices=("implicit", "explicit"), default="implicit")
+    parser.add_argument(
+        "--ack-mode",
+        choices=("implicit", "explicit", "both"),
+        default="implicit",
+        help="both: implicit then explicit on one broker (--output, and *_explicit.json)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/share.json")
     parser.add_argument("--worker", choices=("aiokafkawire", "confluent-kafka"))
@@ -266,50 +275,80 @@ def main() -> None:
 
     from aiokafkawire.testing import KafkaCluster
 
-    clients = ("aiokafkawire", "confluent-kafka")
-    load_before = os.getloadavg()
-    runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    modes = ("implicit", "explicit") if args.ack_mode == "both" else (args.ack_mode,)
     with KafkaCluster(config=BROKER_CONFIG) as cluster:
         bootstrap = cluster.bootstrap_servers
         topic = f"bench-share-{uuid.uuid4().hex[:6]}"
         asyncio.run(_prepare(bootstrap, topic, args.partitions, args.records))
-        for repetition in range(args.repetitions):
-            # Alternate who goes first: the first run on a fresh topic pays the broker's warm-up.
-            for client in clients if repetition % 2 == 0 else clients[::-1]:
-                group = f"bench-{client}-{repetition}-{uuid.uuid4().hex[:6]}"
-                asyncio.run(_new_group(bootstrap, group))
-                command = [
-                    sys.executable,
-                    __file__,
-                    "--worker",
-                    client,
-                    "--bootstrap",
-                    bootstrap,
-                    "--topic",
-                    topic,
-                    "--group",
-                    group,
-                    "--records",
-                    str(args.records),
-                    "--ack-mode",
-                    args.ack_mode,
-                ]
-                done = subprocess.run(
-                    command, capture_output=True, text=True, timeout=args.timeout, env=env
-                )
-                if done.returncode != 0:
-                    print(f"{client} rep {repetition + 1} failed:\n{done.stderr[-2000:]}")
-                    continue
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-                runs[client].append(result)
-                print(
-                    f"rep {repetition + 1} {client:16s} {result['records_per_s']:>10,.0f} records/s"
-                    f"  warm {result['warm_records_per_s']:>10,.0f}/s"
-                    f"  {result['cpu_us_per_record']:.2f} us CPU/record"
-                    f"  join {result['join_s']:.2f}s  split {result['per_consumer']}",
-                    flush=True,
-                )
+        for mode in modes:
+            output = args.output
+            if args.ack_mode == "both" and mode == "explicit":
+                output = output.with_name(f"{output.stem}_explicit{output.suffix}")
+            _measure(args, bootstrap, topic, mode, output)
+
+
+def _measure(args: argparse.Namespace, bootstrap: str, topic: str, mode: str, output: Path) -> None:
+    """The alternated runs of one acknowledgement mode; their summary goes to ``output``."""
+    clients = ("aiokafkawire", "confluent-kafka")
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
+    for repetition in range(args.repetitions):
+        # Alternate who goes first: the first run on a fresh topic pays the broker's warm-up.
+        for client in clients if repetition % 2 == 0 else clients[::-1]:
+            result = _run_worker(args, bootstrap, topic, mode, client, repetition)
+            if result is None:
+                continue
+            runs[client].append(result)
+            print(
+                f"{mode} rep {repetition + 1} {client:16s}"
+                f" {result['records_per_s']:>10,.0f} records/s"
+                f"  warm {result['warm_records_per_s']:>10,.0f}/s"
+                f"  {result['cpu_us_per_record']:.2f} us CPU/record"
+                f"  join {result['join_s']:.2f}s  split {result['per_consumer']}"
+                f"  load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    summary = _summary(args, mode, runs, load_before)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(summary, indent=2) + "\n")
+    shown = (
+        "ack_mode",
+        "median_records_per_s",
+        "median_warm_records_per_s",
+        "median_cpu_us_per_record",
+        "ratio",
+        "warm_ratio",
+        "cpu_ratio",
+        "load_average_before",
+        "load_average_after",
+    )
+    print(json.dumps({k: summary[k] for k in shown if k in summary}), flush=True)
+
+
+def _run_worker(
+    args: argparse.Namespace, bootstrap: str, topic: str, mode: str, client: str, repetition: int
+) -> dict[str, Any] | None:
+    """One client's run in a child process with a fresh share group (None: it failed)."""
+    group = f"bench-{client}-{mode}-{repetition}-{uuid.uuid4().hex[:6]}"
+    asyncio.run(_new_group(bootstrap, group))
+    command = [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap]
+    command += ["--topic", topic, "--group", group, "--records", str(args.records)]
+    command += ["--ack-mode", mode]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env)
+    if done.returncode != 0:
+        print(f"{mode} {client} rep {repetition + 1} failed:\n{done.stderr[-2000:]}")
+        return None
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _summary(
+    args: argparse.Namespace,
+    mode: str,
+    runs: dict[str, list[dict[str, Any]]],
+    load_before: tuple[float, float, float],
+) -> dict[str, Any]:
     medians, warm, cpu = (
         {
             client: statistics.median(r[key] for r in results)
@@ -329,7 +368,7 @@ def main() -> None:
         "records": args.records,
         "partitions": args.partitions,
         "consumers": CONSUMERS,
-        "ack_mode": args.ack_mode,
+        "ack_mode": mode,
         "runs": runs,
         "median_records_per_s": medians,
         "median_warm_records_per_s": warm,
@@ -339,10 +378,7 @@ def main() -> None:
         summary["ratio"] = medians["aiokafkawire"] / medians["confluent-kafka"]
         summary["warm_ratio"] = warm["aiokafkawire"] / warm["confluent-kafka"]
         summary["cpu_ratio"] = cpu["aiokafkawire"] / cpu["confluent-kafka"]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(summary, indent=2) + "\n")
-    shown = ("median_records_per_s", "median_cpu_us_per_record", "ratio", "warm_ratio", "cpu_ratio")
-    print(json.dumps({k: summary[k] for k in shown if k in summary}))
+    return summary
 
 
 if __name__ == "__main__":

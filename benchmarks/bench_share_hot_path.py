@@ -12,9 +12,14 @@ are CPU time, which a loaded machine still moves).
     python benchmarks/bench_share_hot_path.py                   # both modes, 500 records a fetch
     python benchmarks/bench_share_hot_path.py --mode explicit --fetches 2000
     python benchmarks/bench_share_hot_path.py --pythonpath ../other-checkout
+    python benchmarks/bench_share_hot_path.py --callgrind             # instructions per record
 
 Prints one JSON line per mode: ``us_per_record`` is user + system CPU time (``os.times``) of
-the timed fetches (after ``--warmup`` untimed ones) divided by the records.
+the timed fetches (after ``--warmup`` untimed ones) divided by the records.  With
+``--callgrind`` (needs ``valgrind``) each mode runs twice under ``valgrind --tool=callgrind``,
+with ``--fetches`` and with twice as many, and ``instructions_per_record`` is the difference of
+the two instruction totals over the difference of records: start-up and warm-up cancel out, and
+a loaded machine does not move it.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
 
 def _raw(records: int, per_batch: int) -> bytes:
@@ -93,6 +101,32 @@ def run(mode: str, fetches: int, warmup: int, records: int, per_batch: int) -> d
     return {"mode": mode, "records": total, "us_per_record": cpu / max(total, 1) * 1e6}
 
 
+def _callgrind(mode: str, fetches: int, argv: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """(instructions, records) of one child run under callgrind."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out_file = Path(scratch) / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out_file}",
+            sys.executable,
+            __file__,
+            "--child",
+            *argv,
+            "--mode",
+            mode,
+            "--fetches",
+            str(fetches),
+        ]
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, check=True, timeout=1200
+        )
+        match = TOTALS.search(out_file.read_text())
+        if match is None:
+            raise SystemExit("no instruction total in the callgrind output")
+        return int(match.group(1)), json.loads(done.stdout.splitlines()[-1])["records"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("implicit", "explicit", "both"), default="both")
@@ -101,6 +135,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=500, help="records per fetch")
     parser.add_argument("--per-batch", type=int, default=100, help="records per record batch")
     parser.add_argument("--pythonpath", type=Path, help="another checkout to measure")
+    parser.add_argument("--callgrind", action="store_true", help="count instructions instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     modes = ("implicit", "explicit") if args.mode == "both" else (args.mode,)
@@ -110,6 +145,16 @@ def main() -> None:
             print(json.dumps(result), flush=True)
         return
     env = {**os.environ, "PYTHONPATH": str(args.pythonpath or REPO)}
+    if args.callgrind:
+        keep = ["--warmup", str(args.warmup), "--records", str(args.records)]
+        keep += ["--per-batch", str(args.per_batch)]
+        for mode in modes:
+            small, small_records = _callgrind(mode, args.fetches, keep, env)
+            large, large_records = _callgrind(mode, 2 * args.fetches, keep, env)
+            per_record = (large - small) / (large_records - small_records)
+            result = {"mode": mode, "instructions_per_record": round(per_record)}
+            print(json.dumps({**result, "checkout": env["PYTHONPATH"]}), flush=True)
+        return
     command = [sys.executable, __file__, "--child", *sys.argv[1:]]
     subprocess.run(command, env=env, check=True, timeout=600)
 

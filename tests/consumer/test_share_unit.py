@@ -693,6 +693,55 @@ async def test_a_forgotten_share_session_is_reopened_and_its_acknowledgements_fa
     assert isinstance(outcome.error, errors.ShareSessionNotFoundError)
 
 
+async def test_acknowledgements_made_while_a_fetch_is_out_ride_on_the_next_share_fetch() -> None:
+    """Records acknowledged while the leader's next ShareFetch is out (the application works on
+    the previous answer) wait, once its answer is buffered, for the application to take it:
+    the ShareFetch then due carries them, with no ShareAcknowledge round trip in between (which
+    would hold that ShareFetch back)."""
+    h: Any = None
+    gate = asyncio.Event()
+
+    def answer(request: Any, n: int) -> Any:
+        if n <= 2:
+            return _fetch_answer(
+                h, records=_records(3 * n - 3, 3), acquired=[(3 * n - 3, 3 * n - 1, 1)]
+            )
+        return _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    scripted = connection.send
+
+    async def send(request: Any, version: Any = None, *, timeout_ms: Any = None) -> Any:
+        if len(connection.sent) == 1:  # the second ShareFetch: answered once the gate opens
+            await gate.wait()
+        return await scripted(request, version, timeout_ms=timeout_ms)
+
+    connection.send = send  # type: ignore[method-assign]
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        [(_, first)] = fetcher.drain(10)  # the second ShareFetch goes out ...
+        await asyncio.sleep(0.01)
+        for record in first:  # ... and the application acknowledges meanwhile
+            fetcher._acks.acknowledge(TP, record.offset, A)
+        gate.set()
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        await asyncio.sleep(0.01)  # the loop sees the answer and the acknowledgements
+        [(_, second)] = fetcher.drain(10)
+        assert [r.offset for r in second] == [3, 4, 5]
+        for _ in range(200):
+            if len(connection.sent) >= 3:
+                break
+            await asyncio.sleep(0.005)
+    finally:
+        await fetcher.close(1.0)
+    third = connection.sent[2]
+    assert isinstance(third, h.m_fetch.ShareFetchRequest)
+    [batch] = third.topics[0].partitions[0].acknowledgement_batches
+    assert (batch.first_offset, batch.last_offset, batch.acknowledge_types) == (0, 2, [1])
+
+
 async def test_commit_sends_a_share_acknowledge_and_returns_the_verdicts() -> None:
     h: Any = None
 
@@ -936,7 +985,7 @@ async def test_share_fetch_retries_double_to_retry_backoff_max_ms(
     fetcher._sessions[1] = ShareSession(1)
     fetcher._wakes[1] = asyncio.Event()
 
-    async def failing_step(node: int, session: ShareSession) -> Any:
+    async def failing_step(node: int, session: ShareSession, may_hold: bool = False) -> Any:
         raise errors.KafkaConnectionError("leader gone")
 
     monkeypatch.setattr(fetcher, "_step", failing_step)

@@ -714,9 +714,18 @@ def test_consumer_records_gc_tracking() -> None:
     assert gc.collect() > 0
 
 
-def test_consumer_records_pause_the_collector_while_built() -> None:
-    """A batch's records are built without a young-generation collection every 700 of them
-    (they are untracked at once); the collector's enabled state is left as it was."""
+@pytest.mark.parametrize(
+    "decode",
+    [
+        lambda batch: batch.consumer_records(ConsumerRecord, "topic", 3, 0),
+        lambda batch: batch.share_records(ShareRecord, "topic", 3, 0, 10_000, 1),
+    ],
+    ids=["consumer", "share"],
+)
+def test_records_pause_the_collector_while_built(decode: Callable[[Any], list[Any]]) -> None:
+    """A batch's records (consumer or share) are built without a young-generation collection
+    every 700 of them (they are untracked at once); the collector's enabled state is left as it
+    was."""
     body = record_body()
     data = raw_batch(body * 3_000, 3_000)
     starts: list[int] = []
@@ -730,13 +739,13 @@ def test_consumer_records_pause_the_collector_while_built() -> None:
         gc.collect()
         before = len(starts)
         (batch,) = list(_accel.iter_batches(data, check_crcs=False))
-        records = batch.consumer_records(ConsumerRecord, "topic", 3, 0)
+        records = decode(batch)
         during = len(starts) - before
         assert len(records) == 3_000 and during == 0
         assert gc.isenabled()
         gc.disable()
         try:
-            assert len(batch.consumer_records(ConsumerRecord, "topic", 3, 0)) == 3_000
+            assert len(decode(batch)) == 3_000
             assert not gc.isenabled()
         finally:
             gc.enable()

@@ -50,6 +50,10 @@ log = logging.getLogger("aiokafkawire.consumer.share")
 __all__ = ["ShareFetchConfig", "ShareFetcher"]
 
 _IDLE_RECHECK_S = 1.0
+#: How long acknowledgements made while a leader's last answer is still buffered wait for the
+#: application to take it (and the next ShareFetch to carry them) before a ShareAcknowledge
+#: takes them alone.
+_ACK_HOLD_S = 0.05
 _LOOP = "fetch"  # task keys of the per-leader loops: (_LOOP, node id)
 
 
@@ -59,6 +63,7 @@ class _Step(enum.Enum):
     FETCHED = "fetched"  # a ShareFetch was answered: go on at once, the backoff resets
     AGAIN = "again"  # the session closed under an acknowledgement: go round at once
     IDLE = "idle"  # nothing more due now: wait for a wake (unless acknowledgements wait)
+    HOLD = "hold"  # acknowledgements wait for the next ShareFetch, due once the answer is taken
 
 
 class ShareFetcher:
@@ -241,10 +246,11 @@ class ShareFetcher:
         # Failed requests wait retry_backoff_ms doubling to retry_backoff_max_ms (never below
         # the first wait, however large); an answered ShareFetch starts over.
         backoff = Backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
+        may_hold = True  # acknowledgements may wait for the next ShareFetch once per answer
         while not self._closing:
             wake.clear()
             try:
-                step = await self._step(node, session)
+                step = await self._step(node, session, may_hold)
             except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
                 log.info("share request to broker %s failed: %s", node, exc)
                 self._cluster.request_update()
@@ -252,6 +258,11 @@ class ShareFetcher:
                 continue
             if step is _Step.FETCHED:
                 backoff.reset()
+                may_hold = True
+                continue
+            if step is _Step.HOLD:
+                may_hold = False
+                await wait_event(wake, _ACK_HOLD_S)
                 continue
             if step is _Step.AGAIN or (
                 session.state is SessionState.OPEN
@@ -261,10 +272,25 @@ class ShareFetcher:
             await wait_event(wake, _IDLE_RECHECK_S)
         await self._close_session(node, session)
 
-    async def _step(self, node: int, session: ShareSession) -> _Step:
-        """One round of a leader's loop: acknowledge and/or fetch, whatever is due."""
+    async def _step(self, node: int, session: ShareSession, may_hold: bool = False) -> _Step:
+        """One round of a leader's loop: acknowledge and/or fetch, whatever is due.
+
+        With ``may_hold``, acknowledgements made while the leader's last answer is still
+        buffered wait (:data:`_ACK_HOLD_S` at most) for the application to take it: the
+        ShareFetch then due carries them, instead of a ShareAcknowledge round trip before it
+        (as the next poll sends them in the Java client)."""
         wanted = self._led_by(node)
         can_fetch = bool(wanted) and self.buffer.waiting(node) == 0
+        if (
+            may_hold
+            and wanted
+            and not can_fetch
+            and session.state is SessionState.OPEN
+            and not self._commits.get(node)
+            and not self._acks.renewing
+            and self._pending_for(node)
+        ):
+            return _Step.HOLD
         if session.state is SessionState.NEW:
             if can_fetch:
                 # The opening request (epoch 0) may not carry acknowledgements: those

@@ -683,49 +683,49 @@ plain_tuple_layout(PyTypeObject *cls)
                && cls->tp_weaklistoffset == 0 && cls->tp_alloc == PyType_GenericAlloc);
 }
 
-/* A new (untracked) cls instance from N_CONSUMER_FIELDS new references (always consumed). */
+/* The fields of a share record: the consumer's nine, then the acquired range's delivery count. */
+enum { S_DELIVERY_COUNT = N_CONSUMER_FIELDS, N_SHARE_FIELDS };
+
+/* A new (untracked) cls instance from ``n`` (<= N_SHARE_FIELDS) new references, always consumed:
+ * allocated and filled when ``direct``, else tuple.__new__(cls, fields) as the pure path does. */
 static PyObject *
-make_consumer_record(PyTypeObject *cls, int direct, PyObject *fields[N_CONSUMER_FIELDS])
+make_tuple_record(PyTypeObject *cls, int direct, PyObject *const *fields, Py_ssize_t n)
 {
-    PyObject *record;
-    int i;
+    PyObject *record, *items, *args;
+    Py_ssize_t i;
 
     if (direct) {
-        record = cls == &PyTuple_Type ? PyTuple_New(N_CONSUMER_FIELDS)
-                                      : cls->tp_alloc(cls, N_CONSUMER_FIELDS);
+        record = cls == &PyTuple_Type ? PyTuple_New(n) : cls->tp_alloc(cls, n);
         if (record != NULL) {
-            for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+            for (i = 0; i < n; i++) {
                 PyTuple_SET_ITEM(record, i, fields[i]);
             }
             PyObject_GC_UnTrack(record);
             return record;
         }
-        for (i = 0; i < N_CONSUMER_FIELDS; i++) {
+        for (i = 0; i < n; i++) {
             Py_DECREF(fields[i]);
         }
         return NULL;
     }
-    else {
-        /* tuple.__new__(cls, fields), as the pure path does */
-        PyObject *items = PyTuple_New(N_CONSUMER_FIELDS), *args;
-        if (items == NULL) {
-            for (i = 0; i < N_CONSUMER_FIELDS; i++) {
-                Py_DECREF(fields[i]);
-            }
-            return NULL;
+    items = PyTuple_New(n);
+    if (items == NULL) {
+        for (i = 0; i < n; i++) {
+            Py_DECREF(fields[i]);
         }
-        for (i = 0; i < N_CONSUMER_FIELDS; i++) {
-            PyTuple_SET_ITEM(items, i, fields[i]);
-        }
-        args = PyTuple_Pack(1, items);
-        Py_DECREF(items);
-        if (args == NULL) {
-            return NULL;
-        }
-        record = PyTuple_Type.tp_new(cls, args, NULL);
-        Py_DECREF(args);
-        return record;
+        return NULL;
     }
+    for (i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(items, i, fields[i]);
+    }
+    args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL) {
+        return NULL;
+    }
+    record = PyTuple_Type.tp_new(cls, args, NULL);
+    Py_DECREF(args);
+    return record;
 }
 
 /* Turn a ValueError (bad utf-8 in a header key) into CorruptRecordError, as _accel/_pure_v2 do. */
@@ -784,8 +784,9 @@ static int
 deserialize_record(PyObject *records, Py_ssize_t i, PyTypeObject *cls, int direct,
                    PyObject *key_deserializer, PyObject *value_deserializer)
 {
-    PyObject *record = PyList_GET_ITEM(records, i), *fields[N_CONSUMER_FIELDS], *replacement;
-    int j;
+    PyObject *record = PyList_GET_ITEM(records, i), *fields[N_SHARE_FIELDS] = {NULL},
+             *replacement;
+    Py_ssize_t j, n = PyTuple_GET_SIZE(record);
 
     if (direct && Py_REFCNT(record) == 1 && !PyObject_GC_IsTracked(record)) {
         if (key_deserializer != NULL && deserialize_field(record, C_KEY, key_deserializer) < 0) {
@@ -797,7 +798,7 @@ deserialize_record(PyObject *records, Py_ssize_t i, PyTypeObject *cls, int direc
         }
         return 0;
     }
-    for (j = 0; j < N_CONSUMER_FIELDS; j++) {
+    for (j = 0; j < n; j++) {
         fields[j] = PyTuple_GET_ITEM(record, j);
         Py_INCREF(fields[j]);
     }
@@ -808,12 +809,12 @@ deserialize_record(PyObject *records, Py_ssize_t i, PyTypeObject *cls, int direc
         Py_SETREF(fields[C_VALUE], PyObject_CallOneArg(value_deserializer, fields[C_VALUE]));
     }
     if (fields[C_KEY] == NULL || fields[C_VALUE] == NULL) {
-        for (j = 0; j < N_CONSUMER_FIELDS; j++) {
+        for (j = 0; j < n; j++) {
             Py_XDECREF(fields[j]);
         }
         return -1;
     }
-    replacement = make_consumer_record(cls, 0, fields);
+    replacement = make_tuple_record(cls, 0, fields, n);
     if (replacement == NULL) {
         return -1;
     }
@@ -823,46 +824,55 @@ deserialize_record(PyObject *records, Py_ssize_t i, PyTypeObject *cls, int direc
 }
 
 /*
- * decode_consumer_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
- *                         record_cls, topic, partition, timestamp_type, leader_epoch,
- *                         min_offset, key_deserializer, value_deserializer) -> list | None
- * The records of an uncompressed v2 batch body, each as
- * tuple.__new__(record_cls, (topic, partition, offset, timestamp, timestamp_type, key, value,
- * headers tuple, leader_epoch)) with the deserializers (or None) applied to key and value,
- * after the whole batch decoded, record by record.  When base_offset < min_offset, records
- * before min_offset are left out (decoded and checked all the same).  Errors as decode_records,
- * except that bad utf-8 in a header key is already a CorruptRecordError.  None: numbers beyond
- * int64 (the caller then uses the pure path).
+ * What the consumer's and the share consumer's record tuples differ in; everything else
+ * (decoding, filtering, the collector's pause and untracking) is decode_tuple_records'.
+ */
+typedef struct {
+    Py_ssize_t n_fields;      /* N_CONSUMER_FIELDS or N_SHARE_FIELDS */
+    int n_constants;          /* how many fields are the same object in every record ... */
+    int constant_index[5];    /* ... and which (C_TOPIC, C_PARTITION, ...) */
+    PyObject *constants[N_SHARE_FIELDS]; /* by field index; borrowed from the arguments */
+    int64_t max_offset;       /* records past it are left out (INT64_MAX: none) */
+    PyObject *key_deserializer, *value_deserializer; /* NULL: keys/values stay raw */
+} TupleShape;
+
+/* Set a per-batch field of ``shape`` (borrowed). */
+static inline void
+shape_constant(TupleShape *shape, int index, PyObject *value)
+{
+    shape->constants[index] = value;
+    shape->constant_index[shape->n_constants++] = index;
+}
+
+/*
+ * The loop of decode_consumer_records and decode_share_records (args 0-12 as theirs): each
+ * record of the batch body parsed (kept or not), made a tuple of shape->n_fields fields, the
+ * deserializers applied once the batch is decoded, and the records of atomic objects only left
+ * untracked.  Records before min_offset (when the batch starts before it) and after
+ * shape->max_offset are left out.  None: numbers beyond int64 (the caller uses the pure path).
  */
 static PyObject *
-decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+decode_tuple_records(PyObject *const *args, TupleShape *shape)
 {
     Py_buffer view;
-    Py_ssize_t pos, end, count, filled = 0, i;
-    int64_t base_offset, base_timestamp, min_offset;
-    PyObject *log_append_time, *records = NULL, *topic, *partition, *timestamp_type, *epoch;
-    PyObject *key_deserializer, *value_deserializer;
+    Py_ssize_t pos, end, count, filled = 0, i, n = shape->n_fields;
+    int64_t base_offset, base_timestamp, min_offset, max_offset = shape->max_offset;
+    PyObject *log_append_time, *records = NULL;
     PyTypeObject *cls;
-    int status, direct, constants_atomic, gc_was_enabled;
+    int status, direct, constants_atomic = 1, gc_was_enabled, j;
     const unsigned char *p, *limit;
     TimestampCache timestamps = {NULL, 0};
 
-    (void)module;
-    if (check_decode_call(nargs, 15, "decode_consumer_records") < 0) {
-        return NULL;
-    }
     if (!PyType_Check(args[7]) || !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple class");
         return NULL;
     }
     cls = (PyTypeObject *)args[7];
     log_append_time = args[6] == Py_None ? NULL : args[6];
-    topic = args[8];
-    partition = args[9];
-    timestamp_type = args[10];
-    epoch = args[11];
-    key_deserializer = args[13] == Py_None ? NULL : args[13];
-    value_deserializer = args[14] == Py_None ? NULL : args[14];
+    shape_constant(shape, C_TOPIC, args[8]);
+    shape_constant(shape, C_PARTITION, args[9]);
+    shape_constant(shape, C_TIMESTAMP_TYPE, args[10]);
+    shape_constant(shape, C_LEADER_EPOCH, args[11]);
     status = parse_batch_args(args, 12, log_append_time, &pos, &end, &count, &base_offset,
                               &base_timestamp, &min_offset);
     if (status < 0) {
@@ -871,10 +881,14 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
     if (status > 0) {
         Py_RETURN_NONE;
     }
+    if (base_offset >= min_offset) {
+        min_offset = INT64_MIN; /* as the pure filter: only a batch starting before it */
+    }
     direct = plain_tuple_layout(cls);
-    constants_atomic = !needs_tracking(topic) && !needs_tracking(partition)
-                       && !needs_tracking(timestamp_type) && !needs_tracking(epoch)
-                       && (log_append_time == NULL || !needs_tracking(log_append_time));
+    for (j = 0; j < shape->n_constants; j++) {
+        constants_atomic &= !needs_tracking(shape->constants[shape->constant_index[j]]);
+    }
+    constants_atomic &= log_append_time == NULL || !needs_tracking(log_append_time);
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
@@ -886,7 +900,7 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
     limit = (const unsigned char *)view.buf + end;
     gc_was_enabled = pause_gc();
     for (i = 0; i < count; i++) {
-        PyObject *fields[N_CONSUMER_FIELDS], *record;
+        PyObject *fields[N_SHARE_FIELDS], *record;
         int64_t offset;
 
         status = parse_record_cached(&p, limit, base_offset, base_timestamp, log_append_time, 1,
@@ -895,7 +909,7 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
         if (status != 0) {
             goto failed_paused;
         }
-        if (offset < min_offset && base_offset < min_offset) { /* as the pure filter */
+        if (offset < min_offset || offset > max_offset) {
             timestamps.object = NULL; /* the cached int may be this one, released here */
             Py_DECREF(fields[C_TIMESTAMP]);
             Py_DECREF(fields[C_KEY]);
@@ -912,15 +926,10 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
             status = -1;
             goto failed_paused;
         }
-        Py_INCREF(topic);
-        fields[C_TOPIC] = topic;
-        Py_INCREF(partition);
-        fields[C_PARTITION] = partition;
-        Py_INCREF(timestamp_type);
-        fields[C_TIMESTAMP_TYPE] = timestamp_type;
-        Py_INCREF(epoch);
-        fields[C_LEADER_EPOCH] = epoch;
-        record = make_consumer_record(cls, direct, fields);
+        for (j = 0; j < shape->n_constants; j++) {
+            fields[shape->constant_index[j]] = Py_NewRef(shape->constants[shape->constant_index[j]]);
+        }
+        record = make_tuple_record(cls, direct, fields, n);
         if (record == NULL) {
             status = -1;
             goto failed_paused;
@@ -934,14 +943,14 @@ decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t narg
         status = -1;
         goto failed;
     }
-    /* Records skipped by min_offset leave NULL slots at the end: shrink to the filled ones. */
+    /* Records left out leave NULL slots at the end: shrink to the filled ones. */
     Py_SET_SIZE(records, filled);
     PyBuffer_Release(&view);
 
-    if (key_deserializer != NULL || value_deserializer != NULL) {
+    if (shape->key_deserializer != NULL || shape->value_deserializer != NULL) {
         for (i = 0; i < filled; i++) {
-            if (deserialize_record(records, i, cls, direct, key_deserializer,
-                                   value_deserializer) < 0) {
+            if (deserialize_record(records, i, cls, direct, shape->key_deserializer,
+                                   shape->value_deserializer) < 0) {
                 Py_DECREF(records);
                 return NULL;
             }
@@ -965,186 +974,6 @@ failed:
     Py_SET_SIZE(records, filled);
     Py_CLEAR(records);
     if (status == NEEDS_PURE) {
-        records = Py_None;
-        Py_INCREF(records);
-    }
-    else {
-        wrap_decode_error(base_offset);
-    }
-done:
-    PyBuffer_Release(&view);
-    return records;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* share records                                                                                */
-
-enum { S_DELIVERY_COUNT = N_CONSUMER_FIELDS, N_SHARE_FIELDS };
-
-/* A new untracked ShareRecord (nine consumer fields + delivery count; new references,
- * always consumed), allocated directly when the class layout allows, else tuple.__new__. */
-static PyObject *
-make_share_record(PyTypeObject *cls, int direct, PyObject *fields[N_SHARE_FIELDS])
-{
-    PyObject *record, *items, *args;
-    int i;
-
-    if (direct) {
-        record = cls->tp_alloc(cls, N_SHARE_FIELDS);
-        if (record != NULL) {
-            for (i = 0; i < N_SHARE_FIELDS; i++) {
-                PyTuple_SET_ITEM(record, i, fields[i]);
-            }
-            PyObject_GC_UnTrack(record);
-        }
-        else {
-            for (i = 0; i < N_SHARE_FIELDS; i++) {
-                Py_DECREF(fields[i]);
-            }
-        }
-        return record;
-    }
-    items = PyTuple_New(N_SHARE_FIELDS);
-    if (items == NULL) {
-        for (i = 0; i < N_SHARE_FIELDS; i++) {
-            Py_DECREF(fields[i]);
-        }
-        return NULL;
-    }
-    for (i = 0; i < N_SHARE_FIELDS; i++) {
-        PyTuple_SET_ITEM(items, i, fields[i]);
-    }
-    args = PyTuple_Pack(1, items);
-    Py_DECREF(items);
-    if (args == NULL) {
-        return NULL;
-    }
-    record = PyTuple_Type.tp_new(cls, args, NULL);
-    Py_DECREF(args);
-    return record;
-}
-
-/*
- * decode_share_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
- *                      record_cls, topic, partition, timestamp_type, leader_epoch,
- *                      min_offset, max_offset, delivery_count) -> list | None
- * The records of an uncompressed v2 batch body whose offsets lie in min_offset..max_offset,
- * each as tuple.__new__(record_cls, (the nine fields of decode_consumer_records,
- * delivery_count)), keys and values raw (the contract of _pure_v2.RecordBatch.share_records).
- * Every record is decoded and checked, kept or not.  Errors and None as
- * decode_consumer_records.
- */
-static PyObject *
-decode_share_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_buffer view;
-    Py_ssize_t pos, end, count, filled = 0, i;
-    int64_t base_offset, base_timestamp, min_offset, max_offset;
-    PyObject *log_append_time, *records = NULL, *constants[N_SHARE_FIELDS] = {NULL};
-    PyTypeObject *cls;
-    int status, direct, constants_atomic = 1;
-    const unsigned char *p, *limit;
-    static const int constant_fields[] = {C_TOPIC, C_PARTITION, C_TIMESTAMP_TYPE, C_LEADER_EPOCH,
-                                          S_DELIVERY_COUNT};
-
-    (void)module;
-    if (check_decode_call(nargs, 15, "decode_share_records") < 0) {
-        return NULL;
-    }
-    if (!PyType_Check(args[7]) || !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple class");
-        return NULL;
-    }
-    cls = (PyTypeObject *)args[7];
-    log_append_time = args[6] == Py_None ? NULL : args[6];
-    constants[C_TOPIC] = args[8];
-    constants[C_PARTITION] = args[9];
-    constants[C_TIMESTAMP_TYPE] = args[10];
-    constants[C_LEADER_EPOCH] = args[11];
-    constants[S_DELIVERY_COUNT] = args[14];
-    status = parse_batch_args(args, 12, log_append_time, &pos, &end, &count, &base_offset,
-                              &base_timestamp, &min_offset);
-    if (status == 0) {
-        status = as_int64(args[13], &max_offset);
-    }
-    if (status < 0) {
-        return NULL;
-    }
-    if (status > 0) {
-        Py_RETURN_NONE;
-    }
-    direct = cls != &PyTuple_Type && plain_tuple_layout(cls);
-    for (i = 0; i < (Py_ssize_t)(sizeof(constant_fields) / sizeof(int)); i++) {
-        constants_atomic &= !needs_tracking(constants[constant_fields[i]]);
-    }
-    constants_atomic &= log_append_time == NULL || !needs_tracking(log_append_time);
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    records = new_record_list(&view, pos, end, &count);
-    if (records == NULL) {
-        goto done;
-    }
-    p = (const unsigned char *)view.buf + pos;
-    limit = (const unsigned char *)view.buf + end;
-    for (i = 0; i < count; i++) {
-        PyObject *fields[N_SHARE_FIELDS], *record;
-        int64_t offset;
-        int j;
-
-        status = parse_record(&p, limit, base_offset, base_timestamp, log_append_time, 1, &offset,
-                              &fields[C_TIMESTAMP], &fields[C_KEY], &fields[C_VALUE],
-                              &fields[C_HEADERS]);
-        if (status != 0) {
-            goto failed;
-        }
-        if (offset < min_offset || offset > max_offset) {
-            Py_DECREF(fields[C_TIMESTAMP]);
-            Py_DECREF(fields[C_KEY]);
-            Py_DECREF(fields[C_VALUE]);
-            Py_DECREF(fields[C_HEADERS]);
-            continue;
-        }
-        fields[C_OFFSET] = PyLong_FromLongLong(offset);
-        if (fields[C_OFFSET] == NULL) {
-            Py_DECREF(fields[C_TIMESTAMP]);
-            Py_DECREF(fields[C_KEY]);
-            Py_DECREF(fields[C_VALUE]);
-            Py_DECREF(fields[C_HEADERS]);
-            status = -1;
-            goto failed;
-        }
-        for (j = 0; j < (int)(sizeof(constant_fields) / sizeof(int)); j++) {
-            fields[constant_fields[j]] = Py_NewRef(constants[constant_fields[j]]);
-        }
-        record = make_share_record(cls, direct, fields);
-        if (record == NULL) {
-            status = -1;
-            goto failed;
-        }
-        /* Records that hold only atomic objects stay untracked (as gc does for plain tuples). */
-        if (!PyObject_GC_IsTracked(record)
-            && (!constants_atomic || needs_tracking(fields[C_KEY])
-                || needs_tracking(fields[C_VALUE]))) {
-            PyObject_GC_Track(record);
-        }
-        PyList_SET_ITEM(records, filled, record);
-        filled++;
-    }
-    if (p != limit) {
-        corrupt("record count does not match the batch length");
-        status = -1;
-        goto failed;
-    }
-    /* Records outside min_offset..max_offset leave NULL slots at the end: shrink. */
-    Py_SET_SIZE(records, filled);
-    PyObject_GC_Track(records);
-    goto done;
-
-failed:
-    Py_SET_SIZE(records, filled);
-    Py_CLEAR(records);
-    if (status == NEEDS_PURE) {
         records = Py_NewRef(Py_None);
     }
     else {
@@ -1153,6 +982,64 @@ failed:
 done:
     PyBuffer_Release(&view);
     return records;
+}
+
+/*
+ * decode_consumer_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                         record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                         min_offset, key_deserializer, value_deserializer) -> list | None
+ * The records of an uncompressed v2 batch body, each as
+ * tuple.__new__(record_cls, (topic, partition, offset, timestamp, timestamp_type, key, value,
+ * headers tuple, leader_epoch)) with the deserializers (or None) applied to key and value,
+ * after the whole batch decoded, record by record.  When base_offset < min_offset, records
+ * before min_offset are left out (decoded and checked all the same).  Errors as decode_records,
+ * except that bad utf-8 in a header key is already a CorruptRecordError.  None: numbers beyond
+ * int64 (the caller then uses the pure path).
+ */
+static PyObject *
+decode_consumer_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    TupleShape shape = {N_CONSUMER_FIELDS, 0, {0}, {NULL}, INT64_MAX, NULL, NULL};
+
+    (void)module;
+    if (check_decode_call(nargs, 15, "decode_consumer_records") < 0) {
+        return NULL;
+    }
+    shape.key_deserializer = args[13] == Py_None ? NULL : args[13];
+    shape.value_deserializer = args[14] == Py_None ? NULL : args[14];
+    return decode_tuple_records(args, &shape);
+}
+
+/*
+ * decode_share_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time,
+ *                      record_cls, topic, partition, timestamp_type, leader_epoch,
+ *                      min_offset, max_offset, delivery_count) -> list | None
+ * The records of an uncompressed v2 batch body whose offsets lie in min_offset..max_offset
+ * (those before min_offset only left out when the batch starts before it, as the consumer's),
+ * each as tuple.__new__(record_cls, (the nine fields of decode_consumer_records,
+ * delivery_count)), keys and values raw (the contract of _pure_v2.RecordBatch.share_records).
+ * Every record is decoded and checked, kept or not.  Errors and None as
+ * decode_consumer_records.
+ */
+static PyObject *
+decode_share_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    TupleShape shape = {N_SHARE_FIELDS, 0, {0}, {NULL}, INT64_MAX, NULL, NULL};
+    int status;
+
+    (void)module;
+    if (check_decode_call(nargs, 15, "decode_share_records") < 0) {
+        return NULL;
+    }
+    status = as_int64(args[13], &shape.max_offset);
+    if (status < 0) {
+        return NULL;
+    }
+    if (status > 0) {
+        Py_RETURN_NONE;
+    }
+    shape_constant(&shape, S_DELIVERY_COUNT, args[14]);
+    return decode_tuple_records(args, &shape);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -10,6 +10,7 @@ value (same), header count varint, headers (varint-length utf-8 key, varint-leng
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -409,59 +410,19 @@ class RecordBatch(IterableBatch):
         value go through the deserializers (in record order, key first) once the whole batch
         decoded.  A control batch has none.
         """
-        attributes = self.attributes
-        if attributes & ATTR_CONTROL:
+        if self.attributes & ATTR_CONTROL:
             return []
-        epoch = self.partition_leader_epoch
-        leader_epoch = epoch if epoch >= 0 else None
-        timestamp_type = 1 if attributes & ATTR_TIMESTAMP_TYPE else 0
-        new = tuple.__new__
         if key_deserializer is None and value_deserializer is None and self._records is None:
             # Built while decoding, without Record objects in between: one tracked object per
             # record instead of three keeps the cyclic collector's work down.
-            def make(
-                offset: int, timestamp: int, _type: Any, key: Any, value: Any, headers: Any
-            ) -> Any:
-                return new(
-                    record_cls,
-                    (
-                        topic,
-                        partition,
-                        offset,
-                        timestamp,
-                        timestamp_type,
-                        key,
-                        value,
-                        tuple(headers) if headers else (),
-                        leader_epoch,
-                    ),
-                )
-
-            made = self._decode_with(make)
-            if self.base_offset < min_offset:
-                made = [r for r in made if r[2] >= min_offset]
-            return made
+            return self._tuple_records(record_cls, topic, partition, (), min_offset, math.inf)
+        epoch = self.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        timestamp_type = 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
+        new = tuple.__new__
         records = self.records()
         if self.base_offset < min_offset:
             records = [r for r in records if r.offset >= min_offset]
-        if key_deserializer is None and value_deserializer is None:
-            return [
-                new(
-                    record_cls,
-                    (
-                        topic,
-                        partition,
-                        r.offset,
-                        r.timestamp,
-                        timestamp_type,
-                        r.key,
-                        r.value,
-                        tuple(r.headers) if r.headers else (),
-                        leader_epoch,
-                    ),
-                )
-                for r in records
-            ]
         kd = key_deserializer or _identity
         vd = value_deserializer or _identity
         return [
@@ -500,29 +461,43 @@ class RecordBatch(IterableBatch):
         """
         if self.attributes & ATTR_CONTROL:
             return []
+        return self._tuple_records(
+            record_cls, topic, partition, (delivery_count,), min_offset, max_offset
+        )
+
+    def _tuple_records(
+        self,
+        record_cls: type[Any],
+        topic: str,
+        partition: int,
+        tail: tuple[Any, ...],
+        min_offset: int,
+        max_offset: float,
+    ) -> list[Any]:
+        """The loop of :meth:`consumer_records` (raw keys and values) and :meth:`share_records`:
+        ``tuple.__new__(record_cls, (topic, partition, offset, timestamp, timestamp_type, key,
+        value, headers, leader_epoch, *tail))`` for each record decoded, those before
+        ``min_offset`` (when the batch starts before it) and after ``max_offset`` left out."""
         epoch = self.partition_leader_epoch
-        leader_epoch = epoch if epoch >= 0 else None
+        # The fields after the headers: the leader epoch, then the caller's.
+        after = (epoch if epoch >= 0 else None, *tail)
         timestamp_type = 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
         new = tuple.__new__
 
         def make(
             offset: int, timestamp: int, _type: Any, key: Any, value: Any, headers: Any
         ) -> Any:
-            return new(
-                record_cls,
-                (
-                    topic,
-                    partition,
-                    offset,
-                    timestamp,
-                    timestamp_type,
-                    key,
-                    value,
-                    tuple(headers) if headers else (),
-                    leader_epoch,
-                    delivery_count,
-                ),
+            head = (
+                topic,
+                partition,
+                offset,
+                timestamp,
+                timestamp_type,
+                key,
+                value,
+                tuple(headers) if headers else (),
             )
+            return new(record_cls, head + after)  # a concatenation: cheaper than unpacking
 
         made = self._decode_with(make)
         if self.base_offset < min_offset or self.last_offset > max_offset:
