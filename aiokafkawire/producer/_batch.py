@@ -91,6 +91,7 @@ class ProducerBatch(_BatchCore):
         "reserved",
         "retry_at",
         "tp",
+        "waiters",
     )
 
     def __init__(
@@ -125,6 +126,9 @@ class ProducerBatch(_BatchCore):
         self.producer_epoch = -1
         self.base_sequence = -1
         self.raw_size = 0  # uncompressed bytes, known once built
+        # One future per task awaiting a pending handle, resolved with the batch.  A waiter is
+        # never the batch's own future: cancelling it must not cancel the batch for everyone.
+        self.waiters: list[asyncio.Future[None]] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -175,7 +179,17 @@ class ProducerBatch(_BatchCore):
         if not self.future.done():
             self.outcome = (base_offset, log_append_time)
             self.future.set_result(self.outcome)
+            self._wake_waiters()
         self._drop_records()
+
+    def _wake_waiters(self) -> None:
+        # At once, not from the batch future's callbacks: a waiting task costs one loop hop.
+        waiters = self.waiters
+        if waiters is not None:
+            self.waiters = None
+            for waiter in waiters:
+                if not waiter.done():  # a cancelled waiter stays in the list until now
+                    waiter.set_result(None)
 
     def _drop_records(self) -> None:
         # Handles may outlive the delivery by far: they need the offsets, not the bytes.
@@ -190,6 +204,7 @@ class ProducerBatch(_BatchCore):
             # Marked as retrieved: callers may drop handles they do not care about, and the
             # error is still raised to everyone who awaits one.
             future.exception()
+            self._wake_waiters()
         self._drop_records()
 
 
@@ -246,7 +261,14 @@ class DeliveryHandle(_HandleCore):
         batch = self._batch
         future = batch.future
         if not future.done():
-            yield from future.__await__()
+            # This task's own future: cancelling the task cancels it, not the batch's.
+            waiter: asyncio.Future[None] = future.get_loop().create_future()
+            waiters = batch.waiters
+            if waiters is None:
+                batch.waiters = [waiter]
+            else:
+                waiters.append(waiter)
+            yield from waiter.__await__()
         base_offset, log_append_time = future.result()
         # _metadata inlined, and the tuple made without NamedTuple's Python-level __new__:
         # many services await every handle, so this runs once per record.
