@@ -182,6 +182,22 @@ class ProducerBatch(_BatchCore):
             self._wake_waiters()
         self._drop_records()
 
+    def add_waiter(self) -> asyncio.Future[None] | None:
+        """A new future set when the batch is decided (None if it is): what one task awaits.
+
+        Never the batch's own future: cancelling the awaiting task cancels only its waiter.
+        """
+        future = self.future
+        if future.done():
+            return None
+        waiter: asyncio.Future[None] = future.get_loop().create_future()
+        waiters = self.waiters
+        if waiters is None:
+            self.waiters = [waiter]
+        else:
+            waiters.append(waiter)
+        return waiter
+
     def _wake_waiters(self) -> None:
         # At once, not from the batch future's callbacks: a waiting task costs one loop hop.
         waiters = self.waiters
@@ -260,14 +276,8 @@ class DeliveryHandle(_HandleCore):
     def _await_pending(self) -> Generator[Any, None, RecordMetadata]:
         batch = self._batch
         future = batch.future
-        if not future.done():
-            # This task's own future: cancelling the task cancels it, not the batch's.
-            waiter: asyncio.Future[None] = future.get_loop().create_future()
-            waiters = batch.waiters
-            if waiters is None:
-                batch.waiters = [waiter]
-            else:
-                waiters.append(waiter)
+        waiter = batch.add_waiter()
+        if waiter is not None:
             yield from waiter.__await__()
         base_offset, log_append_time = future.result()
         # _metadata inlined, and the tuple made without NamedTuple's Python-level __new__:

@@ -29,8 +29,8 @@
 #endif
 
 static PyObject *str_append, *str_await_pending;
-/* For a pending handle's wait (HandleCore_await). */
-static PyObject *str_future, *str_waiters, *str_done, *str_get_loop, *str_create_future, *str_result;
+/* A pending handle's wait (HandleCore_await): the batch's and the handle's methods. */
+static PyObject *str_add_waiter, *str_result;
 
 /* The records accelerator's builder append as a C function (_crecords_api.h): called directly,
  * not as a method, when the builder is of the class it is registered for.  NULL when _crecords
@@ -372,53 +372,18 @@ static PyTypeObject Waiting_Type = {
     .tp_iternext = (iternextfunc)Waiting_next,
 };
 
-/* Appends a new future of the batch future's loop to the batch's `waiters` and returns its
- * __await__ iterator; NULL without an exception when the Python method must answer (the batch
- * is decided: it failed, as a delivered one answered in C before). */
+/* The __await__ iterator of a new waiter future of `batch` (its add_waiter method); NULL without
+ * an exception when the batch is decided (it failed: a delivered one answered in C before) and
+ * the Python method must answer. */
 static PyObject *wait_inner(PyObject *batch)
 {
-    PyObject *future = PyObject_GetAttr(batch, str_future);
-    if (future == NULL)
+    PyObject *waiter = PyObject_CallMethodNoArgs(batch, str_add_waiter);
+    if (waiter == NULL || waiter == Py_None) {
+        Py_XDECREF(waiter);
         return NULL;
-    PyObject *done = PyObject_CallMethodNoArgs(future, str_done);
-    if (done == NULL || done != Py_False) {
-        Py_DECREF(future);
-        Py_XDECREF(done);
-        return NULL;
-    }
-    Py_DECREF(done);
-    PyObject *loop = PyObject_CallMethodNoArgs(future, str_get_loop);
-    Py_DECREF(future);
-    if (loop == NULL)
-        return NULL;
-    PyObject *waiter = PyObject_CallMethodNoArgs(loop, str_create_future);
-    Py_DECREF(loop);
-    if (waiter == NULL)
-        return NULL;
-    PyObject *waiters = PyObject_GetAttr(batch, str_waiters);
-    int failed = waiters == NULL;
-    if (!failed) {
-        if (waiters == Py_None) {
-            PyObject *list = PyList_New(1);
-            failed = list == NULL;
-            if (!failed) {
-                Py_INCREF(waiter);
-                PyList_SET_ITEM(list, 0, waiter);
-                failed = PyObject_SetAttr(batch, str_waiters, list) < 0;
-                Py_DECREF(list);
-            }
-        }
-        else if (PyList_Check(waiters))
-            failed = PyList_Append(waiters, waiter) < 0;
-        else {
-            PyErr_SetString(PyExc_TypeError, "a batch's waiters must be a list or None");
-            failed = 1;
-        }
-        Py_XDECREF(waiters);
     }
     PyTypeObject *type = Py_TYPE(waiter);
-    PyObject *inner = failed ? NULL
-                      : type->tp_as_async && type->tp_as_async->am_await
+    PyObject *inner = type->tp_as_async && type->tp_as_async->am_await
                           ? type->tp_as_async->am_await(waiter)
                           : PyObject_CallMethod(waiter, "__await__", NULL);
     Py_DECREF(waiter);
@@ -996,11 +961,7 @@ PyMODINIT_FUNC PyInit__cproducer(void)
     if (str_append == NULL) {
         if ((str_append = PyUnicode_InternFromString("append")) == NULL ||
             (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL ||
-            (str_future = PyUnicode_InternFromString("future")) == NULL ||
-            (str_waiters = PyUnicode_InternFromString("waiters")) == NULL ||
-            (str_done = PyUnicode_InternFromString("done")) == NULL ||
-            (str_get_loop = PyUnicode_InternFromString("get_loop")) == NULL ||
-            (str_create_future = PyUnicode_InternFromString("create_future")) == NULL ||
+            (str_add_waiter = PyUnicode_InternFromString("add_waiter")) == NULL ||
             (str_result = PyUnicode_InternFromString("result")) == NULL)
             return NULL;
     }
