@@ -227,9 +227,11 @@ class ProducerBatch(_BatchCore):
 class DeliveryHandle(_HandleCore):
     """The delivery of one record: ``await handle`` gives its :class:`RecordMetadata`.
 
-    Raises the delivery error instead when the record could not be written.  Compiled, the base
-    type answers ``await`` of a delivered record in C and calls :meth:`_await_pending` otherwise;
-    it stays outside the cyclic GC, so this class adds no slots.
+    Raises the delivery error instead when the record could not be written.  A task awaiting a
+    pending handle waits on a future of its own (:meth:`ProducerBatch.add_waiter`): cancelling
+    it leaves the batch alone.  Compiled, the base type answers ``await`` of a delivered or
+    pending record in C and calls :meth:`_await_pending` for a failed one; it stays outside the
+    cyclic GC, so this class adds no slots.
     """
 
     __slots__ = ()

@@ -7,7 +7,9 @@
  *                  (topic, partition, builder, outcome, count, closed) as C struct members.
  *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, and the
  *                  record's index and timestamp as C integers.  Its __await__ answers a
- *                  delivered record here and calls the subclass's ``_await_pending()`` otherwise.
+ *                  delivered record here, waits for a pending one here too (on the future the
+ *                  batch's ``add_waiter()`` gives, then the handle's ``result()`` if it
+ *                  failed), and calls the subclass's ``_await_pending()`` for a failed one.
  *                  ``set_metadata_type(RecordMetadata)`` names the tuple type it builds.
  *   Appender       RecordAccumulator's common case of appending one record (Appender_append),
  *                  into the state the accumulator pushed (the "append hot path" section).
@@ -447,7 +449,7 @@ static PyTypeObject HandleCore_Type = {
     .tp_basicsize = sizeof(HandleCore),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* no Py_TPFLAGS_HAVE_GC: the point */
     .tp_doc = "The delivery of one record (base of DeliveryHandle); __await__ in C when "
-              "delivered, else the subclass's _await_pending().",
+              "delivered or pending, else (failed) the subclass's _await_pending().",
     .tp_new = HandleCore_new,
     .tp_dealloc = (destructor)HandleCore_dealloc,
     .tp_members = HandleCore_members,
