@@ -91,6 +91,7 @@ class ProducerBatch(_BatchCore):
         "reserved",
         "retry_at",
         "tp",
+        "waiters",
     )
 
     def __init__(
@@ -125,6 +126,9 @@ class ProducerBatch(_BatchCore):
         self.producer_epoch = -1
         self.base_sequence = -1
         self.raw_size = 0  # uncompressed bytes, known once built
+        # One future per task awaiting a pending handle, resolved with the batch.  A waiter is
+        # never the batch's own future: cancelling it must not cancel the batch for everyone.
+        self.waiters: list[asyncio.Future[None]] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -175,7 +179,33 @@ class ProducerBatch(_BatchCore):
         if not self.future.done():
             self.outcome = (base_offset, log_append_time)
             self.future.set_result(self.outcome)
+            self._wake_waiters()
         self._drop_records()
+
+    def add_waiter(self) -> asyncio.Future[None] | None:
+        """A new future set when the batch is decided (None if it is): what one task awaits.
+
+        Never the batch's own future: cancelling the awaiting task cancels only its waiter.
+        """
+        future = self.future
+        if future.done():
+            return None
+        waiter: asyncio.Future[None] = future.get_loop().create_future()
+        waiters = self.waiters
+        if waiters is None:
+            self.waiters = [waiter]
+        else:
+            waiters.append(waiter)
+        return waiter
+
+    def _wake_waiters(self) -> None:
+        # At once, not from the batch future's callbacks: a waiting task costs one loop hop.
+        waiters = self.waiters
+        if waiters is not None:
+            self.waiters = None
+            for waiter in waiters:
+                if not waiter.done():  # a cancelled waiter stays in the list until now
+                    waiter.set_result(None)
 
     def _drop_records(self) -> None:
         # Handles may outlive the delivery by far: they need the offsets, not the bytes.
@@ -190,15 +220,18 @@ class ProducerBatch(_BatchCore):
             # Marked as retrieved: callers may drop handles they do not care about, and the
             # error is still raised to everyone who awaits one.
             future.exception()
+            self._wake_waiters()
         self._drop_records()
 
 
 class DeliveryHandle(_HandleCore):
     """The delivery of one record: ``await handle`` gives its :class:`RecordMetadata`.
 
-    Raises the delivery error instead when the record could not be written.  Compiled, the base
-    type answers ``await`` of a delivered record in C and calls :meth:`_await_pending` otherwise;
-    it stays outside the cyclic GC, so this class adds no slots.
+    Raises the delivery error instead when the record could not be written.  A task awaiting a
+    pending handle waits on a future of its own (:meth:`ProducerBatch.add_waiter`): cancelling
+    it leaves the batch alone.  Compiled, the base type answers ``await`` of a delivered or
+    pending record in C and calls :meth:`_await_pending` for a failed one; it stays outside the
+    cyclic GC, so this class adds no slots.
     """
 
     __slots__ = ()
@@ -245,8 +278,9 @@ class DeliveryHandle(_HandleCore):
     def _await_pending(self) -> Generator[Any, None, RecordMetadata]:
         batch = self._batch
         future = batch.future
-        if not future.done():
-            yield from future.__await__()
+        waiter = batch.add_waiter()
+        if waiter is not None:
+            yield from waiter.__await__()
         base_offset, log_append_time = future.result()
         # _metadata inlined, and the tuple made without NamedTuple's Python-level __new__:
         # many services await every handle, so this runs once per record.

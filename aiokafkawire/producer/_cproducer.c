@@ -7,7 +7,9 @@
  *                  (topic, partition, builder, outcome, count, closed) as C struct members.
  *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, and the
  *                  record's index and timestamp as C integers.  Its __await__ answers a
- *                  delivered record here and calls the subclass's ``_await_pending()`` otherwise.
+ *                  delivered record here, waits for a pending one here too (on the future the
+ *                  batch's ``add_waiter()`` gives, then the handle's ``result()`` if it
+ *                  failed), and calls the subclass's ``_await_pending()`` for a failed one.
  *                  ``set_metadata_type(RecordMetadata)`` names the tuple type it builds.
  *   Appender       RecordAccumulator's common case of appending one record (Appender_append),
  *                  into the state the accumulator pushed (the "append hot path" section).
@@ -29,6 +31,8 @@
 #endif
 
 static PyObject *str_append, *str_await_pending;
+/* A pending handle's wait (HandleCore_await): the batch's and the handle's methods. */
+static PyObject *str_add_waiter, *str_result;
 
 /* The records accelerator's builder append as a C function (_crecords_api.h): called directly,
  * not as a method, when the builder is of the class it is registered for.  NULL when _crecords
@@ -277,6 +281,117 @@ static PyObject *handle_metadata(HandleCore *self)
     return result;
 }
 
+/* The iterator of an awaited pending handle: it waits on `inner`, the __await__ of a future of
+ * this waiter's own in its batch's `waiters` (set when the batch is decided, see
+ * _batch.ProducerBatch), then answers the handle's RecordMetadata or raises its error.  The
+ * Python _await_pending() without its generator frame.  A waiter never waits on the batch's
+ * future itself: cancelling the awaiting task cancels what the task waits on. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *handle;
+    PyObject *inner; /* NULL once finished */
+} Waiting;
+
+static int Waiting_traverse(Waiting *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->handle);
+    Py_VISIT(self->inner); /* task -> frame -> this -> future -> task's wake-up: a cycle */
+    return 0;
+}
+
+static int Waiting_clear(Waiting *self)
+{
+    Py_CLEAR(self->handle);
+    Py_CLEAR(self->inner);
+    return 0;
+}
+
+static void Waiting_dealloc(Waiting *self)
+{
+    PyObject_GC_UnTrack(self);
+    Waiting_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *handle_metadata(HandleCore *self);
+
+static PySendResult Waiting_send(Waiting *self, PyObject *arg, PyObject **result)
+{
+    if (self->inner == NULL) { /* resumed after it finished: like an exhausted generator */
+        *result = NULL;
+        PyErr_SetNone(PyExc_StopIteration);
+        return PYGEN_ERROR;
+    }
+    PyObject *value;
+    PySendResult status = PyIter_Send(self->inner, arg, &value);
+    if (status != PYGEN_RETURN) {
+        if (status == PYGEN_ERROR)
+            Py_CLEAR(self->inner);
+        *result = value;
+        return status;
+    }
+    Py_DECREF(value);
+    Py_CLEAR(self->inner);
+    PyObject *metadata = self->handle ? handle_metadata((HandleCore *)self->handle) : NULL;
+    if (metadata == NULL && !PyErr_Occurred() && self->handle != NULL)
+        /* Failed or unusual: result() raises the delivery error or answers in Python. */
+        metadata = PyObject_CallMethodNoArgs(self->handle, str_result);
+    else if (metadata == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "the awaited delivery handle is gone");
+    *result = metadata;
+    return metadata == NULL ? PYGEN_ERROR : PYGEN_RETURN;
+}
+
+static PyObject *Waiting_next(Waiting *self)
+{
+    if (self->inner == NULL)
+        return NULL; /* StopIteration without a value */
+    PyObject *value;
+    PySendResult status = Waiting_send(self, Py_None, &value);
+    if (status != PYGEN_RETURN)
+        return value; /* the value yielded, or NULL with the error set */
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value); /* a tuple: wrapped */
+    Py_DECREF(value);
+    if (stop != NULL) {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
+static PyAsyncMethods Waiting_async = {.am_send = (sendfunc)Waiting_send};
+
+static PyTypeObject Waiting_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.Waiting",
+    .tp_basicsize = sizeof(Waiting),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The iterator of an awaited, still pending record: waits on a future of its own.",
+    .tp_dealloc = (destructor)Waiting_dealloc,
+    .tp_traverse = (traverseproc)Waiting_traverse,
+    .tp_clear = (inquiry)Waiting_clear,
+    .tp_as_async = &Waiting_async,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Waiting_next,
+};
+
+/* The __await__ iterator of a new waiter future of `batch` (its add_waiter method); NULL without
+ * an exception when the batch is decided (it failed: a delivered one answered in C before) and
+ * the Python method must answer. */
+static PyObject *wait_inner(PyObject *batch)
+{
+    PyObject *waiter = PyObject_CallMethodNoArgs(batch, str_add_waiter);
+    if (waiter == NULL || waiter == Py_None) {
+        Py_XDECREF(waiter);
+        return NULL;
+    }
+    PyTypeObject *type = Py_TYPE(waiter);
+    PyObject *inner = type->tp_as_async && type->tp_as_async->am_await
+                          ? type->tp_as_async->am_await(waiter)
+                          : PyObject_CallMethod(waiter, "__await__", NULL);
+    Py_DECREF(waiter);
+    return inner;
+}
+
 /* One Ready is kept and reused while nobody else holds it: awaiting a delivered record then
  * allocates only its RecordMetadata (the await drops the iterator as soon as it returns). */
 static Ready *spare_ready;
@@ -287,7 +402,22 @@ static PyObject *HandleCore_await(HandleCore *self)
     if (metadata == NULL) {
         if (PyErr_Occurred())
             return NULL;
-        /* Pending or failed: the Python method waits for (or raises from) the future. */
+        PyObject *inner = wait_inner(self->batch);
+        if (inner != NULL) { /* pending: wait in C */
+            Waiting *waiting = PyObject_GC_New(Waiting, &Waiting_Type);
+            if (waiting == NULL) {
+                Py_DECREF(inner);
+                return NULL;
+            }
+            Py_INCREF(self);
+            waiting->handle = (PyObject *)self;
+            waiting->inner = inner;
+            PyObject_GC_Track(waiting);
+            return (PyObject *)waiting;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+        /* Failed: the Python method raises the delivery error. */
         PyObject *args[1] = {(PyObject *)self};
         return PyObject_VectorcallMethod(str_await_pending, args,
                                          1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -319,7 +449,7 @@ static PyTypeObject HandleCore_Type = {
     .tp_basicsize = sizeof(HandleCore),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* no Py_TPFLAGS_HAVE_GC: the point */
     .tp_doc = "The delivery of one record (base of DeliveryHandle); __await__ in C when "
-              "delivered, else the subclass's _await_pending().",
+              "delivered or pending, else (failed) the subclass's _await_pending().",
     .tp_new = HandleCore_new,
     .tp_dealloc = (destructor)HandleCore_dealloc,
     .tp_members = HandleCore_members,
@@ -832,10 +962,12 @@ PyMODINIT_FUNC PyInit__cproducer(void)
 {
     if (str_append == NULL) {
         if ((str_append = PyUnicode_InternFromString("append")) == NULL ||
-            (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL)
+            (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL ||
+            (str_add_waiter = PyUnicode_InternFromString("add_waiter")) == NULL ||
+            (str_result = PyUnicode_InternFromString("result")) == NULL)
             return NULL;
     }
-    if (PyType_Ready(&Ready_Type) < 0 || PyType_Ready(&Lane_Type) < 0 || (records_api == NULL && load_records_api() < 0))
+    if (PyType_Ready(&Ready_Type) < 0 || PyType_Ready(&Waiting_Type) < 0 || PyType_Ready(&Lane_Type) < 0 || (records_api == NULL && load_records_api() < 0))
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)

@@ -20,8 +20,9 @@ class BatchCore:
 class HandleCore:
     """A record's delivery: its batch, index and timestamp; not tracked by the cyclic GC.
 
-    ``__await__`` answers a delivered record in C and calls the subclass's ``_await_pending()``
-    otherwise.
+    ``__await__`` answers a delivered record in C and waits for a pending one in C (on the
+    future of the batch's ``add_waiter()``); a failed one goes to the subclass's
+    ``_await_pending()``.
     """
 
     _batch: Any

@@ -123,9 +123,27 @@ async def test_the_c_handle_is_outside_the_cyclic_gc_and_matches_the_pure_class(
     with pytest.raises(StopIteration) as again:
         next(iterator)
     assert again.value.value is None
-    # A pending handle's __await__ is the Python generator, suspended on the batch's future.
-    pending = DeliveryHandle(_batch_for(loop), 0, 1)
-    assert hasattr(pending.__await__(), "gi_frame")
+    # A pending handle's __await__ waits in C (no generator frame) on a future of its own.
+    pending_batch = _batch_for(loop)
+    pending = DeliveryHandle(pending_batch, 0, 1)
+    waiting = pending.__await__()
+    assert not hasattr(waiting, "gi_frame")
+    own = next(waiting)  # what a task would wait on: not the batch's future
+    assert own is pending_batch.waiters[0] and own is not pending_batch.future
+    pending_batch.complete(3, -1)
+    with pytest.raises(StopIteration) as woken:
+        next(waiting)
+    assert woken.value.value == RecordMetadata("t", 2, 3, 1)
+    # A failed batch: the Python method raises its error; pending waits leak nothing either.
+    failing = _batch_for(loop)
+    waiters = [asyncio.ensure_future(_await(DeliveryHandle(failing, 0, 1))) for _ in range(50)]
+    before = sys.getrefcount(failing)
+    await asyncio.sleep(0)
+    failing.fail(errors.KafkaConnectionError("cut"))
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, errors.KafkaConnectionError) for r in results)
+    del results, waiters
+    assert sys.getrefcount(failing) <= before
 
 
 async def test_a_built_batch_takes_new_producer_fields_without_re_encoding() -> None:
@@ -149,3 +167,63 @@ async def test_a_built_batch_takes_new_producer_fields_without_re_encoding() -> 
             sequence,
         )
         assert [r.value for r in parsed] == [b"v0", b"v1", b"v2"]
+
+
+async def test_a_cancelled_waiter_leaves_the_batch_and_its_other_handles_alone() -> None:
+    # Cancelling a task that awaits a pending handle (a request handler cancelled inside
+    # send_and_wait, a wait_for timeout) used to cancel the batch's future itself: every other
+    # record of the batch then raised CancelledError although it was delivered.
+    loop = asyncio.get_running_loop()
+    batch = _batch_for(loop)
+    first, second, third = (DeliveryHandle(batch, i, 5) for i in range(3))
+    cancelled = asyncio.ensure_future(_await(first))
+    patient = asyncio.ensure_future(_await(second))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(third, 0.001)
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert not batch.future.done() and not first.done()
+    batch.complete(100, -1)
+    assert await patient == RecordMetadata("t", 2, 101, 5)
+    assert [await first, await third] == [
+        RecordMetadata("t", 2, 100, 5),
+        RecordMetadata("t", 2, 102, 5),
+    ]
+    assert batch.future.result() == (100, -1) and batch.waiters is None
+
+
+async def test_every_waiter_of_a_pending_batch_wakes_with_its_own_outcome() -> None:
+    loop = asyncio.get_running_loop()
+    delivered, failed = _batch_for(loop), _batch_for(loop)
+    handles = [DeliveryHandle(delivered, i, 7) for i in range(3)]
+    doomed = DeliveryHandle(failed, 0, 7)
+    # Two tasks on one handle, one on each other handle, three on the failing batch.
+    waiters = [asyncio.ensure_future(_await(h)) for h in [handles[0], *handles]]
+    losers = [asyncio.ensure_future(_await(doomed)) for _ in range(3)]
+    await asyncio.sleep(0)
+    assert len(delivered.waiters) == 4 and len(failed.waiters) == 3
+    delivered.complete(10, 1234)
+    failed.fail(errors.NotLeaderOrFollowerError("moved"))
+    assert [await w for w in waiters] == [
+        RecordMetadata("t", 2, 10, 1234),
+        RecordMetadata("t", 2, 10, 1234),
+        RecordMetadata("t", 2, 11, 1234),
+        RecordMetadata("t", 2, 12, 1234),
+    ]
+    for loser in losers:
+        with pytest.raises(errors.NotLeaderOrFollowerError, match="moved"):
+            await loser
+    with pytest.raises(errors.NotLeaderOrFollowerError):  # awaited again, after the failure
+        await doomed
+
+
+async def test_a_waiter_whose_handle_nobody_else_holds_is_still_woken() -> None:
+    loop = asyncio.get_running_loop()
+    batch = _batch_for(loop)
+    waiter = asyncio.ensure_future(_await(DeliveryHandle(batch, 4, 1)))
+    await asyncio.sleep(0)
+    gc.collect()
+    batch.complete(0, -1)
+    assert await waiter == RecordMetadata("t", 2, 4, 1)
