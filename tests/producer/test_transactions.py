@@ -44,6 +44,21 @@ def _log_outline(batches: list) -> list[tuple[str, object]]:
     return outline
 
 
+async def _settled_outline(bootstrap: str, topic: str) -> list[tuple[str, object]]:
+    """The partition-0 outline once every transaction in it has its marker.
+
+    EndTxn returns once the coordinator has logged the decision; it writes the markers to the
+    partitions afterwards (KIP-98), so a read right after a commit may not see the last one yet.
+    """
+    outline: list[tuple[str, object]] = []
+    for _ in range(100):  # 10 s at most
+        outline = _log_outline(await fetch_raw_batches(bootstrap, topic, 0))
+        if outline and outline[-1][0] == "marker":
+            return outline
+        await asyncio.sleep(0.1)
+    return outline
+
+
 async def test_committed_and_aborted_transactions(kafka_bootstrap: str) -> None:
     topic = unique_topic("txn")
     async with Producer(
@@ -72,7 +87,7 @@ async def test_committed_and_aborted_transactions(kafka_bootstrap: str) -> None:
                 raise RuntimeError("boom")
     assert [(await h).offset for h in committed] == list(range(6, 11))
 
-    outline = _log_outline(await fetch_raw_batches(kafka_bootstrap, topic, 0))
+    outline = await _settled_outline(kafka_bootstrap, topic)
     assert outline[:4] == [
         ("data", [b"aborted-%d" % i for i in range(5)]),
         ("marker", ControlRecordType.ABORT),
@@ -114,7 +129,7 @@ async def test_second_producer_with_same_id_fences_the_first(kafka_bootstrap: st
                 await first.begin_transaction()
             async with second.transaction():
                 await second.send(topic, b"second", partition=0)
-    outline = _log_outline(await fetch_raw_batches(kafka_bootstrap, topic, 0))
+    outline = await _settled_outline(kafka_bootstrap, topic)
     committed = [
         value
         for (kind, values), nxt in itertools.pairwise(outline)
