@@ -449,6 +449,30 @@ def test_buffer_exported_while_appending(accel_builder: type) -> None:
         assert builder.record_count == 1
 
 
+def test_buffer_grows_to_the_batch_limit_not_by_eighths() -> None:
+    """A batch of 10 KB records is reallocated once per doubling of its limit, as the producer
+    raises it: bytearray's own growth (an eighth) reallocated, and copied, it about 40 times on
+    its way to 1 MB.  The capacity never exceeds the limit, nor twice the batch's bytes."""
+    builder = _accel.DefaultRecordBatchBuilder(magic=2, batch_size=16_384)
+    value = b"v" * 10_240
+    capacities = set()
+    while True:
+        if not builder.append(1, None, value, None):
+            if builder.batch_size == 1_048_576:
+                break
+            builder.batch_size *= 2  # what RecordAccumulator.grow does
+            continue
+        buffer = builder._buffer
+        capacity = buffer.__sizeof__() - bytearray().__sizeof__()
+        assert len(buffer) < capacity <= max(builder.batch_size, 2 * len(buffer)) + 1
+        capacities.add(capacity)
+    assert builder.record_count == 102
+    assert len(capacities) <= 8  # 16 KB, 32 KB, ... 1 MB
+    small = _accel.DefaultRecordBatchBuilder(magic=2, batch_size=1_048_576)
+    small.append(1, None, b"x" * 100, None)
+    assert small._buffer.__sizeof__() - bytearray().__sizeof__() <= 2 * len(small._buffer) + 1
+
+
 # ---------------------------------------------------------------------------------------------
 # malformed input: same records or the same exception type
 
