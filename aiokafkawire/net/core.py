@@ -33,7 +33,7 @@ from aiokafkawire.net.slots import RequestSlots
 from aiokafkawire.net.tls import tls_error
 from aiokafkawire.net.versions import CLIENT_THROTTLES_SINCE, VersionPolicy, client_api_versions
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
-from aiokafkawire.protocol.framing import KafkaFraming
+from aiokafkawire.protocol.framing import FramePart, KafkaFraming
 
 __all__ = ["ConnectionCore", "ResponseCallback", "Waiter"]
 
@@ -120,7 +120,7 @@ class ConnectionCore(asyncio.Protocol):
         self._abandoned = 0
         self._error: errors.KafkaError | None = None
         self._closed_future: asyncio.Future[None] | None = None
-        self._write_buffer: list[bytes] = []
+        self._write_buffer: list[FramePart] = []
         # Parts of _write_buffer that a frame references (a Produce request's record batches):
         # written as they are, never joined (see _flush).
         self._write_references = 0
@@ -296,7 +296,7 @@ class ConnectionCore(asyncio.Protocol):
         self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
-    def _write_parts(self, transport: asyncio.Transport, buffers: list[bytes]) -> None:
+    def _write_parts(self, transport: asyncio.Transport, buffers: list[FramePart]) -> None:
         """Write frames that reference large buffers without joining them (no copy of a
         record batch on its way to the socket, unless the socket leaves part of it unsent)."""
         self._write_buffer = []
@@ -307,7 +307,7 @@ class ConnectionCore(asyncio.Protocol):
             return
         # Each large part is written by itself (as a memoryview: asyncio slices what the
         # socket did not take without copying it first); small ones are joined.
-        small: list[bytes] = []
+        small: list[FramePart] = []
         for part in buffers:
             if len(part) < _WRITE_ALONE:
                 small.append(part)

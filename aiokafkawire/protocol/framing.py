@@ -45,6 +45,7 @@ __all__ = [
     "API_VERSIONS_API_KEY",
     "DEFAULT_MAX_FRAME_SIZE",
     "PRODUCE_API_KEY",
+    "FramePart",
     "FrameSplitter",
     "KafkaFraming",
     "RequestHeaderData",
@@ -333,41 +334,46 @@ def _expects_response(request: Any) -> bool:
 # (KafkaFraming.send_request_parts): below it, a copy costs less than writing one more buffer.
 _REFERENCE_MIN = 32 * 1024
 
+#: A part of a frame (:meth:`KafkaFraming.send_request_parts`).
+FramePart = bytes | memoryview
+
 
 class _ReferencingBuffer(bytearray):
     """A request body being encoded, which keeps large ``bytes`` fields out of itself.
 
-    The generated encoders append every field with ``out += value``; a ``bytes`` value of
-    :data:`_REFERENCE_MIN` bytes or more (immutable, so safe to hold) is noted with its position
-    instead of copied, and :meth:`parts` puts it back between the bytes around it.
+    The generated encoders append every field with ``out += value``; a ``bytes`` value, or a
+    read-only ``memoryview`` (a built record batch, which its holder never changes), of
+    :data:`_REFERENCE_MIN` bytes or more is noted with its position instead of copied, and
+    :meth:`parts` puts it back between the bytes around it.  Anything mutable is copied.
     """
 
     __slots__ = ("_references", "referenced")
 
     def __init__(self) -> None:
         super().__init__()
-        self._references: list[tuple[int, bytes]] = []
+        self._references: list[tuple[int, FramePart]] = []
         self.referenced = 0  # bytes held by reference
 
     def __iadd__(self, value: Any) -> _ReferencingBuffer:  # type: ignore[misc]
-        if type(value) is bytes and len(value) >= _REFERENCE_MIN:
+        kind = type(value)
+        immutable = kind is bytes or (kind is memoryview and value.readonly)
+        if immutable and len(value) >= _REFERENCE_MIN:
             self._references.append((len(self), value))
             self.referenced += len(value)
             return self
         bytearray.__iadd__(self, value)
         return self
 
-    def parts(self) -> list[bytes]:
-        """The encoding, as the bytes between references and the references themselves."""
+    def parts(self) -> list[FramePart]:
+        """The encoding, as the bytes between references and the references themselves (the
+        first part is always there, maybe empty: the frame's header joins it)."""
         if not self._references:
             return [bytes(self)]
-        parts: list[bytes] = []
+        parts: list[FramePart] = []
         start = 0
         with memoryview(self) as view:
             for position, value in self._references:
-                if (
-                    position > start or not parts
-                ):  # the first part is always there: the header joins it
+                if position > start or not parts:
                     parts.append(bytes(view[start:position]))
                 parts.append(value)
                 start = position
@@ -470,12 +476,12 @@ class KafkaFraming:
 
     def send_request_parts(
         self, request: RequestMessage, version: int
-    ) -> tuple[int, list[bytes], bool]:
+    ) -> tuple[int, list[FramePart], bool]:
         """As :meth:`send_request`, with the frame as a list of buffers to write in order.
 
-        ``bytes`` fields of 32 KiB or more (a Produce request's record
-        batches) are parts of the list themselves, not copied into the frame; the other bytes
-        are joined around them.  One part when the request has no such field.
+        ``bytes`` fields (or read-only ``memoryview`` ones) of 32 KiB or more, a Produce
+        request's record batches, are parts of the list themselves, not copied into the frame;
+        the other bytes are joined around them.  One part when the request has no such field.
         """
         self._check_version(request, version)
         out = _ReferencingBuffer()
@@ -491,8 +497,8 @@ class KafkaFraming:
             )
 
     def _framed(
-        self, request: RequestMessage, version: int, body: list[bytes], body_size: int
-    ) -> tuple[int, list[bytes], bool]:
+        self, request: RequestMessage, version: int, body: list[Any], body_size: int
+    ) -> tuple[int, list[Any], bool]:
         """The frame of an encoded body, the request taken in flight: ``body`` itself, its
         first part joined to the size prefix and the header."""
         api_key = request.API_KEY
