@@ -582,3 +582,30 @@ async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() 
             assert connection.closed
             with pytest.raises(errors.KafkaConnectionError):
                 connection.try_submit(produce(*big), 9, outcomes)
+
+
+async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() -> None:
+    """Over TLS the transport's writelines takes the parts as they are (no join)."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+
+    async def handler(header: Any, request: Any) -> Any:
+        return ProduceResponse(responses=[])
+
+    batches = [os.urandom(100_000) for _ in range(3)]
+    async with FakeBroker(handler, ssl_context=server_context) as broker:
+        config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
+        async with connected(broker.port, config) as (connection, _):
+            spy = WriteSpy(connection._transport)
+            connection._transport = spy  # type: ignore[assignment]
+            outcomes = Outcomes()
+            assert connection.try_submit(produce(*batches), 9, outcomes)
+            await outcomes.wait(1, timeout=10)
+            assert outcomes.seen[0][1] is None
+            assert all(spy.held(batch) for batch in batches)
+            (produced,) = [r for h, r in broker.requests if h.api_key == ProduceRequest.API_KEY]
+            assert [p.records for p in produced.topic_data[0].partition_data] == batches
