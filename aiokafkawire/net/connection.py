@@ -275,11 +275,17 @@ class BrokerConnection(ConnectionCore):
     ) -> None:
         """Frame ``request`` into the write buffer and register its callback (slot held)."""
         try:
-            correlation_id, frame, expects_response = self._framing.send_request(request, version)
+            correlation_id, frame, expects_response = self._framing.send_request_parts(
+                request, version
+            )
         except BaseException:
             self._slots.release()
             raise
-        self._write_buffer.append(frame)
+        if len(frame) == 1:
+            self._write_buffer.append(frame[0])
+        else:  # record batches referenced, not copied: _flush writes them as they are
+            self._write_buffer += frame
+            self._write_references += 1
         loop = self._loop
         assert loop is not None
         self._stats.requests += 1

@@ -33,11 +33,14 @@ from aiokafkawire.net.slots import RequestSlots
 from aiokafkawire.net.tls import tls_error
 from aiokafkawire.net.versions import CLIENT_THROTTLES_SINCE, VersionPolicy, client_api_versions
 from aiokafkawire.protocol import SUPPORTED_VERSIONS
-from aiokafkawire.protocol.framing import KafkaFraming
+from aiokafkawire.protocol.framing import FramePart, KafkaFraming
 
 __all__ = ["ConnectionCore", "ResponseCallback", "Waiter"]
 
 log = logging.getLogger("aiokafkawire.net")
+
+# A part of a frame this large is written by itself where writelines() would join it.
+_WRITE_ALONE = 32 * 1024
 
 ResponseCallback = Callable[[Any, "BaseException | None"], None]
 """``callback(response, error)``: exactly one of them is set (both ``None`` for acks=0 produce)."""
@@ -117,7 +120,13 @@ class ConnectionCore(asyncio.Protocol):
         self._abandoned = 0
         self._error: errors.KafkaError | None = None
         self._closed_future: asyncio.Future[None] | None = None
-        self._write_buffer: list[bytes] = []
+        self._write_buffer: list[FramePart] = []
+        # Parts of _write_buffer that a frame references (a Produce request's record batches):
+        # written as they are, never joined (see _flush).
+        self._write_references = 0
+        # The transport joins what writelines() is given (asyncio's selector transport before
+        # Python 3.12): _flush writes large parts one by one instead.
+        self._writelines_joins = True
         self._flush_scheduled = False
         self._writable: asyncio.Event | None = None
         # SASL (with KIP-368 re-authentication); _diverted while a v0 exchange owns the bytes.
@@ -274,18 +283,46 @@ class ConnectionCore(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if self._transport is None or self._error is not None or not self._write_buffer:
-            self._write_buffer.clear()
+        buffers = self._write_buffer
+        if self._transport is None or self._error is not None or not buffers:
+            buffers.clear()
+            self._write_references = 0
             return
-        data = (
-            self._write_buffer[0] if len(self._write_buffer) == 1 else b"".join(self._write_buffer)
-        )
-        self._write_buffer.clear()
+        if self._write_references:
+            self._write_parts(self._transport, buffers)
+            return
+        data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+        buffers.clear()
         self._stats.bytes_sent += len(data)
         self._transport.write(data)
 
+    def _write_parts(self, transport: asyncio.Transport, buffers: list[FramePart]) -> None:
+        """Write frames that reference large buffers without joining them (no copy of a
+        record batch on its way to the socket, unless the socket leaves part of it unsent)."""
+        self._write_buffer = []
+        self._write_references = 0
+        self._stats.bytes_sent += sum(map(len, buffers))
+        if not self._writelines_joins:
+            transport.writelines(buffers)  # uvloop, TLS, asyncio 3.12+: scatter/gather
+            return
+        # Each large part is written by itself (as a memoryview: asyncio slices what the
+        # socket did not take without copying it first); small ones are joined.
+        small: list[FramePart] = []
+        for part in buffers:
+            if len(part) < _WRITE_ALONE:
+                small.append(part)
+                continue
+            if small:
+                transport.write(b"".join(small))
+                small = []
+            transport.write(memoryview(part))
+        if small:
+            transport.write(b"".join(small))
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """asyncio: the transport is up; requests go out unbatched by Nagle."""
+        writelines = getattr(type(transport), "writelines", None)
+        self._writelines_joins = writelines in (None, asyncio.WriteTransport.writelines)
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -402,6 +439,7 @@ class ConnectionCore(asyncio.Protocol):
         if self._writable is not None:
             self._writable.set()
         self._write_buffer.clear()
+        self._write_references = 0
         if self._transport is not None:
             self._transport.abort()  # connection_lost follows, then the connection is CLOSED
         else:

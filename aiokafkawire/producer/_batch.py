@@ -121,7 +121,9 @@ class ProducerBatch(_BatchCore):
         self.in_flight = False
         self.attempts = 0
         self.retry_at = 0.0
-        self.payload: bytes | None = None
+        # The built batch: a read-only view of the buffer the records were appended to (no copy;
+        # Produce frames reference it), or bytes once re-sequenced.
+        self.payload: bytes | memoryview | None = None
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
@@ -146,7 +148,9 @@ class ProducerBatch(_BatchCore):
         payload = self.payload
         return len(payload) if payload is not None else int(self.builder.size_in_bytes)
 
-    def encode(self, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    def encode(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> bytes | memoryview:
         """The batch bytes carrying these producer fields (built once, patched on re-sequencing)."""
         payload = self.payload
         if payload is None:
@@ -156,7 +160,7 @@ class ProducerBatch(_BatchCore):
                 builder.producer_epoch = producer_epoch
                 builder.base_sequence = base_sequence
             self.raw_size = int(self.builder.size_in_bytes)
-            payload = self.payload = self.builder.build()
+            payload = self.payload = self.builder.build_view()
             self.builder = None  # the records now live in the payload only
         elif self.magic == 2 and (
             producer_id != self.producer_id

@@ -50,8 +50,11 @@ class ProduceRequestBuilder:
         for batch in batches:
             if batch.payload is None:
                 batch.encode(-1, -1, -1)
+            # The payload may be a read-only view of the built batch: the encoders take any
+            # buffer, and the frame references it (KafkaFraming.send_request_parts).
+            records: Any = batch.payload
             by_topic.setdefault(batch.topic, []).append(
-                PartitionProduceData(index=batch.partition, records=batch.payload)
+                PartitionProduceData(index=batch.partition, records=records)
             )
             batch.attempts += 1
         topic_ids: dict[str, uuid.UUID] = {}

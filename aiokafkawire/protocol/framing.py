@@ -45,6 +45,7 @@ __all__ = [
     "API_VERSIONS_API_KEY",
     "DEFAULT_MAX_FRAME_SIZE",
     "PRODUCE_API_KEY",
+    "FramePart",
     "FrameSplitter",
     "KafkaFraming",
     "RequestHeaderData",
@@ -329,6 +330,58 @@ def _expects_response(request: Any) -> bool:
     return not (request.API_KEY == PRODUCE_API_KEY and getattr(request, "acks", -1) == 0)
 
 
+# ``bytes`` fields at least this long are referenced by a frame, not copied
+# (KafkaFraming.send_request_parts): below it, a copy costs less than writing one more buffer.
+_REFERENCE_MIN = 32 * 1024
+
+#: A part of a frame (:meth:`KafkaFraming.send_request_parts`).
+FramePart = bytes | memoryview
+
+
+class _ReferencingBuffer(bytearray):
+    """A request body being encoded, which keeps large ``bytes`` fields out of itself.
+
+    The generated encoders append every field with ``out += value``; a ``bytes`` value, or a
+    read-only ``memoryview`` (a built record batch, which its holder never changes), of
+    :data:`_REFERENCE_MIN` bytes or more is noted with its position instead of copied, and
+    :meth:`parts` puts it back between the bytes around it.  Anything mutable is copied.
+    """
+
+    __slots__ = ("_references", "referenced")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._references: list[tuple[int, FramePart]] = []
+        self.referenced = 0  # bytes held by reference
+
+    def __iadd__(self, value: Any) -> _ReferencingBuffer:  # type: ignore[misc]
+        kind = type(value)
+        immutable = kind is bytes or (kind is memoryview and value.readonly)
+        if immutable and len(value) >= _REFERENCE_MIN:
+            self._references.append((len(self), value))
+            self.referenced += len(value)
+            return self
+        bytearray.__iadd__(self, value)
+        return self
+
+    def parts(self) -> list[FramePart]:
+        """The encoding, as the bytes between references and the references themselves (the
+        first part is always there, maybe empty: the frame's header joins it)."""
+        if not self._references:
+            return [bytes(self)]
+        parts: list[FramePart] = []
+        start = 0
+        with memoryview(self) as view:
+            for position, value in self._references:
+                if position > start or not parts:
+                    parts.append(bytes(view[start:position]))
+                parts.append(value)
+                start = position
+            if start < len(view):
+                parts.append(bytes(view[start:]))
+        return parts
+
+
 class KafkaFraming:
     """Client-side framing state of one broker connection (no I/O).
 
@@ -416,31 +469,54 @@ class KafkaFraming:
         remembered as in flight.  An :class:`EncodeError` from the body leaves the state untouched
         (no id is consumed).
         """
+        self._check_version(request, version)
+        body = request.encode(version)
+        correlation_id, frame, expects_response = self._framed(request, version, [body], len(body))
+        return correlation_id, frame[0], expects_response
+
+    def send_request_parts(
+        self, request: RequestMessage, version: int
+    ) -> tuple[int, list[FramePart], bool]:
+        """As :meth:`send_request`, with the frame as a list of buffers to write in order.
+
+        ``bytes`` fields (or read-only ``memoryview`` ones) of 32 KiB or more, a Produce
+        request's record batches, are parts of the list themselves, not copied into the frame;
+        the other bytes are joined around them.  One part when the request has no such field.
+        """
+        self._check_version(request, version)
+        out = _ReferencingBuffer()
+        request.encode_into(out, version)
+        return self._framed(request, version, out.parts(), len(out) + out.referenced)
+
+    def _check_version(self, request: RequestMessage, version: int) -> None:
         self._raise_if_dead()
-        api_key = request.API_KEY
         if not request.MIN_VERSION <= version <= request.MAX_VERSION:
             raise EncodeError(
                 f"{type(request).__name__} has versions {request.MIN_VERSION}-"
                 f"{request.MAX_VERSION}, not {version}"
             )
-        body = request.encode(version)
+
+    def _framed(
+        self, request: RequestMessage, version: int, body: list[Any], body_size: int
+    ) -> tuple[int, list[Any], bool]:
+        """The frame of an encoded body, the request taken in flight: ``body`` itself, its
+        first part joined to the size prefix and the header."""
+        api_key = request.API_KEY
         correlation_id = self._next_correlation_id
-        flexible_version = request.FLEXIBLE_VERSION
         fixed = _REQUEST_HEADER_FIXED.pack(api_key, version, correlation_id)
-        if _is_flexible(flexible_version, version):
+        if _is_flexible(request.FLEXIBLE_VERSION, version):
             header_size = 8 + len(self._encoded_client_id) + 1
-            parts: tuple[bytes, ...] = (
-                _SIZE.pack(header_size + len(body)),
+            head: tuple[bytes, ...] = (
+                _SIZE.pack(header_size + body_size),
                 fixed,
                 self._encoded_client_id,
                 _EMPTY_TAGGED_FIELDS,
-                body,
+                body[0],
             )
         else:
             header_size = 8 + len(self._encoded_client_id)
-            parts = (_SIZE.pack(header_size + len(body)), fixed, self._encoded_client_id, body)
-        frame = b"".join(parts)
-
+            head = (_SIZE.pack(header_size + body_size), fixed, self._encoded_client_id, body[0])
+        body[0] = b"".join(head)
         self._next_correlation_id = (
             0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         )
@@ -456,7 +532,7 @@ class KafkaFraming:
                     response_header_version(api_key, response_type.FLEXIBLE_VERSION, version),
                 )
             )
-        return correlation_id, frame, expects_response
+        return correlation_id, body, expects_response
 
     # -- receiving --------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
@@ -19,8 +20,10 @@ from aiokafkawire.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
     ProduceRequest,
+    ProduceResponse,
 )
 from aiokafkawire.protocol.messages.metadata import MetadataRequestTopic, MetadataResponseTopic
+from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
 
 
 def echo_metadata(request: Any) -> MetadataResponse:
@@ -485,3 +488,124 @@ def test_reconnect_backoff_grows_with_jitter_and_is_capped() -> None:
     assert backoff.remaining() > 0
     backoff.succeeded()
     assert backoff.remaining() == 0
+
+
+class WriteSpy:
+    """A transport stand-in recording what the connection writes, passing it all on."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.written: list[Any] = []
+
+    def write(self, data: Any) -> None:
+        self.written.append(data)
+        self.transport.write(data)
+
+    def writelines(self, buffers: list[Any]) -> None:
+        self.written.extend(buffers)
+        self.transport.writelines(buffers)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+    def held(self, buffer: bytes) -> bool:
+        """Whether ``buffer`` itself (not a copy) was handed to the transport."""
+        return any(
+            data is buffer or (isinstance(data, memoryview) and data.obj is buffer)
+            for data in self.written
+        )
+
+
+def produce(*batches: bytes) -> ProduceRequest:
+    return ProduceRequest(
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=i, records=b) for i, b in enumerate(batches)
+                ],
+            )
+        ],
+    )
+
+
+async def test_large_batches_are_written_uncopied_through_back_pressure() -> None:
+    """Record batches reach the transport as they are (not joined into a frame), and a
+    broker that stops reading mid-request (the socket full, the transport paused) still gets
+    every frame whole and in order once it reads again."""
+    release = asyncio.Event()
+
+    async def handler(header: Any, request: Any) -> Any:
+        await release.wait()  # not reading meanwhile: the client's writes back up
+        return ProduceResponse(responses=[])
+
+    first = [bytes([i]) * (256 * 1024) for i in range(2)]
+    second = [os.urandom(1024 * 1024) for _ in range(8)]
+    async with FakeBroker(handler) as broker:
+        async with connected(broker.port) as (connection, _):
+            spy = WriteSpy(connection._transport)
+            connection._transport = spy  # type: ignore[assignment]
+            outcomes = Outcomes()
+            assert connection.try_submit(produce(*first), 9, outcomes)
+            await broker.wait_for_requests(2)  # ApiVersions, then the first Produce
+            await connection.submit(produce(*second), 9, outcomes)
+            assert connection._writable is not None  # the transport paused us
+            release.set()
+            await outcomes.wait(2, timeout=10)
+            assert [error for _, error in outcomes.seen] == [None, None]
+            produced = [r for h, r in broker.requests if h.api_key == ProduceRequest.API_KEY]
+            assert [[p.records for p in r.topic_data[0].partition_data] for r in produced] == [
+                first,
+                second,
+            ]
+            assert all(spy.held(batch) for batch in first + second)
+
+
+async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() -> None:
+    """The broker drops the connection while a large frame is half written: every request
+    on it gets the connection error, and the rest of the frame goes nowhere."""
+
+    async def handler(header: Any, request: Any) -> Any:
+        return CLOSE
+
+    async with FakeBroker(handler) as broker:
+        async with connected(broker.port) as (connection, _):
+            outcomes = Outcomes()
+            big = [os.urandom(1024 * 1024) for _ in range(8)]
+            assert connection.try_submit(produce(b"x" * 40_000), 9, outcomes)
+            written = 1 + connection.try_submit(produce(*big), 9, outcomes)  # if a slot is free
+            await outcomes.wait(written, timeout=5)
+            assert len(outcomes.seen) == written
+            assert all(isinstance(e, errors.KafkaConnectionError) for _, e in outcomes.seen)
+            assert connection.closed
+            with pytest.raises(errors.KafkaConnectionError):
+                connection.try_submit(produce(*big), 9, outcomes)
+
+
+async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() -> None:
+    """Over TLS the transport's writelines takes the parts as they are (no join)."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+
+    async def handler(header: Any, request: Any) -> Any:
+        return ProduceResponse(responses=[])
+
+    batches = [os.urandom(100_000) for _ in range(3)]
+    async with FakeBroker(handler, ssl_context=server_context) as broker:
+        config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
+        async with connected(broker.port, config) as (connection, _):
+            spy = WriteSpy(connection._transport)
+            connection._transport = spy  # type: ignore[assignment]
+            outcomes = Outcomes()
+            assert connection.try_submit(produce(*batches), 9, outcomes)
+            await outcomes.wait(1, timeout=10)
+            assert outcomes.seen[0][1] is None
+            assert all(spy.held(batch) for batch in batches)
+            (produced,) = [r for h, r in broker.requests if h.api_key == ProduceRequest.API_KEY]
+            assert [p.records for p in produced.topic_data[0].partition_data] == batches

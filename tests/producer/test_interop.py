@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from _producer_helpers import ck, create_topic, fetch_raw_batches, read_back, unique_topic
 
+from aiokafkawire.errors import RecordTooLargeError
 from aiokafkawire.producer import Producer, RecordMetadata
 from aiokafkawire.testing import MockCluster
 
@@ -150,3 +151,28 @@ async def test_idempotent_batches_carry_one_producer_id_and_contiguous_sequences
         assert batch.base_sequence == expected
         expected += batch.record_count
     assert expected == 500
+
+
+async def test_large_records_up_to_max_request_size_read_back_exactly(
+    kafka_bootstrap: str,
+) -> None:
+    """10 KB records fill batches of about 1 MB, written by reference (no copy on the way to
+    the socket); a record just under ``max_request_size`` still goes, one over it is refused
+    before anything is sent (typed, not retried)."""
+    topic = unique_topic("large")
+    values = [bytes([i]) * 10_240 for i in range(200)]
+    near_limit = b"n" * (1_048_576 - 256)
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap, allow_auto_create_topics=True, linger_ms=50
+    ) as producer:
+        handles = [
+            await producer.send(topic, v, b"k%d" % i, partition=0) for i, v in enumerate(values)
+        ]
+        handles.append(await producer.send(topic, near_limit, partition=0))
+        with pytest.raises(RecordTooLargeError, match="max_request_size"):
+            await producer.send(topic, b"o" * 1_048_577, partition=0)
+        offsets = [(await h).offset for h in handles]
+    assert offsets == list(range(len(values) + 1))
+    read = await read_back(kafka_bootstrap, topic, len(values) + 1)
+    assert [r.value for r in read] == [*values, near_limit]
+    assert [r.key for r in read[:-1]] == [b"k%d" % i for i in range(len(values))]

@@ -21,6 +21,7 @@ from aiokafkawire.protocol.framing import (
 from aiokafkawire.protocol.messages.api_versions import ApiVersion
 from aiokafkawire.protocol.messages.fetch import FetchableTopicResponse, PartitionData
 from aiokafkawire.protocol.messages.metadata import MetadataResponseBroker
+from aiokafkawire.protocol.messages.produce import PartitionProduceData, TopicProduceData
 
 REQUEST_TYPES: dict[int, Any] = messages.REQUEST_TYPES
 RESPONSE_TYPES: dict[int, Any] = messages.RESPONSE_TYPES
@@ -354,6 +355,58 @@ def test_produce_with_acks_expects_a_response() -> None:
         encode_response(0, 0, 9, response) + encode_response(1, 0, 9, response)
     )
     assert [event.correlation_id for event in events] == [0, 1]
+
+
+def produce_request(*sizes: int, transactional_id: str | None = None) -> Any:
+    """A Produce request with one partition per size, two topics, records of those sizes."""
+    topics = [
+        TopicProduceData(
+            name=f"t{t}",
+            partition_data=[
+                PartitionProduceData(index=p, records=bytes([p]) * size)
+                for p, size in enumerate(sizes)
+            ],
+        )
+        for t in range(2)
+    ]
+    return messages.ProduceRequest(
+        transactional_id=transactional_id, acks=1, timeout_ms=30_000, topic_data=topics
+    )
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 12])
+@pytest.mark.parametrize("sizes", [(10,), (40_000,), (40_000, 5), (100, 40_000, 70_000)])
+def test_request_parts_reference_large_records_and_join_to_the_frame(
+    version: int, sizes: tuple[int, ...]
+) -> None:
+    request = produce_request(*sizes, transactional_id="tx" if version > 8 else None)
+    expected = KafkaFraming("c").send_request(request, version)
+    framing = KafkaFraming("c")
+    correlation_id, parts, expects = framing.send_request_parts(request, version)
+    assert (correlation_id, b"".join(parts), expects) == expected
+    assert framing.pending() == [0]
+    batches = {
+        id(p.records)
+        for topic in request.topic_data
+        for p in topic.partition_data
+        if len(p.records) >= 32 * 1024
+    }
+    # Every large batch is a part itself (the same object: not copied), nothing else is.
+    assert {id(part) for part in parts if id(part) in batches} == batches
+    assert len(parts) == (1 if not batches else len([p for p in parts if p]))
+    assert all(len(part) < 32 * 1024 for part in parts if id(part) not in batches)
+
+
+def test_request_parts_copy_mutable_buffers() -> None:
+    request = produce_request(40_000)
+    record_buffer = bytearray(40_000)
+    request.topic_data[0].partition_data[0].records = record_buffer
+    _, parts, _ = KafkaFraming().send_request_parts(request, 9)
+    held = request.topic_data[1].partition_data[0].records
+    # The bytearray was copied: only the other topic's batch is held.
+    assert [part is held for part in parts] == [False, True, False]
+    record_buffer[:] = b"x" * 40_000
+    assert b"x" not in b"".join(parts)
 
 
 # ------------------------------------------------------------------------------ errors

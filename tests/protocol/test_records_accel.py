@@ -449,6 +449,54 @@ def test_buffer_exported_while_appending(accel_builder: type) -> None:
         assert builder.record_count == 1
 
 
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
+def test_build_view_is_the_built_batch_without_a_copy(
+    accel_builder: type, codec: CompressionType
+) -> None:
+    for cls in (_pure_v2.DefaultRecordBatchBuilder, accel_builder):
+        builder = cls(magic=2, compression_type=codec)
+        twin = cls(magic=2, compression_type=codec)
+        for b in (builder, twin):
+            for timestamp, key, value, headers in SAMPLE:
+                b.append(timestamp, key, value, headers)
+        buffer = builder._buffer
+        view = builder.build_view()
+        assert view.readonly and bytes(view) == twin.build()
+        if codec == CompressionType.NONE:
+            assert view.obj is buffer  # the records' own buffer: not copied
+        assert builder.build_view() is view
+        assert builder.build() == twin.build() and builder.size_in_bytes == len(view)
+        with pytest.raises(IllegalStateError):
+            builder.append(1, None, b"late", None)
+    legacy = records_api.RecordBatchBuilder(magic=1)
+    legacy.append(1, None, b"x", None)
+    assert legacy.build_view() == legacy.build()
+
+
+def test_buffer_grows_to_the_batch_limit_not_by_eighths() -> None:
+    """A batch of 10 KB records is reallocated once per doubling of its limit, as the producer
+    raises it: bytearray's own growth (an eighth) reallocated, and copied, it about 40 times on
+    its way to 1 MB.  The capacity never exceeds the limit, nor twice the batch's bytes."""
+    builder = _accel.DefaultRecordBatchBuilder(magic=2, batch_size=16_384)
+    value = b"v" * 10_240
+    capacities = set()
+    while True:
+        if not builder.append(1, None, value, None):
+            if builder.batch_size == 1_048_576:
+                break
+            builder.batch_size *= 2  # what RecordAccumulator.grow does
+            continue
+        buffer = builder._buffer
+        capacity = buffer.__sizeof__() - bytearray().__sizeof__()
+        assert len(buffer) < capacity <= max(builder.batch_size, 2 * len(buffer)) + 1
+        capacities.add(capacity)
+    assert builder.record_count == 102
+    assert len(capacities) <= 8  # 16 KB, 32 KB, ... 1 MB
+    small = _accel.DefaultRecordBatchBuilder(magic=2, batch_size=1_048_576)
+    small.append(1, None, b"x" * 100, None)
+    assert small._buffer.__sizeof__() - bytearray().__sizeof__() <= 2 * len(small._buffer) + 1
+
+
 # ---------------------------------------------------------------------------------------------
 # malformed input: same records or the same exception type
 

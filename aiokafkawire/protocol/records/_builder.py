@@ -107,7 +107,7 @@ class RecordBatchBuilder:
         self._buffer = bytearray(self._RESERVED)
         self._count = 0
         self._max_timestamp = NO_TIMESTAMP
-        self._built: bytes | None = None
+        self._built: bytes | memoryview | None = None
         self._start()
 
     def _start(self) -> None:
@@ -129,6 +129,12 @@ class RecordBatchBuilder:
     def build(self) -> bytes:
         """Return the finished batch; afterwards :meth:`append` is refused."""
         raise NotImplementedError  # pragma: no cover
+
+    def build_view(self) -> memoryview:
+        """:meth:`build`'s batch as a read-only view, without copying it into ``bytes`` where
+        the format allows (magic 2).  For a holder that keeps the batch until it is written and
+        never changes it: the producer, whose frames then reference it."""
+        return memoryview(self.build())
 
     def set_producer_state(
         self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool

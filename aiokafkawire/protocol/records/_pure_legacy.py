@@ -368,7 +368,7 @@ class LegacyRecordBatchBuilder(RecordBatchBuilder):
         """Return the message set (one compressed wrapper message when a codec is set)."""
         built = self._built
         if built is not None:
-            return built
+            return bytes(built)  # itself: only build_view makes a view, and it does not here
         if not self.compression_type or not self._count:
             built = bytes(self._buffer)
         else:

@@ -611,8 +611,19 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
     def build(self) -> bytes:
         """Compress, write the header and the CRC-32C, and return the batch."""
         built = self._built
-        if built is not None:
-            return built
+        if built is None:
+            return self._build(copy=True)
+        return built if type(built) is bytes else bytes(built)
+
+    def build_view(self) -> memoryview:
+        """The built batch as a read-only view of the buffer the records were appended to (no
+        copy into ``bytes``)."""
+        built = self._built
+        if built is None:
+            built = self._build(copy=False)
+        return built if type(built) is memoryview else memoryview(built)
+
+    def _build(self, *, copy: bool) -> Any:
         codec = self.compression_type
         buffer = self._buffer
         if codec:
@@ -638,6 +649,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             self.producer_epoch,
             self.base_sequence,
             count,
+            copy=copy,
         )
         self._built = built
         self._buffer = bytearray()
@@ -667,8 +679,12 @@ def _finish(
     producer_epoch: int,
     base_sequence: int,
     count: int,
-) -> bytes:
-    """Write the header into ``out[:61]`` and the CRC-32C over ``out[21:]``."""
+    *,
+    copy: bool = True,
+) -> Any:
+    """Write the header into ``out[:61]`` and the CRC-32C over ``out[21:]``; the batch as
+    ``bytes``, or with ``copy=False`` as a read-only view of ``out`` (which then must not
+    change)."""
     HEADER.pack_into(
         out,
         0,
@@ -689,7 +705,7 @@ def _finish(
     with memoryview(out) as view:
         crc = crc32c(view[_CRC_START:])
     _UINT32.pack_into(out, _CRC_POS, crc)
-    return bytes(out)
+    return bytes(out) if copy else memoryview(out).toreadonly()
 
 
 _CONTROL_KEY = struct.Struct(">hh")
