@@ -1265,6 +1265,31 @@ write_headers(unsigned char *p, PyObject *headers)
 enum { APPEND_FALLBACK = -1, APPEND_FULL = 0, APPEND_DONE = 1 };
 
 /*
+ * Resize ``buffer`` to ``new_len``, doubling its allocation when it must grow (up to
+ * ``batch_size``, or exactly ``new_len`` beyond it).  PyByteArray_Resize alone grows a bytearray
+ * by an eighth, so a batch filled record by record was copied about eight times over by realloc
+ * (~400 instructions per 100 B record on 95 KB lz4 batches); doubling copies it about once.
+ * The second resize, down to ``new_len``, keeps the allocation (it is at least half used).
+ */
+static int
+grow_buffer(PyObject *buffer, Py_ssize_t new_len, int64_t batch_size)
+{
+    PyByteArrayObject *array = (PyByteArrayObject *)buffer;
+    Py_ssize_t alloc = array->ob_alloc;
+
+    if (new_len >= alloc && array->ob_start == array->ob_bytes && alloc <= PY_SSIZE_T_MAX / 2) {
+        Py_ssize_t target = 2 * alloc;
+        if ((int64_t)target > batch_size) {
+            target = batch_size > (int64_t)new_len ? (Py_ssize_t)batch_size : new_len;
+        }
+        if (target > new_len && PyByteArray_Resize(buffer, target) < 0) {
+            return -1;
+        }
+    }
+    return PyByteArray_Resize(buffer, new_len);
+}
+
+/*
  * Append one record to ``buffer`` (an exact bytearray).  APPEND_FALLBACK, with nothing written
  * and no exception set, when an argument is outside the fast path or the buffer cannot grow.
  */
@@ -1299,7 +1324,7 @@ append_record(PyObject *buffer, int64_t offset_delta, int64_t timestamp_delta, P
         return APPEND_FULL;
     }
     /* No Python code runs from here on: the headers, key and value cannot change under us. */
-    if (total > PY_SSIZE_T_MAX - old_len || PyByteArray_Resize(buffer, old_len + total) < 0) {
+    if (total > PY_SSIZE_T_MAX - old_len || grow_buffer(buffer, old_len + total, batch_size) < 0) {
         /* MemoryError, or BufferError while a memoryview of the buffer is alive: the pure path
            raises it again, with its own side effects on the builder state. */
         PyErr_Clear();
