@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
+import time
 from typing import Any
 
 import pytest
@@ -79,6 +81,90 @@ async def test_every_codec_reads_back_exactly(
         assert got.value == sent["value"]
         assert got.timestamp == sent["timestamp"]
         assert got.headers == list(sent.get("headers") or [])
+
+
+def _lz4_values(count: int) -> list[bytes]:
+    """100 B values, half pseudo-random, half text (as benchmark workload 1's)."""
+    rng = random.Random(24)
+    return [rng.randbytes(50) + (b"lz4 interop payload %06d " % i * 2)[:50] for i in range(count)]
+
+
+def _read_with_aiokafka(bootstrap: str, topic: str, expected: int) -> list[tuple[Any, ...]]:
+    aiokafka = pytest.importorskip("aiokafka")
+
+    async def read() -> list[tuple[Any, ...]]:
+        consumer = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=10_000_000,
+        )
+        await consumer.start()
+        try:
+            consumer.assign([aiokafka.TopicPartition(topic, 0)])
+            await consumer.seek_to_beginning()
+            out: list[tuple[Any, ...]] = []
+            deadline = time.monotonic() + 30
+            while len(out) < expected and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    out.extend((r.offset, r.key, r.value) for r in records)
+            return out
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(read())
+
+
+def _read_with_kafka_python(bootstrap: str, topic: str, expected: int) -> list[tuple[Any, ...]]:
+    kafka = pytest.importorskip("kafka")
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=10_000_000,
+    )
+    try:
+        consumer.assign([kafka.TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        out: list[tuple[Any, ...]] = []
+        deadline = time.monotonic() + 30
+        while len(out) < expected and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                out.extend((r.offset, r.key, r.value) for r in records)
+        return out
+    finally:
+        consumer.close()
+
+
+async def test_large_lz4_batch_is_read_by_every_peer(kafka_bootstrap: str) -> None:
+    """One lz4 batch of several 64 KiB frame blocks (its buffer grown by doubling while it
+    filled) is read back exactly by librdkafka, aiokafka and kafka-python."""
+    if getattr(kafka_bootstrap, "kind", "") == "mock":
+        pytest.skip("aiokafka and kafka-python are checked against real brokers")
+    topic = await create_topic(kafka_bootstrap, "lz4-large", 1)
+    values = _lz4_values(2_000)
+    async with Producer(
+        bootstrap_servers=kafka_bootstrap, compression="lz4", linger_ms=10_000
+    ) as producer:
+        handles = [
+            await producer.send(topic, value, b"k%d" % i, partition=0)
+            for i, value in enumerate(values)
+        ]
+        await producer.flush()
+        assert [(await h).offset for h in handles] == list(range(len(values)))
+    (batch,) = await fetch_raw_batches(kafka_bootstrap, topic, 0)
+    assert batch.compression_type == 3 and batch.record_count == len(values)
+    expected = [(i, b"k%d" % i, value) for i, value in enumerate(values)]
+
+    read = await read_back(kafka_bootstrap, topic, len(values))
+    assert [(r.offset, r.key, r.value) for r in read] == expected
+    assert await asyncio.to_thread(_read_with_aiokafka, kafka_bootstrap, topic, len(values)) == (
+        expected
+    )
+    assert (
+        await asyncio.to_thread(_read_with_kafka_python, kafka_bootstrap, topic, len(values))
+        == expected
+    )
 
 
 async def test_keyed_partition_matches_librdkafka_murmur2_random(kafka_bootstrap: str) -> None:

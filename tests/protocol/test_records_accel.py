@@ -497,6 +497,26 @@ def test_buffer_grows_to_the_batch_limit_not_by_eighths() -> None:
     assert small._buffer.__sizeof__() - bytearray().__sizeof__() <= 2 * len(small._buffer) + 1
 
 
+def test_buffer_allocation_doubles_up_to_batch_size() -> None:
+    # bytearray grows by an eighth: a 300 KB batch of 100 B records would be copied some 70
+    # times by realloc; the C append doubles the allocation instead (and stops at batch_size).
+    builder = _accel.RecordBatchBuilder(magic=2, batch_size=1_000_000)
+    allocations = set()
+    for i in range(3000):
+        assert builder.append(1_700_000_000_000 + i, b"k" * 8, b"v" * 100, None)
+        allocations.add(sys.getsizeof(builder._buffer))
+    assert len(allocations) <= 16
+    assert sys.getsizeof(builder._buffer) < 2 * len(builder._buffer) + 1000
+    small = _accel.RecordBatchBuilder(magic=2, batch_size=5000)
+    while small.append(1_700_000_000_000, b"k" * 8, b"v" * 100, None):
+        pass
+    assert sys.getsizeof(small._buffer) <= 5000 + 200  # never allocated past batch_size
+    reference = _pure_v2.DefaultRecordBatchBuilder(magic=2, batch_size=5000)
+    while reference.append(1_700_000_000_000, b"k" * 8, b"v" * 100, None):
+        pass
+    assert small.build() == reference.build()
+
+
 # ---------------------------------------------------------------------------------------------
 # malformed input: same records or the same exception type
 

@@ -30,20 +30,21 @@ from aiokafkawire.protocol.records._types import (
 )
 from aiokafkawire.protocol.records.codecs import compress, decompress
 
-_crc32c: Callable[[Any], int] | None = None
+_crc32c: Callable[[Any, int], int] | None = None
 
 
-def crc32c(data: Any) -> int:
-    """CRC-32C of ``data``; the ``crc32c`` package is imported on first use, not with this
-    module: importing it costs ~50 ms of CPU (it loads ``importlib.metadata``), and with the
-    compiled records accelerator this pure path never needs it."""
+def crc32c(data: Any, value: int = 0) -> int:
+    """CRC-32C of ``data`` (continuing from ``value``, the CRC of the bytes before it); the
+    ``crc32c`` package is imported on first use, not with this module: importing it costs ~50 ms
+    of CPU (it loads ``importlib.metadata``), and with the compiled records accelerator this pure
+    path never needs it."""
     global _crc32c
     if _crc32c is None:
         from crc32c import crc32c as loaded
 
         _crc32c = loaded
-        return loaded(data)
-    return _crc32c(data)
+        return loaded(data, value)
+    return _crc32c(data, value)
 
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -625,12 +626,13 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
 
     def _build(self, *, copy: bool) -> Any:
         codec = self.compression_type
-        buffer = self._buffer
+        out = self._buffer
+        payload = None
         if codec:
+            # The compressed body stays as the codec returned it: _finish copies it once,
+            # into the batch (not into a new header buffer first, then again into bytes).
+            payload = compress(codec, memoryview(out)[HEADER_SIZE:], 2)
             out = bytearray(HEADER_SIZE)
-            out += compress(codec, memoryview(buffer)[HEADER_SIZE:], 2)
-        else:
-            out = buffer
         attributes = int(codec)
         if self.timestamp_type == _LOG_APPEND_TIME:
             attributes |= ATTR_TIMESTAMP_TYPE
@@ -649,6 +651,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             self.producer_epoch,
             self.base_sequence,
             count,
+            payload,
             copy=copy,
         )
         self._built = built
@@ -679,17 +682,22 @@ def _finish(
     producer_epoch: int,
     base_sequence: int,
     count: int,
+    payload: bytes | None = None,
     *,
     copy: bool = True,
 ) -> Any:
-    """Write the header into ``out[:61]`` and the CRC-32C over ``out[21:]``; the batch as
-    ``bytes``, or with ``copy=False`` as a read-only view of ``out`` (which then must not
-    change)."""
+    """Write the header into ``out[:61]`` and the CRC-32C over ``out[21:]`` (+ ``payload``).
+
+    With a ``payload`` (a compressed body), ``out`` is the header alone and the batch is
+    ``out + payload``, joined once (with ``copy=False`` behind a view).  Without, the batch is
+    ``out`` as ``bytes``, or with ``copy=False`` a read-only view of ``out`` (which then must
+    not change).
+    """
     HEADER.pack_into(
         out,
         0,
         base_offset,
-        len(out) - _LENGTH_START,
+        len(out) - _LENGTH_START + (len(payload) if payload is not None else 0),
         partition_leader_epoch,
         2,
         0,
@@ -704,6 +712,10 @@ def _finish(
     )
     with memoryview(out) as view:
         crc = crc32c(view[_CRC_START:])
+    if payload is not None:
+        _UINT32.pack_into(out, _CRC_POS, crc32c(payload, crc))
+        joined = b"".join((out, payload))
+        return joined if copy else memoryview(joined)
     _UINT32.pack_into(out, _CRC_POS, crc)
     return bytes(out) if copy else memoryview(out).toreadonly()
 
