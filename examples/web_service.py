@@ -171,7 +171,10 @@ def make_app(
                 yield
             finally:
                 app[DELIVERIES].running = False
-                await producer.stop()  # delivers what is still buffered, then disconnects
+                # Delivers what is still buffered, then disconnects. Bounded: with the cluster
+                # gone a buffered record would otherwise wait out delivery_timeout_ms (2 min),
+                # as with the Java client's close(); what is left after it fails, logged.
+                await producer.close(timeout=send_timeout * 2)
 
     app.cleanup_ctx.append(kafka_producer)
     app.router.add_post("/orders", create_order)

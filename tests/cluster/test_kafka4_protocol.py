@@ -57,13 +57,17 @@ def unique(prefix: str) -> str:
 def wire_versions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     """Every (api key, version) the client frames while the test runs."""
     seen: list[tuple[int, int]] = []
-    original = KafkaFraming.send_request
+    # Produce frames go out as parts (send_request_parts); every other request as one frame.
+    for name in ("send_request", "send_request_parts"):
+        original = getattr(KafkaFraming, name)
 
-    def recording(self: KafkaFraming, request: Any, version: int) -> Any:
-        seen.append((request.API_KEY, version))
-        return original(self, request, version)
+        def recording(
+            self: KafkaFraming, request: Any, version: int, _original: Any = original
+        ) -> Any:
+            seen.append((request.API_KEY, version))
+            return _original(self, request, version)
 
-    monkeypatch.setattr(KafkaFraming, "send_request", recording)
+        monkeypatch.setattr(KafkaFraming, name, recording)
     yield seen
 
 
