@@ -524,7 +524,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
 
         ``timeout`` bounds the flush (seconds); records still undelivered then fail with
-        :class:`~aiokafkawire.errors.ClientClosedError`.
+        :class:`~aiokafkawire.errors.ClientClosedError`.  Without it, as the Java client's
+        ``close()``, a record the cluster cannot take waits up to ``delivery_timeout_ms``
+        (2 minutes by default): a service stopping on a signal should pass a ``timeout``.
         """
         if self._closing is not None:
             await asyncio.shield(self._closing)
