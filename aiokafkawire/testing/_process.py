@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,7 @@ __all__ = [
     "ChildProcessServer",
     "EndsOnExit",
     "die_with_this_process",
+    "stop_until_stopped",
     "terminate",
     "time_left_to_start",
 ]
@@ -41,6 +43,34 @@ def die_with_this_process() -> list[str]:
         return []
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+def stop_until_stopped(process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGSTOP ``process`` and return once the kernel reports it stopped (every thread).
+
+    ``kill()`` only queues the signal: each thread of the child stops when it next gets the
+    CPU, so on a loaded machine a JVM's network and request threads can still read a request
+    and answer it after ``kill()`` returned.  The parent's ``waitpid(WUNTRACED)`` reports the
+    stop once the last thread has stopped (it reaps nothing: ``Popen`` still sees the child).
+    Raises :class:`BrokerStartError` if the child exits, ``KafkaTimeoutError`` past ``timeout``.
+    """
+    process.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            pid, status = os.waitpid(process.pid, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:  # reaped elsewhere: it has exited
+            raise BrokerStartError(f"process {process.pid} exited before it stopped") from None
+        if pid == process.pid:
+            if os.WIFSTOPPED(status):
+                return
+            process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: tell Popen
+            raise BrokerStartError(f"process {process.pid} exited ({process.returncode})")
+        if time.monotonic() > deadline:
+            raise KafkaTimeoutError(f"process {process.pid} did not stop within {timeout:.0f}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def terminate(process: subprocess.Popen[bytes], grace: float) -> None:

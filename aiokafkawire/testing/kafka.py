@@ -41,6 +41,7 @@ from aiokafkawire.testing._probe import probe_api_versions
 from aiokafkawire.testing._process import (
     ChildProcessServer,
     die_with_this_process,
+    stop_until_stopped,
     terminate,
     time_left_to_start,
 )
@@ -383,12 +384,15 @@ class KafkaCluster(ChildProcessServer):  # long: listener, TLS, SASL and ACL set
         self._close_log(node)
 
     def pause_broker(self, node_id: int) -> None:
-        """SIGSTOP one node: its sockets stay open but nothing answers."""
+        """SIGSTOP one node: its sockets stay open but nothing answers.
+
+        Returns once every thread of the JVM has stopped, not merely once the signal is sent.
+        """
         node = self._node(node_id)
         if node.process is None or node.process.poll() is not None:
             raise BrokerStartError(f"Kafka node {node_id} is not running")
-        node.process.send_signal(signal.SIGSTOP)
-        node.paused = True
+        node.paused = True  # from the signal on: stopping the node sends SIGCONT first
+        stop_until_stopped(node.process)
 
     def resume_broker(self, node_id: int) -> None:
         """SIGCONT a paused node."""
