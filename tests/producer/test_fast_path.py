@@ -486,10 +486,13 @@ async def test_appender_uses_only_what_was_pushed() -> None:
 def test_the_c_append_reads_no_python_attribute() -> None:
     """``_cproducer.c`` looks up attributes only to load (``time.time``, the records API) and
     for the builder's ``append`` method, the handle's ``_await_pending`` and ``result`` and the
-    batch's ``add_waiter`` (a pending handle's wait)."""
+    batch's ``add_waiter`` (a pending handle's wait); by a literal name, only ``__await__`` (the
+    awaitable protocol, for a waiter type without the C slot)."""
     source = (Path(accumulator_module.__file__).parent / "_cproducer.c").read_text()
     lookups = re.findall(r"PyObject_GetAttr\w*\((\w+), (\"?\w+)", source)
     assert lookups == [("time_module", '"time'), ("records", "CRECORDS_API_ATTRIBUTE")]
+    by_literal = re.findall(r'PyObject_\w*Method\w*\(\s*\w+,\s*"(\w+)"', source)
+    assert by_literal == ["__await__"]
     interned = re.findall(r'PyUnicode_InternFromString\("(\w+)"\)', source)
     assert interned == ["append", "_await_pending", "add_waiter", "result"]
 
