@@ -516,6 +516,38 @@ class WriteSpy:
         )
 
 
+class SendSpy(WriteSpy):
+    """The direct writer's socket stand-in: what sendmsg was given, passed on."""
+
+    def sendmsg(self, buffers: list[Any]) -> int:
+        self.written.extend(buffers)
+        return int(self.transport.sendmsg(buffers))
+
+
+def spy_on_writes(connection: BrokerConnection) -> WriteSpy:
+    """Record the buffers the connection writes: to its socket with sendmsg where it writes
+    directly (plain TCP, asyncio's selector loop before 3.12), else to its transport."""
+    writer = connection._writer
+    if writer is not None:
+        assert writer._socket is not None
+        spy: WriteSpy = SendSpy(writer._socket)
+        writer._socket = spy  # type: ignore[assignment]
+        return spy
+    spy = WriteSpy(connection._transport)
+    connection._transport = spy  # type: ignore[assignment]
+    return spy
+
+
+def writes_directly() -> bool:
+    """Whether plain TCP connections write with sendmsg here (DirectWriter)."""
+    loop = asyncio.get_running_loop()
+    writelines = getattr(asyncio.selector_events._SelectorSocketTransport, "writelines", None)
+    return isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop) and writelines in (
+        None,
+        asyncio.WriteTransport.writelines,
+    )
+
+
 def produce(*batches: bytes) -> ProduceRequest:
     return ProduceRequest(
         acks=1,
@@ -545,8 +577,7 @@ async def test_large_batches_are_written_uncopied_through_back_pressure() -> Non
     second = [os.urandom(1024 * 1024) for _ in range(8)]
     async with FakeBroker(handler) as broker:
         async with connected(broker.port) as (connection, _):
-            spy = WriteSpy(connection._transport)
-            connection._transport = spy  # type: ignore[assignment]
+            spy = spy_on_writes(connection)
             outcomes = Outcomes()
             assert connection.try_submit(produce(*first), 9, outcomes)
             await broker.wait_for_requests(2)  # ApiVersions, then the first Produce
@@ -561,6 +592,8 @@ async def test_large_batches_are_written_uncopied_through_back_pressure() -> Non
                 second,
             ]
             assert all(spy.held(batch) for batch in first + second)
+            if writes_directly():
+                assert connection._writer is not None and connection._writer.sends > 0
 
 
 async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() -> None:
@@ -600,6 +633,7 @@ async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() ->
     async with FakeBroker(handler, ssl_context=server_context) as broker:
         config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
         async with connected(broker.port, config) as (connection, _):
+            assert connection._writer is None  # TLS: the transport writes
             spy = WriteSpy(connection._transport)
             connection._transport = spy  # type: ignore[assignment]
             outcomes = Outcomes()
