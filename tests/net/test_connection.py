@@ -617,6 +617,38 @@ async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() 
                 connection.try_submit(produce(*big), 9, outcomes)
 
 
+async def test_broker_hanging_up_with_frames_queued_fails_each_request_once() -> None:
+    """The broker stops reading with a large frame half written and more queued behind it,
+    then drops the connection: every request gets KafkaConnectionError exactly once, the
+    queued bytes are dropped, and the connection takes nothing more."""
+    hang_up = asyncio.Event()
+
+    async def handler(header: Any, request: Any) -> Any:
+        await hang_up.wait()  # not reading meanwhile: the client's writes back up
+        return CLOSE
+
+    async with FakeBroker(handler) as broker:
+        async with connected(broker.port) as (connection, _):
+            outcomes = Outcomes()
+            assert connection.try_submit(produce(b"x" * 40_000), 9, outcomes)
+            await broker.wait_for_requests(2)  # ApiVersions, then the first Produce
+            big = [os.urandom(1024 * 1024) for _ in range(8)]
+            await connection.submit(produce(*big), 9, outcomes)
+            writer = connection._writer
+            if writes_directly():
+                assert writer is not None and writer.pending_bytes > 0
+            hang_up.set()
+            await outcomes.wait(2, timeout=10)
+            await asyncio.sleep(0.05)  # nothing else arrives
+            assert len(outcomes.seen) == 2
+            assert all(isinstance(e, errors.KafkaConnectionError) for _, e in outcomes.seen)
+            assert connection.closed and connection._writer is None
+            if writer is not None:
+                assert writer.pending_bytes == 0
+            with pytest.raises(errors.KafkaConnectionError):
+                connection.try_submit(produce(b"y"), 9, outcomes)
+
+
 async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() -> None:
     """Over TLS the transport's writelines takes the parts as they are (no join)."""
     trustme = pytest.importorskip("trustme")
