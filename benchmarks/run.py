@@ -424,6 +424,11 @@ class Suite:
             text += f" (peak {result['rss_peak_kb'] / 1024:.0f} MiB)"
         if result.get("cpu_us_per_record") is not None:
             text += f"; CPU {result['cpu_us_per_record']:.2f} us/record"
+            if result.get("cpu_sys_us_per_record") is not None:
+                text += (
+                    f" (user {result['cpu_user_us_per_record']:.2f}"
+                    f" + sys {result['cpu_sys_us_per_record']:.2f})"
+                )
         return text
 
     async def run_workload(self, workload: Workload) -> None:

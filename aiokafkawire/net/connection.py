@@ -22,6 +22,7 @@ from aiokafkawire.metrics import api_name
 from aiokafkawire.net.config import SECURITY_PROTOCOLS, ConnectionConfig, ReconnectBackoff
 from aiokafkawire.net.core import ConnectionCore, ResponseCallback, Waiter
 from aiokafkawire.net.direct_reads import DirectReader
+from aiokafkawire.net.direct_writes import DirectWriter
 from aiokafkawire.net.handshake import SaslSession, negotiate_versions, reauthenticating
 from aiokafkawire.net.lifecycle import ConnectionState, LifecycleEvent
 from aiokafkawire.net.tls import tls_error
@@ -133,6 +134,8 @@ class BrokerConnection(ConnectionCore):
         # plain TCP on a selector loop (a proactor or TLS transport owns the bytes it reads).
         if tls is None and isinstance(self._loop, asyncio.selector_events.BaseSelectorEventLoop):
             self._direct = DirectReader(transport, self)
+            if self._writelines_joins:  # asyncio before 3.12: its writelines joins the parts
+                self._writer = DirectWriter.for_transport(transport, self, self._loop)
         # No isinstance check: uvloop's stream transports are not asyncio.Transport subclasses.
         return transport
 

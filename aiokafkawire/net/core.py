@@ -27,6 +27,7 @@ from aiokafkawire.metrics import (
 )
 from aiokafkawire.net.config import ConnectionConfig
 from aiokafkawire.net.direct_reads import DirectReader
+from aiokafkawire.net.direct_writes import DirectWriter
 from aiokafkawire.net.handshake import SaslSession
 from aiokafkawire.net.lifecycle import CONNECTION_LIFECYCLE, ConnectionState, LifecycleEvent
 from aiokafkawire.net.slots import RequestSlots
@@ -127,6 +128,9 @@ class ConnectionCore(asyncio.Protocol):
         # The transport joins what writelines() is given (asyncio's selector transport before
         # Python 3.12): _flush writes large parts one by one instead.
         self._writelines_joins = True
+        # Where it does (plain TCP, selector loop): every frame goes out with one sendmsg of
+        # its parts, without the transport (see aiokafkawire.net.direct_writes).
+        self._writer: DirectWriter | None = None
         self._flush_scheduled = False
         self._writable: asyncio.Event | None = None
         # SASL (with KIP-368 re-authentication); _diverted while a v0 exchange owns the bytes.
@@ -288,6 +292,13 @@ class ConnectionCore(asyncio.Protocol):
             buffers.clear()
             self._write_references = 0
             return
+        writer = self._writer
+        if writer is not None:
+            self._write_buffer = []
+            self._write_references = 0
+            self._stats.bytes_sent += sum(map(len, buffers))
+            writer.write(buffers)
+            return
         if self._write_references:
             self._write_parts(self._transport, buffers)
             return
@@ -440,6 +451,9 @@ class ConnectionCore(asyncio.Protocol):
             self._writable.set()
         self._write_buffer.clear()
         self._write_references = 0
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         if self._transport is not None:
             self._transport.abort()  # connection_lost follows, then the connection is CLOSED
         else:

@@ -516,6 +516,38 @@ class WriteSpy:
         )
 
 
+class SendSpy(WriteSpy):
+    """The direct writer's socket stand-in: what sendmsg was given, passed on."""
+
+    def sendmsg(self, buffers: list[Any]) -> int:
+        self.written.extend(buffers)
+        return int(self.transport.sendmsg(buffers))
+
+
+def spy_on_writes(connection: BrokerConnection) -> WriteSpy:
+    """Record the buffers the connection writes: to its socket with sendmsg where it writes
+    directly (plain TCP, asyncio's selector loop before 3.12), else to its transport."""
+    writer = connection._writer
+    if writer is not None:
+        assert writer._socket is not None
+        spy: WriteSpy = SendSpy(writer._socket)
+        writer._socket = spy  # type: ignore[assignment]
+        return spy
+    spy = WriteSpy(connection._transport)
+    connection._transport = spy  # type: ignore[assignment]
+    return spy
+
+
+def writes_directly() -> bool:
+    """Whether plain TCP connections write with sendmsg here (DirectWriter)."""
+    loop = asyncio.get_running_loop()
+    writelines = getattr(asyncio.selector_events._SelectorSocketTransport, "writelines", None)
+    return isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop) and writelines in (
+        None,
+        asyncio.WriteTransport.writelines,
+    )
+
+
 def produce(*batches: bytes) -> ProduceRequest:
     return ProduceRequest(
         acks=1,
@@ -545,8 +577,7 @@ async def test_large_batches_are_written_uncopied_through_back_pressure() -> Non
     second = [os.urandom(1024 * 1024) for _ in range(8)]
     async with FakeBroker(handler) as broker:
         async with connected(broker.port) as (connection, _):
-            spy = WriteSpy(connection._transport)
-            connection._transport = spy  # type: ignore[assignment]
+            spy = spy_on_writes(connection)
             outcomes = Outcomes()
             assert connection.try_submit(produce(*first), 9, outcomes)
             await broker.wait_for_requests(2)  # ApiVersions, then the first Produce
@@ -561,6 +592,8 @@ async def test_large_batches_are_written_uncopied_through_back_pressure() -> Non
                 second,
             ]
             assert all(spy.held(batch) for batch in first + second)
+            if writes_directly():
+                assert connection._writer is not None and connection._writer.sends > 0
 
 
 async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() -> None:
@@ -584,6 +617,38 @@ async def test_connection_dying_mid_write_fails_the_requests_and_later_writes() 
                 connection.try_submit(produce(*big), 9, outcomes)
 
 
+async def test_broker_hanging_up_with_frames_queued_fails_each_request_once() -> None:
+    """The broker stops reading with a large frame half written and more queued behind it,
+    then drops the connection: every request gets KafkaConnectionError exactly once, the
+    queued bytes are dropped, and the connection takes nothing more."""
+    hang_up = asyncio.Event()
+
+    async def handler(header: Any, request: Any) -> Any:
+        await hang_up.wait()  # not reading meanwhile: the client's writes back up
+        return CLOSE
+
+    async with FakeBroker(handler) as broker:
+        async with connected(broker.port) as (connection, _):
+            outcomes = Outcomes()
+            assert connection.try_submit(produce(b"x" * 40_000), 9, outcomes)
+            await broker.wait_for_requests(2)  # ApiVersions, then the first Produce
+            big = [os.urandom(1024 * 1024) for _ in range(8)]
+            await connection.submit(produce(*big), 9, outcomes)
+            writer = connection._writer
+            if writes_directly():
+                assert writer is not None and writer.pending_bytes > 0
+            hang_up.set()
+            await outcomes.wait(2, timeout=10)
+            await asyncio.sleep(0.05)  # nothing else arrives
+            assert len(outcomes.seen) == 2
+            assert all(isinstance(e, errors.KafkaConnectionError) for _, e in outcomes.seen)
+            assert connection.closed and connection._writer is None
+            if writer is not None:
+                assert writer.pending_bytes == 0
+            with pytest.raises(errors.KafkaConnectionError):
+                connection.try_submit(produce(b"y"), 9, outcomes)
+
+
 async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() -> None:
     """Over TLS the transport's writelines takes the parts as they are (no join)."""
     trustme = pytest.importorskip("trustme")
@@ -600,6 +665,7 @@ async def test_large_batches_over_tls_are_written_as_parts_and_arrive_whole() ->
     async with FakeBroker(handler, ssl_context=server_context) as broker:
         config = ConnectionConfig(security_protocol="SSL", ssl_context=client_context)
         async with connected(broker.port, config) as (connection, _):
+            assert connection._writer is None  # TLS: the transport writes
             spy = WriteSpy(connection._transport)
             connection._transport = spy  # type: ignore[assignment]
             outcomes = Outcomes()
