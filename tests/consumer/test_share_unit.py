@@ -351,6 +351,78 @@ def test_consumer_acknowledge_takes_names_members_and_numbers_but_not_gap() -> N
     assert acks.held_offsets(TP) == [4]
 
 
+def _ack_held_twins() -> list[Any]:
+    from aiokafkawire.consumer.share import acknowledgements
+
+    twins = [acknowledgements.pure_ack_held]
+    if acknowledgements.ack_held is not acknowledgements.pure_ack_held:
+        twins.append(acknowledgements.ack_held)  # the compiled one
+    return twins
+
+
+@pytest.mark.parametrize("ack_held", _ack_held_twins())
+def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 1_000)
+    r0, r1, _, r3 = _share_records([0, 1, 2, 3])
+    acks.acknowledge(TP, 0, A)  # the partition's first pending acknowledgement: general path
+    assert ack_held(acks._acquired, acks._pending, r1, R, clock())
+    assert acks.take_pending() == {TP: {0: A, 1: R}}
+    acks.acknowledge(TP, 2, A)
+    # Each of these answers False and changes nothing: the general path decides.
+    untouched = [
+        (r0, A, clock()),  # not held (acknowledged already)
+        (_share_records([3], delivery_count=2)[0], A, clock()),  # another delivery
+        (r3, A, clock() + 1.0),  # its lock's deadline has passed
+        (("jobs", 0, 3), A, clock()),  # not a share record
+        (ShareRecord("other", 0, 3, 0, 0, None, b"", (), None, 1), A, clock()),
+        (r3, A, clock()),  # the partition's last held offset
+    ]
+    for record, kind, now in untouched:
+        assert not ack_held(acks._acquired, acks._pending, record, kind, now)
+    assert acks.held_offsets(TP) == [3] and acks.take_pending() == {TP: {2: A}}
+    acks.acquire(TP, 4, 4, 1, 1_000)
+    assert not ack_held(acks._acquired, acks._pending, r3, A, clock())  # no pending dict yet
+    assert acks.held_offsets(TP) == [3, 4] and not acks.has_pending()
+
+
+def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 9, 1, 30_000)
+    records = _share_records(list(range(10)))
+    for record in records[:5]:
+        consumer.acknowledge(record)
+    for record in records[:5]:  # each acknowledged already, on the common path
+        with pytest.raises(errors.IllegalStateError, match="not held"):
+            consumer.acknowledge(record)
+    stranger = ShareRecord("jobs", 1, 5, 0, 0, None, b"", (), None, 1)  # not delivered here
+    with pytest.raises(errors.IllegalStateError, match="not held"):
+        consumer.acknowledge(stranger)
+    for bad in (5, None, ("jobs", 0, 5), records[5][:9]):
+        with pytest.raises(errors.KafkaTypeError, match="ShareRecord"):
+            consumer.acknowledge(bad)
+    assert acks.take_pending() == {TP: dict.fromkeys(range(5), A)}
+    assert acks.held_offsets(TP) == list(range(5, 10))
+
+
+def test_consumer_acknowledge_after_the_lock_expired_is_an_outcome_not_a_send() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    clock = FakeClock()
+    acks = consumer._acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 1_000)
+    records = _share_records([0, 1, 2, 3])
+    consumer.acknowledge(records[0])
+    consumer.acknowledge(records[1])
+    clock.now += 1.5
+    consumer.acknowledge(records[2])
+    assert acks.take_pending() == {TP: {0: A, 1: A}}
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {2: A}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
+
+
 # ------------------------------------------------------------------ the session state machine
 
 
