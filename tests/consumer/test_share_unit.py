@@ -1098,3 +1098,82 @@ async def test_top_level_share_fetch_errors_follow_the_action_table(code: int, f
     assert [type(f).code for f in failures] == ([code] if fatal else [])  # type: ignore[attr-defined]
     if not fatal:  # the session was opened again (epoch 0)
         assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]
+
+
+# ------------------------------------------------------------------ the shared retry policy
+
+
+async def test_a_share_fetch_without_a_readable_answer_is_retried_not_fatal() -> None:
+    """A malformed answer (ProtocolError: the connection is closed) is retried after the
+    backoff with a new session, as any error the table retries in the background; it used to
+    end the loop and reach the user as fatal."""
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if n == 1:
+            raise errors.ProtocolError("a garbled ShareFetch answer")
+        return _fetch_answer(h, records=_records(0, 2), acquired=[(0, 1, 1)])
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        assert await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+    finally:
+        await fetcher.close(1.0)
+    assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]
+    assert [o for o in h.outcomes if isinstance(o, errors.KafkaError)] == []
+
+
+async def test_a_non_retriable_share_request_error_reaches_the_user_typed_once() -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        raise errors.TopicAuthorizationFailedError("not allowed to read jobs")
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await _until(lambda: bool(h.outcomes))
+        await asyncio.sleep(0.05)
+    finally:
+        await fetcher.close(1.0)
+    [fatal] = h.outcomes
+    assert isinstance(fatal, errors.TopicAuthorizationFailedError)
+    assert len(connection.sent) == 1  # not tried again in a loop
+
+
+async def test_heartbeat_retries_what_the_error_table_retries_and_surfaces_the_rest() -> None:
+    from aiokafkawire.protocol.messages import share_group_heartbeat as m
+
+    answers: list[Any] = []
+    membership, sent, assignments, h = _scripted_membership(answers)
+    send = membership._send
+
+    async def flaky_send(epoch: int) -> Any:
+        if len(sent) == 1:
+            sent.append("garbled")
+            raise errors.ProtocolError("a garbled heartbeat answer")
+        return await send(epoch)
+
+    membership._send = flaky_send
+    answers += [
+        _heartbeat_answer(0, error=errors.CoordinatorLoadInProgressError.code),
+        # (the ProtocolError), then a retriable error code, then the join goes through
+        _heartbeat_answer(0, error=errors.KafkaStorageErrorError.code),
+        _heartbeat_answer(1, assignment=[(h.topic_id, [0])]),
+        _heartbeat_answer(1, error=errors.GroupAuthorizationFailedError.code),
+    ]
+    membership.subscribe(["jobs"])
+    membership.start()
+    try:
+        await _until(lambda: bool(h.fatal))
+        await asyncio.sleep(0.05)
+    finally:
+        await membership.close(leave=False)
+    assert assignments[0] == {TP}
+    [fatal] = h.fatal
+    assert isinstance(fatal, errors.GroupAuthorizationFailedError)
+    assert len(sent) == 5  # the loop ended with the fatal error: no heartbeat after it
+    assert isinstance(sent[0], m.ShareGroupHeartbeatRequest)
