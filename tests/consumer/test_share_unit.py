@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from types import SimpleNamespace
 from typing import Any
@@ -367,24 +368,33 @@ def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
     acks.acquire(TP, 0, 3, 1, 1_000)
     r0, r1, _, r3 = _share_records([0, 1, 2, 3])
     acks.acknowledge(TP, 0, A)  # the partition's first pending acknowledgement: general path
-    assert ack_held(acks._acquired, acks._pending, r1, R, clock())
+    assert ack_held(acks._acquired, acks._pending, r1, R, clock)
     assert acks.take_pending() == {TP: {0: A, 1: R}}
     acks.acknowledge(TP, 2, A)
     # Each of these answers False and changes nothing: the general path decides.
     untouched = [
-        (r0, A, clock()),  # not held (acknowledged already)
-        (_share_records([3], delivery_count=2)[0], A, clock()),  # another delivery
-        (r3, A, clock() + 1.0),  # its lock's deadline has passed
-        (("jobs", 0, 3), A, clock()),  # not a share record
-        (ShareRecord("other", 0, 3, 0, 0, None, b"", (), None, 1), A, clock()),
-        (r3, A, clock()),  # the partition's last held offset
+        (r0, A, clock),  # not held (acknowledged already)
+        (_share_records([3], delivery_count=2)[0], A, clock),  # another delivery
+        (r3, A, lambda: clock.now + 1.0),  # its lock's deadline has passed
+        (("jobs", 0, 3), A, clock),  # not a share record
+        (ShareRecord("other", 0, 3, 0, 0, None, b"", (), None, 1), A, clock),
+        (r3, A, clock),  # the partition's last held offset
     ]
     for record, kind, now in untouched:
         assert not ack_held(acks._acquired, acks._pending, record, kind, now)
     assert acks.held_offsets(TP) == [3] and acks.take_pending() == {TP: {2: A}}
     acks.acquire(TP, 4, 4, 1, 1_000)
-    assert not ack_held(acks._acquired, acks._pending, r3, A, clock())  # no pending dict yet
+    assert not ack_held(acks._acquired, acks._pending, r3, A, clock)  # no pending dict yet
     assert acks.held_offsets(TP) == [3, 4] and not acks.has_pending()
+    acks.acknowledge(TP, 3, A)
+    # time.monotonic itself (the compiled twin reads its clock directly) against its deadline.
+    acks = Acknowledgements()
+    acks.acquire(TP, 0, 2, 1, 30_000)
+    acks.acknowledge(TP, 0, A)
+    assert ack_held(acks._acquired, acks._pending, r1, A, time.monotonic)
+    acks.acquire(TP, 5, 6, 1, -1)  # a lock that ended already
+    late = _share_records([5])[0]
+    assert not ack_held(acks._acquired, acks._pending, late, A, time.monotonic)
 
 
 def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:

@@ -107,12 +107,13 @@ def pure_ack_held(
     pending_by_tp: dict[TopicPartition, dict[int, AcknowledgeType]],
     record: ShareRecord,
     ack_type: AcknowledgeType,
-    now: float,
+    clock: Callable[[], float],
 ) -> bool:
     """The common case of one acknowledgement, settled if it is that case (the contract of
     ``_crecords.share_ack_held``, its compiled twin :data:`ack_held`).
 
-    The record is held with its delivery count and a lock deadline after ``now``, its partition
+    The record is held with its delivery count and a lock deadline after ``clock()`` (the
+    compiled twin reads ``time.monotonic``'s clock without the call), its partition
     holds other offsets too, and a dict of pending acknowledgements exists for it: then its
     offset moves from held to pending with ``ack_type`` and the answer is ``True``.  Anything
     else (a wrong type, a record not held, another delivery, a lock past its deadline, the
@@ -128,7 +129,7 @@ def pure_ack_held(
         return False
     offset = record[2]
     entry = acquired.get(offset)
-    if entry is None or entry[0] != record[9] or now >= entry[1]:
+    if entry is None or entry[0] != record[9] or clock() >= entry[1]:
         return False
     pending[offset] = ack_type
     del acquired[offset]

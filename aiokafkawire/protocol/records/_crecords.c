@@ -28,7 +28,7 @@
  *       range), each record with one more field, the range's delivery count; keys and values
  *       raw (_pure_v2.RecordBatch.share_records).
  *
- *   share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, now) -> bool
+ *   share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, clock) -> bool
  *       Not a record loop: the common case of a share consumer's explicit acknowledgement
  *       (consumer/share/acknowledgements.py, pure twin _ack_held), False for anything else.
  *
@@ -71,6 +71,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef Py_T_OBJECT_EX
 #define MEMBER_OBJECT_EX Py_T_OBJECT_EX
@@ -1451,16 +1452,56 @@ setup_builder(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* share consumer acknowledgement                                                               */
 
 /*
- * share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, now) -> bool
+ * share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, clock) -> bool
  * The common case of one explicit acknowledgement of a share consumer
  * (consumer/share/acknowledgements.py, whose pure twin _ack_held states the contract): the
  * record (a tuple of at least ten fields: topic, partition, offset, ..., delivery_count) is
  * held in acquired_by_tp[(topic, partition)] with its delivery count and a lock deadline after
- * now, that partition holds other offsets too, and pending_by_tp has a dict for it.  Then the
+ * clock() (seconds), that partition holds other offsets too, and pending_by_tp has a dict for it.  Then the
  * offset moves from the held dict to the pending one with ack_type, and the answer is True.
  * Anything else changes nothing and answers False: the caller's general path decides (and
  * raises its typed errors).
  */
+/* time.monotonic, read at the first share_ack_held call: that clock is read directly. */
+static PyObject *monotonic_clock = NULL;
+
+/* The clock's reading in seconds: time.monotonic's own clock read without the call (the same
+ * CLOCK_MONOTONIC, as a double of the same seconds), any other clock called. */
+static int
+read_clock(PyObject *clock, double *now)
+{
+    PyObject *reading;
+
+    if (monotonic_clock == NULL) {
+        PyObject *time_module = PyImport_ImportModule("time");
+        if (time_module == NULL) {
+            return -1;
+        }
+        monotonic_clock = PyObject_GetAttrString(time_module, "monotonic");
+        Py_DECREF(time_module);
+        if (monotonic_clock == NULL) {
+            return -1;
+        }
+    }
+#if defined(CLOCK_MONOTONIC)
+    if (clock == monotonic_clock) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+            /* As time.monotonic rounds it: nanoseconds as a double, over 1e9. */
+            *now = (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+            return 0;
+        }
+    }
+#endif
+    reading = PyObject_CallNoArgs(clock);
+    if (reading == NULL) {
+        return -1;
+    }
+    *now = PyFloat_AsDouble(reading);
+    Py_DECREF(reading);
+    return *now == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *
 share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1478,8 +1519,7 @@ share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         || PyTuple_GET_SIZE(record) < 10) {
         Py_RETURN_FALSE;
     }
-    now = PyFloat_AsDouble(args[4]);
-    if (now == -1.0 && PyErr_Occurred()) {
+    if (read_clock(args[4], &now) < 0) {
         return NULL;
     }
     key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));

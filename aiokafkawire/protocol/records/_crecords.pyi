@@ -58,7 +58,7 @@ def share_ack_held(
     pending_by_tp: dict[Any, dict[int, Any]],
     record: tuple[Any, ...],
     ack_type: object,
-    now: float,
+    clock: Callable[[], float],
     /,
 ) -> bool: ...
 def encode_record(
