@@ -1187,3 +1187,38 @@ async def test_heartbeat_retries_what_the_error_table_retries_and_surfaces_the_r
     assert isinstance(fatal, errors.GroupAuthorizationFailedError)
     assert len(sent) == 5  # the loop ended with the fatal error: no heartbeat after it
     assert isinstance(sent[0], m.ShareGroupHeartbeatRequest)
+
+
+async def test_a_commit_whose_renewal_check_fails_gets_the_error_instead_of_waiting() -> None:
+    """The connection fails while the ShareAcknowledge of a commit holding a RENEW is prepared
+    (before any request): the commit's acknowledgements fail with that error; the commit used
+    to wait for ever (the loop retried without it)."""
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if n == 1:
+            return _fetch_answer(h, records=_records(0, 2), acquired=[(0, 1, 1)])
+        return _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    failures = [errors.KafkaConnectionError("connection lost")]
+
+    def supports(key: int, version: int = 0) -> bool:
+        if version == 2 and failures:  # only the RENEW check asks for ShareAcknowledge v2
+            raise failures.pop()
+        return True
+
+    connection.versions = SimpleNamespace(supports=supports)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        fetcher.drain(10)
+        fetcher._acks.acknowledge(TP, 0, AcknowledgeType.RENEW)
+        fetcher._acks.acknowledge(TP, 1, A)
+        outcomes = await asyncio.wait_for(fetcher.commit(fetcher._acks.take_pending()), 5)
+    finally:
+        await fetcher.close(1.0)
+    [outcome] = outcomes
+    assert outcome.offsets == {0: AcknowledgeType.RENEW, 1: A}
+    assert isinstance(outcome.error, errors.KafkaConnectionError)

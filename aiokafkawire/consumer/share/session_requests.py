@@ -285,7 +285,13 @@ class SessionRequests:
         outcomes, without a request."""
         refused: list[AcknowledgementOutcome] = []
         if has_renewals(acks):
-            acks, refused = await self._renewals_supported(node, acks)
+            try:
+                acks, refused = await self._renewals_supported(node, acks)
+            except errors.KafkaError as exc:
+                # No request went out: the acknowledgements (and the commits waiting for
+                # them) fail with the error rather than being lost with this attempt.
+                self.fail(acks, commits, exc)
+                raise
         if not acks and session.state is not SessionState.CLOSING:
             self._report(refused, commits)
             return
