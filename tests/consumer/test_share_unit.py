@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from types import SimpleNamespace
 from typing import Any
@@ -349,6 +350,87 @@ def test_consumer_acknowledge_takes_names_members_and_numbers_but_not_gap() -> N
             consumer.acknowledge(records[4], bad)
     assert acks.take_pending() == {TP: {0: A, 1: R, 2: J, 3: R}}
     assert acks.held_offsets(TP) == [4]
+
+
+def _ack_held_twins() -> list[Any]:
+    from aiokafkawire.consumer.share import acknowledgements
+
+    twins = [acknowledgements.pure_ack_held]
+    if acknowledgements.ack_held is not acknowledgements.pure_ack_held:
+        twins.append(acknowledgements.ack_held)  # the compiled one
+    return twins
+
+
+@pytest.mark.parametrize("ack_held", _ack_held_twins())
+def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
+    clock = FakeClock()
+    acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 1_000)
+    r0, r1, _, r3 = _share_records([0, 1, 2, 3])
+    acks.acknowledge(TP, 0, A)  # the partition's first pending acknowledgement: general path
+    assert ack_held(acks._acquired, acks._pending, r1, R, clock)
+    assert acks.take_pending() == {TP: {0: A, 1: R}}
+    acks.acknowledge(TP, 2, A)
+    # Each of these answers False and changes nothing: the general path decides.
+    untouched = [
+        (r0, A, clock),  # not held (acknowledged already)
+        (_share_records([3], delivery_count=2)[0], A, clock),  # another delivery
+        (r3, A, lambda: clock.now + 1.0),  # its lock's deadline has passed
+        (("jobs", 0, 3), A, clock),  # not a share record
+        (ShareRecord("other", 0, 3, 0, 0, None, b"", (), None, 1), A, clock),
+        (r3, A, clock),  # the partition's last held offset
+    ]
+    for record, kind, now in untouched:
+        assert not ack_held(acks._acquired, acks._pending, record, kind, now)
+    assert acks.held_offsets(TP) == [3] and acks.take_pending() == {TP: {2: A}}
+    acks.acquire(TP, 4, 4, 1, 1_000)
+    assert not ack_held(acks._acquired, acks._pending, r3, A, clock)  # no pending dict yet
+    assert acks.held_offsets(TP) == [3, 4] and not acks.has_pending()
+    acks.acknowledge(TP, 3, A)
+    # time.monotonic itself (the compiled twin reads its clock directly) against its deadline.
+    acks = Acknowledgements()
+    acks.acquire(TP, 0, 2, 1, 30_000)
+    acks.acknowledge(TP, 0, A)
+    assert ack_held(acks._acquired, acks._pending, r1, A, time.monotonic)
+    acks.acquire(TP, 5, 6, 1, -1)  # a lock that ended already
+    late = _share_records([5])[0]
+    assert not ack_held(acks._acquired, acks._pending, late, A, time.monotonic)
+
+
+def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 9, 1, 30_000)
+    records = _share_records(list(range(10)))
+    for record in records[:5]:
+        consumer.acknowledge(record)
+    for record in records[:5]:  # each acknowledged already, on the common path
+        with pytest.raises(errors.IllegalStateError, match="not held"):
+            consumer.acknowledge(record)
+    stranger = ShareRecord("jobs", 1, 5, 0, 0, None, b"", (), None, 1)  # not delivered here
+    with pytest.raises(errors.IllegalStateError, match="not held"):
+        consumer.acknowledge(stranger)
+    for bad in (5, None, ("jobs", 0, 5), records[5][:9]):
+        with pytest.raises(errors.KafkaTypeError, match="ShareRecord"):
+            consumer.acknowledge(bad)
+    assert acks.take_pending() == {TP: dict.fromkeys(range(5), A)}
+    assert acks.held_offsets(TP) == list(range(5, 10))
+
+
+def test_consumer_acknowledge_after_the_lock_expired_is_an_outcome_not_a_send() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    clock = FakeClock()
+    acks = consumer._acks = Acknowledgements(clock)
+    acks.acquire(TP, 0, 3, 1, 1_000)
+    records = _share_records([0, 1, 2, 3])
+    consumer.acknowledge(records[0])
+    consumer.acknowledge(records[1])
+    clock.now += 1.5
+    consumer.acknowledge(records[2])
+    assert acks.take_pending() == {TP: {0: A, 1: A}}
+    [outcome] = acks.take_expired()
+    assert outcome.offsets == {2: A}
+    assert isinstance(outcome.error, errors.AcquisitionLockTimeoutError)
 
 
 # ------------------------------------------------------------------ the session state machine
@@ -1026,3 +1108,117 @@ async def test_top_level_share_fetch_errors_follow_the_action_table(code: int, f
     assert [type(f).code for f in failures] == ([code] if fatal else [])  # type: ignore[attr-defined]
     if not fatal:  # the session was opened again (epoch 0)
         assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]
+
+
+# ------------------------------------------------------------------ the shared retry policy
+
+
+async def test_a_share_fetch_without_a_readable_answer_is_retried_not_fatal() -> None:
+    """A malformed answer (ProtocolError: the connection is closed) is retried after the
+    backoff with a new session, as any error the table retries in the background; it used to
+    end the loop and reach the user as fatal."""
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if n == 1:
+            raise errors.ProtocolError("a garbled ShareFetch answer")
+        return _fetch_answer(h, records=_records(0, 2), acquired=[(0, 1, 1)])
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        assert await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+    finally:
+        await fetcher.close(1.0)
+    assert [r.share_session_epoch for r in connection.sent[:2]] == [0, 0]
+    assert [o for o in h.outcomes if isinstance(o, errors.KafkaError)] == []
+
+
+async def test_a_non_retriable_share_request_error_reaches_the_user_typed_once() -> None:
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        raise errors.TopicAuthorizationFailedError("not allowed to read jobs")
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await _until(lambda: bool(h.outcomes))
+        await asyncio.sleep(0.05)
+    finally:
+        await fetcher.close(1.0)
+    [fatal] = h.outcomes
+    assert isinstance(fatal, errors.TopicAuthorizationFailedError)
+    assert len(connection.sent) == 1  # not tried again in a loop
+
+
+async def test_heartbeat_retries_what_the_error_table_retries_and_surfaces_the_rest() -> None:
+    from aiokafkawire.protocol.messages import share_group_heartbeat as m
+
+    answers: list[Any] = []
+    membership, sent, assignments, h = _scripted_membership(answers)
+    send = membership._send
+
+    async def flaky_send(epoch: int) -> Any:
+        if len(sent) == 1:
+            sent.append("garbled")
+            raise errors.ProtocolError("a garbled heartbeat answer")
+        return await send(epoch)
+
+    membership._send = flaky_send
+    answers += [
+        _heartbeat_answer(0, error=errors.CoordinatorLoadInProgressError.code),
+        # (the ProtocolError), then a retriable error code, then the join goes through
+        _heartbeat_answer(0, error=errors.KafkaStorageErrorError.code),
+        _heartbeat_answer(1, assignment=[(h.topic_id, [0])]),
+        _heartbeat_answer(1, error=errors.GroupAuthorizationFailedError.code),
+    ]
+    membership.subscribe(["jobs"])
+    membership.start()
+    try:
+        await _until(lambda: bool(h.fatal))
+        await asyncio.sleep(0.05)
+    finally:
+        await membership.close(leave=False)
+    assert assignments[0] == {TP}
+    [fatal] = h.fatal
+    assert isinstance(fatal, errors.GroupAuthorizationFailedError)
+    assert len(sent) == 5  # the loop ended with the fatal error: no heartbeat after it
+    assert isinstance(sent[0], m.ShareGroupHeartbeatRequest)
+
+
+async def test_a_commit_whose_renewal_check_fails_gets_the_error_instead_of_waiting() -> None:
+    """The connection fails while the ShareAcknowledge of a commit holding a RENEW is prepared
+    (before any request): the commit's acknowledgements fail with that error; the commit used
+    to wait for ever (the loop retried without it)."""
+    h: Any = None
+
+    def answer(request: Any, n: int) -> Any:
+        if n == 1:
+            return _fetch_answer(h, records=_records(0, 2), acquired=[(0, 1, 1)])
+        return _fetch_answer(h)
+
+    fetcher, connection, h = _scripted_fetcher(answer)
+    failures = [errors.KafkaConnectionError("connection lost")]
+
+    def supports(key: int, version: int = 0) -> bool:
+        if version == 2 and failures:  # only the RENEW check asks for ShareAcknowledge v2
+            raise failures.pop()
+        return True
+
+    connection.versions = SimpleNamespace(supports=supports)
+    fetcher.set_assignment([TP])
+    fetcher.start()
+    try:
+        await asyncio.wait_for(fetcher.wait_for_data(5), 5)
+        fetcher.drain(10)
+        fetcher._acks.acknowledge(TP, 0, AcknowledgeType.RENEW)
+        fetcher._acks.acknowledge(TP, 1, A)
+        outcomes = await asyncio.wait_for(fetcher.commit(fetcher._acks.take_pending()), 5)
+    finally:
+        await fetcher.close(1.0)
+    [outcome] = outcomes
+    assert outcome.offsets == {0: AcknowledgeType.RENEW, 1: A}
+    assert isinstance(outcome.error, errors.KafkaConnectionError)

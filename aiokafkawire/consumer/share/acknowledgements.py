@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.consumer.share.records import AcknowledgementOutcome, AcknowledgeType
 from aiokafkawire.structs import TopicPartition
 
@@ -99,6 +100,46 @@ _GAP = AcknowledgeType.GAP
 _RENEW = AcknowledgeType.RENEW
 _offset_of = itemgetter(2)  # ShareRecord.offset
 _delivery_count_of = itemgetter(9)  # ShareRecord.delivery_count
+
+
+def pure_ack_held(
+    acquired_by_tp: dict[TopicPartition, dict[int, _Acquired]],
+    pending_by_tp: dict[TopicPartition, dict[int, AcknowledgeType]],
+    record: ShareRecord,
+    ack_type: AcknowledgeType,
+    clock: Callable[[], float],
+) -> bool:
+    """The common case of one acknowledgement, settled if it is that case (the contract of
+    ``_crecords.share_ack_held``, its compiled twin :data:`ack_held`).
+
+    The record is held with its delivery count and a lock deadline after ``clock()`` (the
+    compiled twin reads ``time.monotonic``'s clock without the call), its partition
+    holds other offsets too, and a dict of pending acknowledgements exists for it: then its
+    offset moves from held to pending with ``ack_type`` and the answer is ``True``.  Anything
+    else (a wrong type, a record not held, another delivery, a lock past its deadline, the
+    partition's last held offset, its first pending one) changes nothing and answers ``False``:
+    :meth:`Acknowledgements.acknowledge` decides, and raises its typed errors.
+    """
+    if not isinstance(record, tuple) or len(record) < 10:
+        return False
+    key = record[:2]
+    acquired = acquired_by_tp.get(key)  # type: ignore[call-overload]
+    pending = None if acquired is None else pending_by_tp.get(key)  # type: ignore[call-overload]
+    if pending is None or len(acquired) < 2:
+        return False
+    offset = record[2]
+    entry = acquired.get(offset)
+    if entry is None or entry[0] != record[9] or clock() >= entry[1]:
+        return False
+    pending[offset] = ack_type
+    del acquired[offset]
+    return True
+
+
+_crecords = load_accelerator("aiokafkawire.protocol.records._crecords")
+#: ``pure_ack_held``, compiled when the extension is built (``AIOKAFKAWIRE_PURE_PYTHON``
+#: forces the pure one).  ``ShareConsumer.acknowledge`` calls it first, for every record.
+ack_held: Callable[..., bool] = pure_ack_held if _crecords is None else _crecords.share_ack_held
 
 
 class _Acquired(NamedTuple):
@@ -228,6 +269,23 @@ class Acknowledgements:
         if offsets is None:
             offsets = target[TopicPartition(*tp)] = {}
         offsets[offset] = ack_type
+
+    def acknowledge_record(self, record: ShareRecord, ack_type: AcknowledgeType) -> None:
+        """:meth:`acknowledge` of one delivered record (the application's, explicit mode).
+
+        The general path: ``ShareConsumer.acknowledge`` first tries :data:`ack_held` (the
+        common case, compiled when the extension is built) on this object's ``_acquired`` and
+        ``_pending`` dicts (their one reader outside this class), and comes here when it
+        answers ``False`` (or for a RENEW, or while renewed offsets are tracked).  A ``record``
+        that is not a :class:`ShareRecord` raises :class:`~aiokafkawire.errors.KafkaTypeError`.
+        """
+        if not isinstance(record, tuple) or len(record) != 10:
+            raise errors.KafkaTypeError(
+                "acknowledge() takes a ShareRecord delivered by this share consumer, not "
+                f"{type(record).__name__}"
+            )
+        # A plain (topic, partition) tuple finds the TopicPartition key: same hash, equal.
+        self.acknowledge(record[:2], record[2], ack_type, record[9])  # type: ignore[arg-type]
 
     def _renew(self, tp: TopicPartition, offset: int, delivery_count: int | None) -> None:
         acquired = self._acquired.get(tp)

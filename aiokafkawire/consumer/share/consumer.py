@@ -49,7 +49,7 @@ from aiokafkawire.client_config import (
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
 from aiokafkawire.consumer.share._metrics import ShareConsumerMetrics
-from aiokafkawire.consumer.share.acknowledgements import Acknowledgements
+from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, ack_held
 from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
 from aiokafkawire.consumer.share.fetcher import ShareFetchConfig, ShareFetcher
 from aiokafkawire.consumer.share.membership import (
@@ -620,8 +620,15 @@ class ShareConsumer(
             ack_type = None
         if ack_type is None:
             ack_type = AcknowledgeType.parse(type)
-        # A plain (topic, partition) tuple finds the TopicPartition key: same hash, equal.
-        self._acks.acknowledge(record[:2], record[2], ack_type, record[9])  # type: ignore[arg-type]
+        # The common case in one call to ``ack_held`` (compiled: one dict entry moved, the
+        # clock read in C).
+        acks = self._acks
+        if (
+            ack_type is _RENEW
+            or acks._renewed
+            or not ack_held(acks._acquired, acks._pending, record, ack_type, acks._clock)
+        ):
+            acks.acknowledge_record(record, ack_type)
         if ack_type is _RENEW:  # a module constant: an enum member lookup costs ~0.4 us
             assert self._fetcher is not None
             self._fetcher.wake_all()  # a renewal cannot wait for the next poll

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafkawire import errors
-from aiokafkawire._retry import Backoff
+from aiokafkawire._retry import Backoff, retry_until_stopped
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -126,10 +126,11 @@ class ShareFetcher:
     def _task_failed(self, key: object, exc: BaseException) -> None:
         if self._closing:
             return
+        # A leader's loop ends only on an error the error table does not retry (or a bug): it
+        # is not started again.  The error is the consumer's for good (its next call raises
+        # it), and a new loop would only send the refused request again, as fast as it is
+        # refused (its wake stays, so the dispatcher starts none).
         log.error("share fetcher: %s failed", key, exc_info=exc)
-        if isinstance(key, tuple) and key[0] == _LOOP:
-            self._wakes.pop(key[1], None)
-            self._changed.set()  # the dispatcher restarts it
         self._on_fatal(
             exc if isinstance(exc, errors.KafkaError) else errors.KafkaError(f"{key}: {exc!r}")
         )
@@ -244,31 +245,45 @@ class ShareFetcher:
         session = self._sessions[node]
         wake = self._wakes[node]
         # Failed requests wait retry_backoff_ms doubling to retry_backoff_max_ms (never below
-        # the first wait, however large); an answered ShareFetch starts over.
+        # the first wait, however large); any round that went through starts over.  What is
+        # worth another try is the error table's answer (errors.retriable_in_background): a
+        # lost connection, a timeout, an unreadable answer.  Anything else ends the loop and
+        # reaches the consumer (_task_failed), whose next poll raises it.
         backoff = Backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
         may_hold = True  # acknowledgements may wait for the next ShareFetch once per answer
+
+        async def attempt() -> _Step | None:
+            return None if self._closing else await self._step(node, session, may_hold)
+
+        def failed(exc: BaseException) -> None:
+            log.info("share request to broker %s failed: %s", node, exc)
+            self._cluster.request_update()  # the leader may have moved
+
         while not self._closing:
             wake.clear()
-            try:
-                step = await self._step(node, session, may_hold)
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                log.info("share request to broker %s failed: %s", node, exc)
-                self._cluster.request_update()
-                await asyncio.sleep(backoff.next_delay())
-                continue
+            step = await retry_until_stopped(
+                attempt,
+                should_retry=errors.retriable_in_background,
+                backoff=backoff,
+                what=f"share request to broker {node}",
+                on_retry=failed,
+            )
             if step is _Step.FETCHED:
-                backoff.reset()
                 may_hold = True
                 continue
             if step is _Step.HOLD:
                 may_hold = False
                 await wait_event(wake, _ACK_HOLD_S)
                 continue
-            if step is _Step.AGAIN or (
-                session.state is SessionState.OPEN
-                and (self._pending_for(node) or self._commits.get(node))
+            if (
+                step is None
+                or step is _Step.AGAIN
+                or (
+                    session.state is SessionState.OPEN
+                    and (self._pending_for(node) or self._commits.get(node))
+                )
             ):
-                continue
+                continue  # (None: closing; the loop ends)
             await wait_event(wake, _IDLE_RECHECK_S)
         await self._close_session(node, session)
 
@@ -355,7 +370,9 @@ class ShareFetcher:
         session.close()
         try:
             await self._requests.acknowledge(node, session, acks, commits)
-        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+        except errors.KafkaError as exc:
+            # Not retried: the consumer is closing.  The acknowledgements it carried have
+            # failed with this error already (their outcomes, and the commits waiting).
             log.info("closing the share session with broker %s failed: %s", node, exc)
 
     async def close(self, timeout: float) -> None:

@@ -17,9 +17,10 @@ import base64
 import logging
 import uuid
 from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 from aiokafkawire import errors
-from aiokafkawire._retry import Backoff
+from aiokafkawire._retry import Backoff, retry_until_stopped
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after, wait_event
 from aiokafkawire.cluster.cluster import Cluster
@@ -50,6 +51,14 @@ def share_groups_unsupported(where: str, detail: str = "") -> errors.ShareGroups
         "`kafka-features.sh --bootstrap-server HOST:PORT upgrade --feature share.version=1`). "
         "Kafka 4.0 only had an early-access version (group.share.enable=true, "
         "unstable.api.versions.enable=true) that this client does not speak."
+    )
+
+
+def _heartbeat_retriable(exc: BaseException) -> bool:
+    """Whether the heartbeat loop tries again after ``exc``: what the error table retries in the
+    background, and fencing (the member has rejoined with epoch 0 already)."""
+    return errors.retriable_in_background(exc) or (
+        isinstance(exc, errors.BrokerResponseError) and exc.code in errors.MEMBER_FENCED_CODES
     )
 
 
@@ -148,22 +157,31 @@ class ShareMembership:
     # ----------------------------------------------------------------- the loop
 
     async def _heartbeat_loop(self) -> None:
+        # Failed heartbeats wait retry_backoff_ms doubling to retry_backoff_max_ms (never below
+        # the first wait, however large); an answered one resets the backoff.  What is worth
+        # another try is the error table's answer (errors.retriable_in_background), plus
+        # fencing, which rejoins; anything else ends the loop and reaches the consumer
+        # (_task_failed), whose next call raises it.
         backoff = Backoff(self._retry_backoff_ms, self._retry_backoff_max_ms)
         while True:
             self._wake.clear()
-            try:
-                interval_ms = await self._heartbeat()
-            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-                log.info("share group %r: heartbeat failed: %s; retrying", self.group_id, exc)
-                self._cluster.invalidate_coordinator(self.group_id)
-                self._topics_sent = None
-                await asyncio.sleep(backoff.next_delay())
-                continue
-            if interval_ms is None:  # retriable error: try again after the backoff
-                await asyncio.sleep(backoff.next_delay())
-                continue
-            backoff.reset()
+            interval_ms = await retry_until_stopped(
+                self._heartbeat,
+                should_retry=_heartbeat_retriable,
+                backoff=backoff,
+                what=f"share group {self.group_id!r} heartbeat",
+                on_retry=self._heartbeat_failed,
+            )
             await wait_event(self._wake, interval_ms / 1000)
+
+    def _heartbeat_failed(self, exc: BaseException) -> None:
+        """Before the backoff of a failed heartbeat: the next one sends the full state, and a
+        heartbeat without an answer (the connection lost, a timeout) looks the coordinator up
+        again, as Java's ``AbstractHeartbeatRequestManager.onFailure`` does."""
+        log.info("share group %r: heartbeat failed: %s; retrying", self.group_id, exc)
+        self._topics_sent = None
+        if not isinstance(exc, errors.BrokerResponseError):
+            self._cluster.invalidate_coordinator(self.group_id)
 
     async def _send(self, epoch: int) -> object:
         connection = await self._cluster.coordinator_connection(self.group_id, purpose="group")
@@ -185,32 +203,19 @@ class ShareMembership:
             self._cluster.invalidate_coordinator(self.group_id)
             raise
 
-    async def _heartbeat(self) -> int | None:
-        """One heartbeat; returns the interval to the next one, or None to retry soon."""
+    async def _heartbeat(self) -> int:
+        """One heartbeat; returns the interval to the next one.
+
+        An error answer raises its typed error, after what it asks for (a coordinator lookup,
+        a rejoin with epoch 0 after fencing): :func:`_heartbeat_retriable` says whether the
+        loop tries again."""
         epoch = self.member_epoch
         topics = list(self._topics)
         response = await self._send(epoch)
         code = response.error_code  # type: ignore[attr-defined]
         message = response.error_message  # type: ignore[attr-defined]
-        action = errors.action_for(code)
-        if action is errors.ErrorAction.FIND_COORDINATOR:
-            self._cluster.invalidate_coordinator(self.group_id)
-            return None
-        if code in errors.MEMBER_FENCED_CODES:  # KIP-848's rule: rejoin with epoch 0
-            log.info("share group %r: member fenced (%s); rejoining", self.group_id, message)
-            self.member_epoch = JOIN_EPOCH
-            self._topics_sent = None
-            self._unresolved = None
-            self._set_assignment(set())
-            return None
-        if code == errors.UnsupportedVersionError.code:
-            raise share_groups_unsupported(f"the group coordinator of {self.group_id!r}", message)
-        if action is errors.ErrorAction.FATAL:
-            errors.raise_for_code(code, message or f"share group {self.group_id!r}")
-        if code:  # retriable
-            log.info("share group %r: heartbeat error %s (%s)", self.group_id, code, message)
-            self._topics_sent = None
-            return None
+        if code:
+            self._answered_error(code, message)
         self._topics_sent = topics
         self.member_epoch = response.member_epoch  # type: ignore[attr-defined]
         self.heartbeat_interval_ms = response.heartbeat_interval_ms or 5_000  # type: ignore[attr-defined]
@@ -220,10 +225,33 @@ class ShareMembership:
         if self._unresolved is not None:
             partitions = await self._resolve(self._unresolved)
             if partitions is None:
-                return None  # topic ids not in the metadata yet: look again soon
+                # Topic ids not in the metadata yet: look again after the backoff's first wait.
+                return min(self._retry_backoff_ms, self.heartbeat_interval_ms)
             self._unresolved = None
             self._set_assignment(partitions)
         return self.heartbeat_interval_ms
+
+    def _answered_error(self, code: int, message: str | None) -> NoReturn:
+        """Act on a heartbeat's error code and raise it, typed (as Java's
+        ``ShareHeartbeatRequestManager``: coordinator errors look the coordinator up again,
+        fencing rejoins with epoch 0, an unsupported version says how to enable share groups;
+        retriable errors are tried again, the rest are fatal)."""
+        action = errors.action_for(code)
+        if action is errors.ErrorAction.FIND_COORDINATOR:
+            self._cluster.invalidate_coordinator(self.group_id)
+        elif code in errors.MEMBER_FENCED_CODES:  # KIP-848's rule: rejoin with epoch 0
+            log.info("share group %r: member fenced (%s); rejoining", self.group_id, message)
+            self.member_epoch = JOIN_EPOCH
+            self._unresolved = None
+            self._set_assignment(set())
+        elif code == errors.UnsupportedVersionError.code:
+            raise share_groups_unsupported(
+                f"the group coordinator of {self.group_id!r}", message or ""
+            )
+        elif action.retriable:
+            log.info("share group %r: heartbeat error %s (%s)", self.group_id, code, message)
+        errors.raise_for_code(code, message or f"share group {self.group_id!r} heartbeat")
+        raise AssertionError("raise_for_code returned for a non-zero code")  # pragma: no cover
 
     async def _resolve(self, topic_partitions: list[object]) -> set[TopicPartition] | None:
         """Topic ids to names through the metadata (refreshed once when an id is unknown)."""

@@ -138,12 +138,16 @@ class SessionRequests:
         """
         try:
             response = await self._send(node, request, extra_ms)
-        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+        except errors.KafkaError as exc:
+            # No answer (a lost connection, a timeout, an unreadable answer) or refused before
+            # sending: the broker's epoch is unknown, and so is the fate of the
+            # acknowledgements: they fail with the typed error (the fetcher's loop asks the
+            # error table whether to try again).
             self._session_lost(node, session, answered_error=False)
             self.fail(acks, commits, exc)
             raise
         except BaseException:
-            # Cancelled or refused before an answer: the broker's epoch is unknown.
+            # Cancelled (or a bug) before an answer: the broker's epoch is unknown.
             self._session_lost(node, session, answered_error=False)
             abandoned = errors.KafkaError(f"the {what} was abandoned")
             if requeue_acks:
@@ -281,7 +285,13 @@ class SessionRequests:
         outcomes, without a request."""
         refused: list[AcknowledgementOutcome] = []
         if has_renewals(acks):
-            acks, refused = await self._renewals_supported(node, acks)
+            try:
+                acks, refused = await self._renewals_supported(node, acks)
+            except errors.KafkaError as exc:
+                # No request went out: the acknowledgements (and the commits waiting for
+                # them) fail with the error rather than being lost with this attempt.
+                self.fail(acks, commits, exc)
+                raise
         if not acks and session.state is not SessionState.CLOSING:
             self._report(refused, commits)
             return

@@ -28,6 +28,10 @@
  *       range), each record with one more field, the range's delivery count; keys and values
  *       raw (_pure_v2.RecordBatch.share_records).
  *
+ *   share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, clock) -> bool
+ *       Not a record loop: the common case of a share consumer's explicit acknowledgement
+ *       (consumer/share/acknowledgements.py, pure twin _ack_held), False for anything else.
+ *
  *   encode_record(buffer, offset_delta, timestamp_delta, key, value, headers, batch_size)
  *       -> bool | None
  *       Appends one record (length-prefixed) to the bytearray ``buffer``, or returns False when
@@ -67,6 +71,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef Py_T_OBJECT_EX
 #define MEMBER_OBJECT_EX Py_T_OBJECT_EX
@@ -1444,6 +1449,133 @@ setup_builder(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* share consumer acknowledgement                                                               */
+
+/*
+ * share_ack_held(acquired_by_tp, pending_by_tp, record, ack_type, clock) -> bool
+ * The common case of one explicit acknowledgement of a share consumer
+ * (consumer/share/acknowledgements.py, whose pure twin _ack_held states the contract): the
+ * record (a tuple of at least ten fields: topic, partition, offset, ..., delivery_count) is
+ * held in acquired_by_tp[(topic, partition)] with its delivery count and a lock deadline after
+ * clock() (seconds), that partition holds other offsets too, and pending_by_tp has a dict for it.  Then the
+ * offset moves from the held dict to the pending one with ack_type, and the answer is True.
+ * Anything else changes nothing and answers False: the caller's general path decides (and
+ * raises its typed errors).
+ */
+/* time.monotonic, read at the first share_ack_held call: that clock is read directly. */
+static PyObject *monotonic_clock = NULL;
+
+/* The clock's reading in seconds: time.monotonic's own clock read without the call (the same
+ * CLOCK_MONOTONIC, as a double of the same seconds), any other clock called. */
+static int
+read_clock(PyObject *clock, double *now)
+{
+    PyObject *reading;
+
+    if (monotonic_clock == NULL) {
+        PyObject *time_module = PyImport_ImportModule("time");
+        if (time_module == NULL) {
+            return -1;
+        }
+        monotonic_clock = PyObject_GetAttrString(time_module, "monotonic");
+        Py_DECREF(time_module);
+        if (monotonic_clock == NULL) {
+            return -1;
+        }
+    }
+#if defined(CLOCK_MONOTONIC)
+    if (clock == monotonic_clock) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+            /* As time.monotonic rounds it: nanoseconds as a double, over 1e9. */
+            *now = (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+            return 0;
+        }
+    }
+#endif
+    reading = PyObject_CallNoArgs(clock);
+    if (reading == NULL) {
+        return -1;
+    }
+    *now = PyFloat_AsDouble(reading);
+    Py_DECREF(reading);
+    return *now == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *
+share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *record, *key, *acquired, *pending, *entry, *offset;
+    double now, deadline;
+    int same, result = 0;
+
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "share_ack_held takes 5 positional arguments");
+        return NULL;
+    }
+    record = args[2];
+    if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PyTuple_Check(record)
+        || PyTuple_GET_SIZE(record) < 10) {
+        Py_RETURN_FALSE;
+    }
+    if (read_clock(args[4], &now) < 0) {
+        return NULL;
+    }
+    key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));
+    if (key == NULL) {
+        return NULL;
+    }
+    acquired = PyDict_GetItemWithError(args[0], key);
+    Py_XINCREF(acquired);
+    pending = acquired == NULL ? NULL : PyDict_GetItemWithError(args[1], key);
+    Py_XINCREF(pending);
+    Py_DECREF(key);
+    if (PyErr_Occurred()) {
+        result = -1;
+        goto done;
+    }
+    if (pending == NULL || !PyDict_CheckExact(acquired) || !PyDict_CheckExact(pending)
+        || PyDict_GET_SIZE(acquired) < 2) {
+        goto done; /* the general path deletes an emptied partition, creates a pending one */
+    }
+    offset = PyTuple_GET_ITEM(record, 2);
+    entry = PyDict_GetItemWithError(acquired, offset);
+    if (entry == NULL) {
+        result = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        goto done;
+    }
+    Py_INCREF(entry);
+    same = PyObject_RichCompareBool(PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(record, 9),
+                                    Py_EQ);
+    deadline = same > 0 ? PyFloat_AsDouble(PyTuple_GET_ITEM(entry, 1)) : 0.0;
+    Py_DECREF(entry);
+    if (same < 0 || (deadline == -1.0 && PyErr_Occurred())) {
+        result = -1;
+        goto done;
+    }
+    if (same == 0 || now >= deadline) {
+        goto done; /* another delivery, or a lock past its deadline */
+    }
+    /* Queued first, released second: a failure leaves the offset held. */
+    Py_INCREF(offset);
+    result = PyDict_SetItem(pending, offset, args[3]) < 0 || PyDict_DelItem(acquired, offset) < 0
+                 ? -1
+                 : 1;
+    Py_DECREF(offset);
+done:
+    Py_XDECREF(acquired);
+    Py_XDECREF(pending);
+    if (result < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(result);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* setup                                                                                        */
 
 static int
@@ -1518,6 +1650,8 @@ static PyMethodDef methods[] = {
      "Decode the records of an uncompressed v2 batch body in an offset range as share records."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
+    {"share_ack_held", (PyCFunction)(void (*)(void))share_ack_held, METH_FASTCALL,
+     "The common case of one share consumer acknowledgement (see share/acknowledgements.py)."},
     {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,
      "Register Record, ControlRecord and CorruptRecordError."},
     {"_setup_builder", (PyCFunction)(void (*)(void))setup_builder, METH_FASTCALL,

@@ -53,6 +53,14 @@ def decode_share_records(
     delivery_count: int,
     /,
 ) -> list[Any] | None: ...
+def share_ack_held(
+    acquired_by_tp: dict[Any, dict[int, Any]],
+    pending_by_tp: dict[Any, dict[int, Any]],
+    record: tuple[Any, ...],
+    ack_type: object,
+    clock: Callable[[], float],
+    /,
+) -> bool: ...
 def encode_record(
     buffer: bytearray,
     offset_delta: int,
