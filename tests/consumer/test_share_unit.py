@@ -172,7 +172,7 @@ def test_accept_delivered_in_bulk_settles_like_one_acknowledgement_per_record(
     for acks in (bulk, each):
         for first, extra, count, lock_ms, later in ranges:
             acks.acquire(TP, first, first + extra, count, lock_ms)
-            acks._clock.now += later  # type: ignore[attr-defined]
+            acks.clock.now += later  # type: ignore[attr-defined]
         for offset in sorted(released):
             if acks.delivery_count(TP, offset) is not None:
                 acks.acknowledge(TP, offset, R)
@@ -368,7 +368,7 @@ def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
     acks.acquire(TP, 0, 3, 1, 1_000)
     r0, r1, _, r3 = _share_records([0, 1, 2, 3])
     acks.acknowledge(TP, 0, A)  # the partition's first pending acknowledgement: general path
-    assert ack_held(acks._acquired, acks._pending, r1, R, clock)
+    assert ack_held(acks.acquired_offsets, acks.pending_offsets, r1, R, clock)
     assert acks.take_pending() == {TP: {0: A, 1: R}}
     acks.acknowledge(TP, 2, A)
     # Each of these answers False and changes nothing: the general path decides.
@@ -381,20 +381,22 @@ def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
         (r3, A, clock),  # the partition's last held offset
     ]
     for record, kind, now in untouched:
-        assert not ack_held(acks._acquired, acks._pending, record, kind, now)
+        assert not ack_held(acks.acquired_offsets, acks.pending_offsets, record, kind, now)
     assert acks.held_offsets(TP) == [3] and acks.take_pending() == {TP: {2: A}}
     acks.acquire(TP, 4, 4, 1, 1_000)
-    assert not ack_held(acks._acquired, acks._pending, r3, A, clock)  # no pending dict yet
+    assert not ack_held(
+        acks.acquired_offsets, acks.pending_offsets, r3, A, clock
+    )  # no pending dict yet
     assert acks.held_offsets(TP) == [3, 4] and not acks.has_pending()
     acks.acknowledge(TP, 3, A)
     # time.monotonic itself (the compiled twin reads its clock directly) against its deadline.
     acks = Acknowledgements()
     acks.acquire(TP, 0, 2, 1, 30_000)
     acks.acknowledge(TP, 0, A)
-    assert ack_held(acks._acquired, acks._pending, r1, A, time.monotonic)
+    assert ack_held(acks.acquired_offsets, acks.pending_offsets, r1, A, time.monotonic)
     acks.acquire(TP, 5, 6, 1, -1)  # a lock that ended already
     late = _share_records([5])[0]
-    assert not ack_held(acks._acquired, acks._pending, late, A, time.monotonic)
+    assert not ack_held(acks.acquired_offsets, acks.pending_offsets, late, A, time.monotonic)
 
 
 def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:

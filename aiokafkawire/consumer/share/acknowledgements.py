@@ -156,14 +156,17 @@ class Acknowledgements:
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._acquired: dict[TopicPartition, dict[int, _Acquired]] = {}
-        self._pending: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
+        # clock, acquired_offsets, pending_offsets and renewed_held are public for one reader:
+        # ShareConsumer.acknowledge hands them to the compiled ack_held (a Python frame less per
+        # record); everything else changes them through this class's methods.
+        self.clock = clock
+        self.acquired_offsets: dict[TopicPartition, dict[int, _Acquired]] = {}
+        self.pending_offsets: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
         #: Offsets acknowledged client-side after their lock had already expired.
         self._expired: dict[TopicPartition, dict[int, AcknowledgeType]] = {}
         #: Held offsets the application renewed (KIP-1222): they count as acknowledged for
         #: the explicit-mode check of a poll, yet stay held until accepted, released or rejected.
-        self._renewed: dict[TopicPartition, set[int]] = {}
+        self.renewed_held: dict[TopicPartition, set[int]] = {}
         #: Whether a RENEW was ever queued (the fetcher looks for RENEWs only then).
         self.renewing = False
 
@@ -182,14 +185,14 @@ class Acknowledgements:
         The lock deadline is taken from the moment the answer arrived: the broker started the
         lock earlier, so a deadline passed here has certainly passed on the broker.
         """
-        entry = _Acquired(delivery_count, self._clock() + lock_timeout_ms / 1000)
-        acquired = self._acquired.setdefault(tp, {})
+        entry = _Acquired(delivery_count, self.clock() + lock_timeout_ms / 1000)
+        acquired = self.acquired_offsets.setdefault(tp, {})
         # One shared entry for the whole range, stored at C speed.
         acquired.update(dict.fromkeys(range(first_offset, last_offset + 1), entry))
-        renewed = self._renewed.get(tp)
+        renewed = self.renewed_held.get(tp)
         if renewed:
             renewed.difference_update([o for o in renewed if first_offset <= o <= last_offset])
-        pending = self._pending.get(tp)
+        pending = self.pending_offsets.get(tp)
         if pending is not None:
             # Acquired again before the acknowledgement of the older delivery went out: its
             # lock had expired, so that acknowledgement no longer applies.
@@ -203,22 +206,22 @@ class Acknowledgements:
                 if stale is not _GAP:
                     self._expired.setdefault(tp, {})[offset] = stale
             if not pending:
-                del self._pending[tp]
+                del self.pending_offsets[tp]
 
     def delivery_count(self, tp: TopicPartition, offset: int) -> int | None:
         """The delivery count of an acquired, unacknowledged offset (``None`` if not held)."""
-        entry = self._acquired.get(tp, {}).get(offset)
+        entry = self.acquired_offsets.get(tp, {}).get(offset)
         return None if entry is None else entry.delivery_count
 
     def held(self, tp: TopicPartition | None = None) -> int:
         """How many acquired offsets are not acknowledged yet (of one partition or all)."""
         if tp is not None:
-            return len(self._acquired.get(tp, ()))
-        return sum(len(offsets) for offsets in self._acquired.values())
+            return len(self.acquired_offsets.get(tp, ()))
+        return sum(len(offsets) for offsets in self.acquired_offsets.values())
 
     def held_offsets(self, tp: TopicPartition) -> list[int]:
         """The acquired, unacknowledged offsets of a partition, ascending."""
-        return sorted(self._acquired.get(tp, ()))
+        return sorted(self.acquired_offsets.get(tp, ()))
 
     # ------------------------------------------------------------------ acknowledging
 
@@ -244,7 +247,7 @@ class Acknowledgements:
         if ack_type is _RENEW:
             self._renew(tp, offset, delivery_count)
             return
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         entry = None if acquired is None else acquired.pop(offset, None)
         if entry is None:
             raise errors.IllegalStateError(
@@ -257,14 +260,14 @@ class Acknowledgements:
             self._expired.setdefault(TopicPartition(*tp), {})[offset] = ack_type
             return
         if not acquired:
-            del self._acquired[tp]
-        if self._renewed:
+            del self.acquired_offsets[tp]
+        if self.renewed_held:
             self._settle_renewed(tp, offset)
         # ``tp`` may be a plain (topic, partition) tuple: new keys are always TopicPartitions.
-        if ack_type is not _GAP and self._clock() >= entry[1]:  # GAP is never late
+        if ack_type is not _GAP and self.clock() >= entry[1]:  # GAP is never late
             target = self._expired
         else:
-            target = self._pending
+            target = self.pending_offsets
         offsets = target.get(tp)
         if offsets is None:
             offsets = target[TopicPartition(*tp)] = {}
@@ -274,8 +277,8 @@ class Acknowledgements:
         """:meth:`acknowledge` of one delivered record (the application's, explicit mode).
 
         The general path: ``ShareConsumer.acknowledge`` first tries :data:`ack_held` (the
-        common case, compiled when the extension is built) on this object's ``_acquired`` and
-        ``_pending`` dicts (their one reader outside this class), and comes here when it
+        common case, compiled when the extension is built) on this object's ``acquired_offsets`` and
+        ``pending_offsets`` dicts (their one reader outside this class), and comes here when it
         answers ``False`` (or for a RENEW, or while renewed offsets are tracked).  A ``record``
         that is not a :class:`ShareRecord` raises :class:`~aiokafkawire.errors.KafkaTypeError`.
         """
@@ -288,7 +291,7 @@ class Acknowledgements:
         self.acknowledge(record[:2], record[2], ack_type, record[9])  # type: ignore[arg-type]
 
     def _renew(self, tp: TopicPartition, offset: int, delivery_count: int | None) -> None:
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         entry = None if acquired is None else acquired.get(offset)
         if entry is None:
             raise errors.IllegalStateError(
@@ -298,33 +301,33 @@ class Acknowledgements:
         key = TopicPartition(*tp)
         older_delivery = delivery_count is not None and delivery_count != entry[0]
         if not older_delivery:
-            self._renewed.setdefault(key, set()).add(offset)
-        if older_delivery or self._clock() >= entry[1]:
+            self.renewed_held.setdefault(key, set()).add(offset)
+        if older_delivery or self.clock() >= entry[1]:
             # An older delivery, or a lock already past its deadline: nothing left to renew.
             self._expired.setdefault(key, {})[offset] = AcknowledgeType.RENEW
             return
-        pending = self._pending.get(tp)
+        pending = self.pending_offsets.get(tp)
         if pending is None:
-            pending = self._pending[key] = {}
+            pending = self.pending_offsets[key] = {}
         # A terminal acknowledgement queued for the offset already settles it: keep that one.
         pending.setdefault(offset, AcknowledgeType.RENEW)
         self.renewing = True
 
     def _settle_renewed(self, tp: TopicPartition, offset: int) -> None:
-        renewed = self._renewed.get(tp)
+        renewed = self.renewed_held.get(tp)
         if renewed is not None:
             renewed.discard(offset)
             if not renewed:
-                del self._renewed[tp]
+                del self.renewed_held[tp]
 
     def renewed(self, tp: TopicPartition, offsets: Iterable[int], lock_timeout_ms: int) -> None:
         """The broker restarted the locks of ``offsets`` (a RENEW verdict without error, just
         received): their deadlines move to ``lock_timeout_ms`` from now.  Offsets settled since
         the RENEW left are skipped."""
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         if not acquired or lock_timeout_ms <= 0:
             return
-        deadline = self._clock() + lock_timeout_ms / 1000
+        deadline = self.clock() + lock_timeout_ms / 1000
         for offset in offsets:
             entry = acquired.get(offset)
             if entry is not None:
@@ -332,7 +335,7 @@ class Acknowledgements:
 
     def deadline(self, tp: TopicPartition, offset: int) -> float | None:
         """The client's lock deadline (clock seconds) of a held offset (``None`` if not held)."""
-        entry = self._acquired.get(tp, {}).get(offset)
+        entry = self.acquired_offsets.get(tp, {}).get(offset)
         return None if entry is None else entry.deadline
 
     def accept_delivered(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> None:
@@ -341,10 +344,10 @@ class Acknowledgements:
 
         The bulk form of :meth:`acknowledge`, for the per-poll hot path.
         """
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         if not acquired or not records:
             return
-        now = self._clock()
+        now = self.clock()
         accept = _ACCEPT
         offsets = list(map(_offset_of, records))
         found = set(map(acquired.get, offsets))  # a few: one per acquired range
@@ -359,12 +362,12 @@ class Acknowledgements:
             # The usual case: every record still held, with the delivery count of its
             # acquisition, within its lock: settled at C speed.
             if len(acquired) == len(offsets):
-                del self._acquired[tp]
+                del self.acquired_offsets[tp]
             else:
                 deque(map(acquired.pop, offsets), maxlen=0)
-            self._pending.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
+            self.pending_offsets.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
             return
-        pending = self._pending.setdefault(tp, {})
+        pending = self.pending_offsets.setdefault(tp, {})
         expired: dict[int, AcknowledgeType] | None = None
         get = acquired.get
         for record in records:
@@ -380,16 +383,16 @@ class Acknowledgements:
             else:
                 pending[offset] = accept
         if not acquired:
-            del self._acquired[tp]
+            del self.acquired_offsets[tp]
         if not pending:
-            del self._pending[tp]
+            del self.pending_offsets[tp]
 
     def unacknowledged(self, tp: TopicPartition, records: Sequence[ShareRecord]) -> list[int]:
         """The offsets of ``records`` (one partition) whose delivery is still held."""
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         if not acquired or acquired.keys().isdisjoint(map(_offset_of, records)):
             return []  # the usual case (every record acknowledged), checked at C speed
-        renewed = self._renewed.get(tp, ())
+        renewed = self.renewed_held.get(tp, ())
         out = []
         for record in records:
             entry = acquired.get(record[2])
@@ -407,47 +410,47 @@ class Acknowledgements:
 
         Returns the forgotten offsets; pending acknowledgements stay queued.
         """
-        self._renewed.pop(tp, None)
-        return sorted(self._acquired.pop(tp, {}))
+        self.renewed_held.pop(tp, None)
+        return sorted(self.acquired_offsets.pop(tp, {}))
 
     def forget_offset(self, tp: TopicPartition, offset: int) -> None:
         """Drop one acquired offset (its record was never handed to the application)."""
-        acquired = self._acquired.get(tp)
+        acquired = self.acquired_offsets.get(tp)
         if acquired is not None:
             acquired.pop(offset, None)
             if not acquired:
-                del self._acquired[tp]
-        if self._renewed:
+                del self.acquired_offsets[tp]
+        if self.renewed_held:
             self._settle_renewed(tp, offset)
 
     def pending_partitions(self) -> list[TopicPartition]:
         """The partitions with acknowledgements waiting to be sent."""
-        return list(self._pending)
+        return list(self.pending_offsets)
 
     # ------------------------------------------------------------------ sending
 
     def has_pending(self, partitions: Iterable[TopicPartition] | None = None) -> bool:
         """Whether acknowledgements wait to be sent (for ``partitions``, or any)."""
         if partitions is None:
-            return bool(self._pending)
-        return any(tp in self._pending for tp in partitions)
+            return bool(self.pending_offsets)
+        return any(tp in self.pending_offsets for tp in partitions)
 
     def take_pending(
         self, accept: Callable[[TopicPartition], bool] | None = None
     ) -> dict[TopicPartition, dict[int, AcknowledgeType]]:
         """Remove and return the pending acknowledgements (of the partitions ``accept`` picks)."""
         if accept is None:
-            taken, self._pending = self._pending, {}
+            taken, self.pending_offsets = self.pending_offsets, {}
             return taken
-        taken = {tp: acks for tp, acks in self._pending.items() if accept(tp)}
+        taken = {tp: acks for tp, acks in self.pending_offsets.items() if accept(tp)}
         for tp in taken:
-            del self._pending[tp]
+            del self.pending_offsets[tp]
         return taken
 
     def put_back(self, acks: Mapping[TopicPartition, Mapping[int, AcknowledgeType]]) -> None:
         """Queue acknowledgements again (a request that carried them was never sent)."""
         for tp, offsets in acks.items():
-            pending = self._pending.setdefault(tp, {})
+            pending = self.pending_offsets.setdefault(tp, {})
             for offset, ack_type in offsets.items():
                 pending.setdefault(offset, ack_type)
 

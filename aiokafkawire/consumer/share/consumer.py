@@ -625,8 +625,10 @@ class ShareConsumer(
         acks = self._acks
         if (
             ack_type is _RENEW
-            or acks._renewed
-            or not ack_held(acks._acquired, acks._pending, record, ack_type, acks._clock)
+            or acks.renewed_held
+            or not ack_held(
+                acks.acquired_offsets, acks.pending_offsets, record, ack_type, acks.clock
+            )
         ):
             acks.acknowledge_record(record, ack_type)
         if ack_type is _RENEW:  # a module constant: an enum member lookup costs ~0.4 us
