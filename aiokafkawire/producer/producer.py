@@ -25,6 +25,7 @@ from time import time as _wall_clock
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.client_config import (
     CommonOptions,
     check_int,
@@ -1083,3 +1084,10 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         option names may be mixed in.  An unsupported property raises ConfigError naming it.
         """
         return cls(**translate_properties("producer", config))
+
+
+_send_accelerator: Any = load_accelerator("aiokafkawire.producer._cproducer")
+if _send_accelerator is not None and not TYPE_CHECKING:
+    # send without a coroutine frame per call: a compiled coroutine that calls _fast_append
+    # when awaited, else this class's send (see _cproducer.c, "send calls").
+    Producer.send = _send_accelerator.SendMethod(Producer.send)

@@ -486,12 +486,29 @@ async def test_appender_uses_only_what_was_pushed() -> None:
 def test_the_c_append_reads_no_python_attribute() -> None:
     """``_cproducer.c`` looks up attributes only to load (``time.time``, the records API) and
     for the builder's ``append`` method, the handle's ``_await_pending`` and ``result`` and the
-    batch's ``add_waiter`` (a pending handle's wait)."""
+    batch's ``add_waiter`` (a pending handle's wait); ``SendMethod`` reads the producer's
+    ``_fast_append``, forwards ``throw``/``close`` to the wrapped coroutine and every other
+    attribute to the wrapped function (its ``__doc__`` included)."""
     source = (Path(accumulator_module.__file__).parent / "_cproducer.c").read_text()
-    lookups = re.findall(r"PyObject_GetAttr\w*\((\w+), (\"?\w+)", source)
-    assert lookups == [("time_module", '"time'), ("records", "CRECORDS_API_ATTRIBUTE")]
+    lookups = re.findall(r"PyObject_GetAttr\w*\(([\w\[\]>-]+), (\"?\w+)", source)
+    assert lookups == [
+        ("time_module", '"time'),
+        ("args[0]", "str_fast_append"),
+        ("self->inner", "str_throw"),
+        ("self->func", "name"),
+        ("self->func", '"__doc__'),
+        ("records", "CRECORDS_API_ATTRIBUTE"),
+    ]
     interned = re.findall(r'PyUnicode_InternFromString\("(\w+)"\)', source)
-    assert interned == ["append", "_await_pending", "add_waiter", "result"]
+    assert interned == [
+        "append",
+        "_await_pending",
+        "add_waiter",
+        "result",
+        "_fast_append",
+        "throw",
+        "close",
+    ]
 
 
 @pytest.mark.parametrize("fast", [False, *_modes()])
