@@ -5,8 +5,9 @@
  *
  *   BatchCore      base type of _batch.ProducerBatch: the fields the hot path reads and writes
  *                  (topic, partition, builder, outcome, count, closed) as C struct members.
- *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, and the
- *                  record's index and timestamp as C integers.  Its __await__ answers a
+ *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, the
+ *                  record's index as a C integer and its timestamp (an int shared by the
+ *                  records appended in the same millisecond).  Its __await__ answers a
  *                  delivered record here, waits for a pending one here too (on the future the
  *                  batch's ``add_waiter()`` gives, then the handle's ``result()`` if it
  *                  failed), and calls the subclass's ``_await_pending()`` for a failed one.
@@ -111,9 +112,10 @@ static PyTypeObject BatchCore_Type = {
 typedef struct {
     PyObject_HEAD
     PyObject *batch;
-    /* C integers: a pending handle keeps no object alive but its batch. */
     long long index;
-    long long timestamp;
+    /* An exact int: it closes no cycle.  The appender hands the records of one millisecond
+     * the same one, and a delivered handle's RecordMetadata shares it. */
+    PyObject *timestamp;
 } HandleCore;
 
 static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
@@ -121,7 +123,7 @@ static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
 static PyMemberDef HandleCore_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(HandleCore, batch), READONLY, NULL},
     {"_index", T_LONGLONG, offsetof(HandleCore, index), READONLY, NULL},
-    {"_timestamp", T_LONGLONG, offsetof(HandleCore, timestamp), READONLY, NULL},
+    {"_timestamp", T_OBJECT_EX, offsetof(HandleCore, timestamp), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -136,7 +138,7 @@ static int plain_handle_type(PyTypeObject *type)
 
 /* A handle of `type` (HandleCore or a subclass) for record `index` of `batch`, untracked. */
 static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index,
-                            long long timestamp)
+                            PyObject *timestamp)
 {
     HandleCore *self;
     if (plain_handle_type(type)) {
@@ -157,24 +159,39 @@ static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index
     Py_INCREF(batch);
     self->batch = batch;
     self->index = index;
+    Py_INCREF(timestamp);
     self->timestamp = timestamp;
     return (PyObject *)self;
 }
 
 static PyObject *HandleCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *batch;
-    long long index, timestamp;
+    PyObject *batch, *timestamp;
+    long long index;
     static char *kwlist[] = {"batch", "index", "timestamp", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!LL:DeliveryHandle", kwlist, &BatchCore_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!LO:DeliveryHandle", kwlist, &BatchCore_Type,
                                      &batch, &index, &timestamp))
         return NULL;
-    return new_handle(type, batch, index, timestamp);
+    /* An exact int (3.10+: not a subclass, which could hold references) in long long range. */
+    PyObject *exact = PyNumber_Index(timestamp);
+    if (exact == NULL)
+        return NULL;
+    int overflow;
+    if (PyLong_AsLongLongAndOverflow(exact, &overflow) == -1 && PyErr_Occurred()) {
+        Py_DECREF(exact);
+        return NULL;
+    }
+    PyObject *handle = overflow ? NULL : new_handle(type, batch, index, exact);
+    if (overflow)
+        PyErr_SetString(PyExc_OverflowError, "timestamp out of range");
+    Py_DECREF(exact);
+    return handle;
 }
 
 static void HandleCore_dealloc(HandleCore *self)
 {
     Py_CLEAR(self->batch);
+    Py_CLEAR(self->timestamp);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -270,11 +287,8 @@ static PyObject *handle_metadata(HandleCore *self)
         timestamp = appended;
     }
     else {
-        timestamp = PyLong_FromLongLong(self->timestamp);
-        if (timestamp == NULL) {
-            Py_DECREF(offset);
-            return NULL;
-        }
+        Py_INCREF(self->timestamp);
+        timestamp = self->timestamp;
     }
     PyObject *result = metadata_type->tp_alloc(metadata_type, 4);
     if (result == NULL) {
@@ -536,6 +550,9 @@ typedef struct {
     int direct_clock;          /* clock is time.time: read the system clock here */
     Py_ssize_t max_record_size;
     Py_ssize_t overhead;
+    /* The last record's timestamp, for the next records of the same millisecond. */
+    PyObject *last_timestamp;
+    long long last_timestamp_ms;
 } Appender;
 
 static PyMemberDef Appender_members[] = {
@@ -607,6 +624,7 @@ static int Appender_clear(Appender *self)
     Py_CLEAR(self->keyed);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->handle_type);
+    Py_CLEAR(self->last_timestamp);
     return 0;
 }
 
@@ -875,16 +893,23 @@ static PyObject *Appender_append(Appender *self, PyObject *const *args, Py_ssize
         result = clock < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    PyObject *timestamp = PyLong_FromLongLong(timestamp_ms);
-    if (timestamp == NULL)
-        goto done;
+    PyObject *timestamp = self->last_timestamp;
+    if (timestamp == NULL || self->last_timestamp_ms != timestamp_ms) {
+        timestamp = PyLong_FromLongLong(timestamp_ms);
+        if (timestamp == NULL)
+            goto done;
+        Py_XSETREF(self->last_timestamp, timestamp);
+        self->last_timestamp_ms = timestamp_ms;
+    }
+    Py_INCREF(timestamp); /* the builder's append could run Python code (the pure one) */
     int appended = builder_append(batch->builder, timestamp, key, value);
-    Py_DECREF(timestamp);
     if (appended <= 0) { /* full: nothing was appended; the Python path opens the next batch */
+        Py_DECREF(timestamp);
         result = appended < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    result = new_handle(self->handle_type, (PyObject *)batch, batch->count, timestamp_ms);
+    result = new_handle(self->handle_type, (PyObject *)batch, batch->count, timestamp);
+    Py_DECREF(timestamp);
     if (result != NULL)
         batch->count++;
 done:

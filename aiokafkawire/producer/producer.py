@@ -299,6 +299,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
       :mod:`aiokafkawire.serialization`.
     """
 
+    # A slot: the compiled send reads it per record (a member, not an instance dict lookup).
+    __slots__ = ("__dict__", "__weakref__", "_fast_append")
+
     def __init__(  # long: one checked line per option of the documented signature
         self,
         *,

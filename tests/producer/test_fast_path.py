@@ -600,3 +600,34 @@ async def test_a_transactional_producer_appends_in_c_only_inside_a_transaction(
             await producer.send(topic, b"x", b"k")
     finally:
         await producer.close()
+
+
+@needs_extension
+async def test_the_records_of_one_millisecond_share_their_timestamp_object(
+    mock_cluster: MockCluster, clock: FakeClock
+) -> None:
+    """The appender makes one int per millisecond, not one per record."""
+    topic = _topic(mock_cluster)
+    producer = _producer(mock_cluster)
+    await _start(producer, True)
+    try:
+        for value in (b"a", b"a2"):  # open the batch and the lane: the Python path
+            await producer.send(topic, value, b"k")
+        first = await producer.send(topic, b"b", b"k")
+        second = await producer.send(topic, b"c", b"k")
+        clock.tick()
+        third = await producer.send(topic, b"d", b"k")
+        assert first._timestamp is second._timestamp
+        assert third._timestamp == first._timestamp + 1
+    finally:
+        await producer.close(flush=False)
+
+
+def test_the_producer_keeps_the_fast_append_in_a_slot() -> None:
+    """The compiled send reads ``_fast_append`` per record: a member, not a dict lookup (the
+    instances keep a ``__dict__`` and weak references)."""
+    import weakref
+
+    assert type(Producer.__dict__["_fast_append"]).__name__ == "member_descriptor"
+    producer = Producer(bootstrap_servers="127.0.0.1:9")
+    assert weakref.ref(producer)() is producer and isinstance(vars(producer), dict)
