@@ -1278,6 +1278,12 @@ static PyObject *SendMethod_doc(SendMethod *self, void *unused)
     return PyObject_GetAttrString(self->func, "__doc__");
 }
 
+static PyMemberDef SendMethod_members[] = {
+    /* inspect.unwrap() (getsource, signature) reaches the async def itself. */
+    {"__wrapped__", T_OBJECT_EX, offsetof(SendMethod, func), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyObject *SendMethod_repr(SendMethod *self)
 {
     return PyObject_Repr(self->func);
@@ -1302,6 +1308,7 @@ static PyTypeObject SendMethod_Type = {
     .tp_descr_get = SendMethod_get,
     .tp_getattro = (getattrofunc)SendMethod_getattro,
     .tp_repr = (reprfunc)SendMethod_repr,
+    .tp_members = SendMethod_members,
     .tp_getset = SendMethod_getset,
 };
 

@@ -53,6 +53,8 @@ def test_send_looks_like_the_coroutine_function() -> None:
     assert parameters == ["topic", "value", "key", "partition", "timestamp", "headers"]
     assert next(iter(inspect.signature(Producer.send).parameters)) == "self"
     assert "Producer.send" in repr(Producer.send)
+    assert inspect.isfunction(inspect.unwrap(Producer.send))
+    assert "async def send(" in inspect.getsource(Producer.send)
 
 
 @needs_extension
