@@ -1,7 +1,8 @@
 /* The record accumulator's hot path in C: optional, every piece has a pure-Python twin.
  *
  * Interface (also in _cproducer.pyi); Python reaches C state only through these types' members
- * and methods, and C reaches Python objects only through their public attributes:
+ * and methods, and C reaches Python objects only through their public attributes (and
+ * SendMethod through the producer's ``_fast_append`` slot, the one it exists to call):
  *
  *   BatchCore      base type of _batch.ProducerBatch: the fields the hot path reads and writes
  *                  (topic, partition, builder, outcome, count, closed) as C struct members.
