@@ -42,13 +42,28 @@ static uint32_t murmur2_unsigned(const unsigned char *data, Py_ssize_t length)
     return h;
 }
 
+/* murmur2 of `key`: exact bytes read directly (the producer's common case), any other object
+ * through the buffer protocol.  -1 with an exception if it has no buffer. */
+static int hash_key(PyObject *key, uint32_t *h)
+{
+    if (PyBytes_CheckExact(key)) {
+        *h = murmur2_unsigned((const unsigned char *)PyBytes_AS_STRING(key),
+                              PyBytes_GET_SIZE(key));
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(key, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    *h = murmur2_unsigned((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
 static PyObject *murmur2(PyObject *module, PyObject *arg)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    uint32_t h;
+    if (hash_key(arg, &h) < 0)
         return NULL;
-    uint32_t h = murmur2_unsigned((const unsigned char *)view.buf, view.len);
-    PyBuffer_Release(&view);
     return PyLong_FromLong((long)(int32_t)h);
 }
 
@@ -65,11 +80,9 @@ static PyObject *partition_for_key(PyObject *module, PyObject *const *args, Py_s
         PyErr_SetString(PyExc_ZeroDivisionError, "partition_count must be positive");
         return NULL;
     }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+    uint32_t h;
+    if (hash_key(args[0], &h) < 0)
         return NULL;
-    uint32_t h = murmur2_unsigned((const unsigned char *)view.buf, view.len);
-    PyBuffer_Release(&view);
     return PyLong_FromSsize_t((Py_ssize_t)((h & 0x7fffffffu) % (uint64_t)count));
 }
 

@@ -1,18 +1,23 @@
 /* The record accumulator's hot path in C: optional, every piece has a pure-Python twin.
  *
  * Interface (also in _cproducer.pyi); Python reaches C state only through these types' members
- * and methods, and C reaches Python objects only through their public attributes:
+ * and methods, and C reaches Python objects only through their public attributes (and
+ * SendMethod through the producer's ``_fast_append`` slot, the one it exists to call):
  *
  *   BatchCore      base type of _batch.ProducerBatch: the fields the hot path reads and writes
  *                  (topic, partition, builder, outcome, count, closed) as C struct members.
- *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, and the
- *                  record's index and timestamp as C integers.  Its __await__ answers a
+ *   HandleCore     base type of _batch.DeliveryHandle, outside the cyclic GC: _batch, the
+ *                  record's index as a C integer and its timestamp (an int shared by the
+ *                  records appended in the same millisecond).  Its __await__ answers a
  *                  delivered record here, waits for a pending one here too (on the future the
  *                  batch's ``add_waiter()`` gives, then the handle's ``result()`` if it
  *                  failed), and calls the subclass's ``_await_pending()`` for a failed one.
  *                  ``set_metadata_type(RecordMetadata)`` names the tuple type it builds.
  *   Appender       RecordAccumulator's common case of appending one record (Appender_append),
  *                  into the state the accumulator pushed (the "append hot path" section).
+ *   SendMethod     Producer.send (wrapping the async def): a call returns a SendCall, a
+ *                  coroutine that, awaited, calls the producer's ``_fast_append`` and else
+ *                  delegates to the async def's coroutine (the "send calls" section).
  *
  * A subclass of BatchCore or HandleCore must declare ``__slots__`` (HandleCore's: empty).  Every
  * class statement makes a GC type, so handles are untracked as they are made (new_handle). */
@@ -108,9 +113,10 @@ static PyTypeObject BatchCore_Type = {
 typedef struct {
     PyObject_HEAD
     PyObject *batch;
-    /* C integers: a pending handle keeps no object alive but its batch. */
     long long index;
-    long long timestamp;
+    /* An exact int: it closes no cycle.  The appender hands the records of one millisecond
+     * the same one, and a delivered handle's RecordMetadata shares it. */
+    PyObject *timestamp;
 } HandleCore;
 
 static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
@@ -118,7 +124,7 @@ static PyTypeObject *metadata_type; /* RecordMetadata, a tuple subclass */
 static PyMemberDef HandleCore_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(HandleCore, batch), READONLY, NULL},
     {"_index", T_LONGLONG, offsetof(HandleCore, index), READONLY, NULL},
-    {"_timestamp", T_LONGLONG, offsetof(HandleCore, timestamp), READONLY, NULL},
+    {"_timestamp", T_OBJECT_EX, offsetof(HandleCore, timestamp), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -133,7 +139,7 @@ static int plain_handle_type(PyTypeObject *type)
 
 /* A handle of `type` (HandleCore or a subclass) for record `index` of `batch`, untracked. */
 static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index,
-                            long long timestamp)
+                            PyObject *timestamp)
 {
     HandleCore *self;
     if (plain_handle_type(type)) {
@@ -154,24 +160,39 @@ static PyObject *new_handle(PyTypeObject *type, PyObject *batch, long long index
     Py_INCREF(batch);
     self->batch = batch;
     self->index = index;
+    Py_INCREF(timestamp);
     self->timestamp = timestamp;
     return (PyObject *)self;
 }
 
 static PyObject *HandleCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *batch;
-    long long index, timestamp;
+    PyObject *batch, *timestamp;
+    long long index;
     static char *kwlist[] = {"batch", "index", "timestamp", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!LL:DeliveryHandle", kwlist, &BatchCore_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!LO:DeliveryHandle", kwlist, &BatchCore_Type,
                                      &batch, &index, &timestamp))
         return NULL;
-    return new_handle(type, batch, index, timestamp);
+    /* An exact int (3.10+: not a subclass, which could hold references) in long long range. */
+    PyObject *exact = PyNumber_Index(timestamp);
+    if (exact == NULL)
+        return NULL;
+    int overflow;
+    if (PyLong_AsLongLongAndOverflow(exact, &overflow) == -1 && PyErr_Occurred()) {
+        Py_DECREF(exact);
+        return NULL;
+    }
+    PyObject *handle = overflow ? NULL : new_handle(type, batch, index, exact);
+    if (overflow)
+        PyErr_SetString(PyExc_OverflowError, "timestamp out of range");
+    Py_DECREF(exact);
+    return handle;
 }
 
 static void HandleCore_dealloc(HandleCore *self)
 {
     Py_CLEAR(self->batch);
+    Py_CLEAR(self->timestamp);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -199,12 +220,12 @@ static PySendResult Ready_send(Ready *self, PyObject *arg, PyObject **result)
     return PYGEN_RETURN;
 }
 
-static PyObject *Ready_next(Ready *self)
+/* A send result as an iterator's or a generator method's: the value yielded, or NULL with
+ * StopIteration(value) set when it returned (NULL with the error set when it raised). */
+static PyObject *iter_result(PySendResult status, PyObject *value)
 {
-    PyObject *value = self->value;
-    if (value == NULL)
-        return NULL; /* StopIteration without a value */
-    self->value = NULL;
+    if (status != PYGEN_RETURN)
+        return value;
     /* A tuple value must be wrapped, or StopIteration would take it as its arguments. */
     PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
     Py_DECREF(value);
@@ -213,6 +234,13 @@ static PyObject *Ready_next(Ready *self)
         Py_DECREF(stop);
     }
     return NULL;
+}
+
+static PyObject *Ready_next(Ready *self)
+{
+    PyObject *value;
+    PySendResult status = Ready_send(self, Py_None, &value);
+    return iter_result(status, value);
 }
 
 static PyAsyncMethods Ready_async = {.am_send = (sendfunc)Ready_send};
@@ -260,11 +288,8 @@ static PyObject *handle_metadata(HandleCore *self)
         timestamp = appended;
     }
     else {
-        timestamp = PyLong_FromLongLong(self->timestamp);
-        if (timestamp == NULL) {
-            Py_DECREF(offset);
-            return NULL;
-        }
+        Py_INCREF(self->timestamp);
+        timestamp = self->timestamp;
     }
     PyObject *result = metadata_type->tp_alloc(metadata_type, 4);
     if (result == NULL) {
@@ -344,19 +369,9 @@ static PySendResult Waiting_send(Waiting *self, PyObject *arg, PyObject **result
 
 static PyObject *Waiting_next(Waiting *self)
 {
-    if (self->inner == NULL)
-        return NULL; /* StopIteration without a value */
     PyObject *value;
     PySendResult status = Waiting_send(self, Py_None, &value);
-    if (status != PYGEN_RETURN)
-        return value; /* the value yielded, or NULL with the error set */
-    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value); /* a tuple: wrapped */
-    Py_DECREF(value);
-    if (stop != NULL) {
-        PyErr_SetObject(PyExc_StopIteration, stop);
-        Py_DECREF(stop);
-    }
-    return NULL;
+    return iter_result(status, value);
 }
 
 static PyAsyncMethods Waiting_async = {.am_send = (sendfunc)Waiting_send};
@@ -536,6 +551,9 @@ typedef struct {
     int direct_clock;          /* clock is time.time: read the system clock here */
     Py_ssize_t max_record_size;
     Py_ssize_t overhead;
+    /* The last record's timestamp, for the next records of the same millisecond. */
+    PyObject *last_timestamp;
+    long long last_timestamp_ms;
 } Appender;
 
 static PyMemberDef Appender_members[] = {
@@ -607,6 +625,7 @@ static int Appender_clear(Appender *self)
     Py_CLEAR(self->keyed);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->handle_type);
+    Py_CLEAR(self->last_timestamp);
     return 0;
 }
 
@@ -875,16 +894,23 @@ static PyObject *Appender_append(Appender *self, PyObject *const *args, Py_ssize
         result = clock < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    PyObject *timestamp = PyLong_FromLongLong(timestamp_ms);
-    if (timestamp == NULL)
-        goto done;
+    PyObject *timestamp = self->last_timestamp;
+    if (timestamp == NULL || self->last_timestamp_ms != timestamp_ms) {
+        timestamp = PyLong_FromLongLong(timestamp_ms);
+        if (timestamp == NULL)
+            goto done;
+        Py_XSETREF(self->last_timestamp, timestamp);
+        self->last_timestamp_ms = timestamp_ms;
+    }
+    Py_INCREF(timestamp); /* the builder's append could run Python code (the pure one) */
     int appended = builder_append(batch->builder, timestamp, key, value);
-    Py_DECREF(timestamp);
     if (appended <= 0) { /* full: nothing was appended; the Python path opens the next batch */
+        Py_DECREF(timestamp);
         result = appended < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    result = new_handle(self->handle_type, (PyObject *)batch, batch->count, timestamp_ms);
+    result = new_handle(self->handle_type, (PyObject *)batch, batch->count, timestamp);
+    Py_DECREF(timestamp);
     if (result != NULL)
         batch->count++;
 done:
@@ -918,6 +944,373 @@ static PyTypeObject Appender_Type = {
     .tp_clear = (inquiry)Appender_clear,
     .tp_methods = Appender_methods,
     .tp_members = Appender_members,
+};
+
+/* ------------------------------------------------------------------ send calls
+ *
+ * ``Producer.send`` is an ``async def``: every call makes a coroutine (a frame, its locals, the
+ * keyword-only defaults looked up) only to call the Appender and return a handle.  SendMethod
+ * wraps that function (``_cproducer.SendMethod(Producer.send)`` replaces it on the class): a
+ * call with the usual argument shapes returns a SendCall, a coroutine of its own which, once
+ * awaited (lazily, as a coroutine: nothing happens before), calls the instance's
+ * ``_fast_append`` (None or Appender.append: a handle, or None to decline) and, if it declines,
+ * the wrapped function's coroutine, and delegates to it.  Any other call shape goes to the
+ * wrapped function itself.  Everything else (``__code__``, ``__doc__``, signature, ...) is the
+ * wrapped function's, so ``inspect.iscoroutinefunction(producer.send)`` stays true. */
+
+enum { SEND_ARGS = 7 }; /* self, topic, value, key, partition, timestamp, headers */
+
+static PyObject *send_names[SEND_ARGS]; /* interned parameter names; [0] unused */
+static PyObject *str_fast_append, *str_throw, *str_close, *send_kwnames;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func; /* the wrapped coroutine function */
+    vectorcallfunc vectorcall;
+} SendMethod;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;
+    PyObject *args[SEND_ARGS]; /* NULL once started */
+    PyObject *inner;           /* the wrapped function's coroutine, once it took the record */
+    char state;                /* SEND_NEW, SEND_DELEGATING or SEND_DONE */
+} SendCall;
+
+enum { SEND_NEW, SEND_DELEGATING, SEND_DONE };
+
+static PyTypeObject SendCall_Type;
+
+static void send_call_drop_args(SendCall *self)
+{
+    for (int i = 0; i < SEND_ARGS; i++)
+        Py_CLEAR(self->args[i]);
+}
+
+static int SendCall_traverse(SendCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->func);
+    for (int i = 0; i < SEND_ARGS; i++)
+        Py_VISIT(self->args[i]);
+    Py_VISIT(self->inner);
+    return 0;
+}
+
+static int SendCall_clear(SendCall *self)
+{
+    Py_CLEAR(self->func);
+    send_call_drop_args(self);
+    Py_CLEAR(self->inner);
+    return 0;
+}
+
+static void SendCall_dealloc(SendCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    if (self->state == SEND_NEW && self->args[0] != NULL) {
+        /* As a native coroutine: a send that is never awaited sends nothing; say so. */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, "coroutine 'Producer.send' was never awaited",
+                         1) < 0)
+            PyErr_WriteUnraisable(NULL);
+        PyErr_Restore(type, value, traceback);
+    }
+    SendCall_clear(self);
+    PyObject_GC_Del(self);
+}
+
+/* The first step: the fast path's handle (PYGEN_RETURN), or the wrapped function's coroutine
+ * in self->inner (PYGEN_NEXT, nothing yielded yet), or an error. */
+static PySendResult send_call_start(SendCall *self, PyObject **result)
+{
+    PyObject **args = self->args;
+    self->state = SEND_DONE;
+    PyObject *fast = PyObject_GetAttr(args[0], str_fast_append);
+    if (fast == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            send_call_drop_args(self);
+            *result = NULL;
+            return PYGEN_ERROR;
+        }
+        PyErr_Clear(); /* not a Producer: the wrapped function answers */
+    }
+    if (fast != NULL && fast != Py_None) {
+        PyObject *handle = PyObject_Vectorcall(fast, args + 1, SEND_ARGS - 1, NULL);
+        Py_DECREF(fast);
+        if (handle == NULL || handle != Py_None) {
+            send_call_drop_args(self);
+            *result = handle;
+            return handle == NULL ? PYGEN_ERROR : PYGEN_RETURN;
+        }
+        Py_DECREF(handle);
+    }
+    else
+        Py_XDECREF(fast);
+    /* Declined: the wrapped coroutine takes the record (and tries the fast path again). */
+    PyObject *inner = PyObject_Vectorcall(self->func, args, 4, send_kwnames);
+    send_call_drop_args(self);
+    if (inner == NULL) {
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    self->inner = inner;
+    self->state = SEND_DELEGATING;
+    *result = NULL;
+    return PYGEN_NEXT;
+}
+
+static PySendResult SendCall_send(SendCall *self, PyObject *arg, PyObject **result)
+{
+    if (self->state == SEND_NEW) {
+        if (arg != Py_None) {
+            PyErr_SetString(PyExc_TypeError,
+                            "can't send non-None value to a just-started coroutine");
+            *result = NULL;
+            return PYGEN_ERROR;
+        }
+        PySendResult status = send_call_start(self, result);
+        if (status != PYGEN_NEXT)
+            return status;
+    }
+    if (self->state != SEND_DELEGATING) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reuse already awaited coroutine");
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    PySendResult status = PyIter_Send(self->inner, arg, result);
+    if (status != PYGEN_NEXT) {
+        self->state = SEND_DONE;
+        Py_CLEAR(self->inner);
+    }
+    return status;
+}
+
+static PyObject *SendCall_next(SendCall *self)
+{
+    PyObject *value;
+    PySendResult status = SendCall_send(self, Py_None, &value);
+    return iter_result(status, value);
+}
+
+static PyObject *SendCall_send_method(SendCall *self, PyObject *arg)
+{
+    PyObject *value;
+    PySendResult status = SendCall_send(self, arg, &value);
+    return iter_result(status, value);
+}
+
+static PyObject *SendCall_throw(SendCall *self, PyObject *args)
+{
+    if (self->state == SEND_DELEGATING) {
+        PyObject *throw = PyObject_GetAttr(self->inner, str_throw);
+        PyObject *yielded = throw ? PyObject_Call(throw, args, NULL) : NULL;
+        Py_XDECREF(throw);
+        if (yielded == NULL) { /* returned (StopIteration) or raised: finished either way */
+            self->state = SEND_DONE;
+            Py_CLEAR(self->inner);
+        }
+        return yielded;
+    }
+    /* Not started (or finished): raise it here, as a coroutine does; it then is finished. */
+    self->state = SEND_DONE;
+    send_call_drop_args(self);
+    PyObject *type, *value = NULL, *traceback = NULL;
+    if (!PyArg_UnpackTuple(args, "throw", 1, 3, &type, &value, &traceback))
+        return NULL;
+    if (PyExceptionInstance_Check(type))
+        PyErr_SetObject((PyObject *)Py_TYPE(type), type);
+    else if (PyExceptionClass_Check(type))
+        PyErr_SetObject(type, value);
+    else
+        PyErr_SetString(PyExc_TypeError, "exceptions must derive from BaseException");
+    return NULL;
+}
+
+static PyObject *SendCall_close(SendCall *self, PyObject *unused)
+{
+    PyObject *inner = self->inner;
+    self->inner = NULL;
+    self->state = SEND_DONE;
+    send_call_drop_args(self);
+    if (inner == NULL)
+        Py_RETURN_NONE;
+    PyObject *closed = PyObject_CallMethodNoArgs(inner, str_close);
+    Py_DECREF(inner);
+    return closed;
+}
+
+static PyObject *SendCall_name(SendCall *self, void *qualified)
+{
+    return PyUnicode_FromString(qualified ? "Producer.send" : "send");
+}
+
+static PyGetSetDef SendCall_getset[] = {
+    {"__name__", (getter)SendCall_name, NULL, NULL, NULL},
+    {"__qualname__", (getter)SendCall_name, NULL, NULL, (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef SendCall_methods[] = {
+    {"send", (PyCFunction)SendCall_send_method, METH_O, "send(value): as a coroutine's."},
+    {"throw", (PyCFunction)SendCall_throw, METH_VARARGS, "throw(exception): as a coroutine's."},
+    {"close", (PyCFunction)SendCall_close, METH_NOARGS, "close(): as a coroutine's."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *SendCall_await(SendCall *self)
+{
+    return Py_NewRef(self);
+}
+
+static PyAsyncMethods SendCall_async = {
+    .am_await = (unaryfunc)SendCall_await,
+    .am_send = (sendfunc)SendCall_send,
+};
+
+static PyTypeObject SendCall_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.SendCall",
+    .tp_basicsize = sizeof(SendCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A call of Producer.send: a coroutine (send, throw, close, __await__).",
+    .tp_dealloc = (destructor)SendCall_dealloc,
+    .tp_traverse = (traverseproc)SendCall_traverse,
+    .tp_clear = (inquiry)SendCall_clear,
+    .tp_as_async = &SendCall_async,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)SendCall_next,
+    .tp_methods = SendCall_methods,
+    .tp_getset = SendCall_getset,
+};
+
+/* send(self, topic, value=None, key=None, *, partition=None, timestamp=None, headers=None):
+ * a SendCall, or for any other argument shape (or names not interned) the wrapped function's
+ * own coroutine or TypeError. */
+static PyObject *SendMethod_vectorcall(SendMethod *self, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *slots[SEND_ARGS] = {NULL};
+    if (nargs < 1 || nargs > 4)
+        goto wrapped;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        slots[i] = args[i];
+    Py_ssize_t keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < keywords; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int slot = 1;
+        while (slot < SEND_ARGS && send_names[slot] != name)
+            slot++;
+        if (slot == SEND_ARGS || slots[slot] != NULL)
+            goto wrapped; /* unknown, repeated or not interned: the function's own error */
+        slots[slot] = args[nargs + k];
+    }
+    if (slots[1] == NULL)
+        goto wrapped; /* no topic */
+    SendCall *call = PyObject_GC_New(SendCall, &SendCall_Type);
+    if (call == NULL)
+        return NULL;
+    call->func = Py_NewRef(self->func);
+    for (int i = 0; i < SEND_ARGS; i++)
+        call->args[i] = Py_NewRef(slots[i] ? slots[i] : Py_None);
+    call->inner = NULL;
+    call->state = SEND_NEW;
+    PyObject_GC_Track(call);
+    return (PyObject *)call;
+wrapped:
+    return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+}
+
+static PyObject *SendMethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *func;
+    if (!PyArg_ParseTuple(args, "O:SendMethod", &func))
+        return NULL;
+    if (!PyFunction_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "SendMethod(function): Producer.send");
+        return NULL;
+    }
+    SendMethod *self = (SendMethod *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->func = Py_NewRef(func);
+    self->vectorcall = (vectorcallfunc)SendMethod_vectorcall;
+    return (PyObject *)self;
+}
+
+static int SendMethod_traverse(SendMethod *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->func);
+    return 0;
+}
+
+static int SendMethod_clear(SendMethod *self)
+{
+    Py_CLEAR(self->func);
+    return 0;
+}
+
+static void SendMethod_dealloc(SendMethod *self)
+{
+    PyObject_GC_UnTrack(self);
+    SendMethod_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *SendMethod_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj); /* as a function: bound, calls us with obj first */
+}
+
+/* The wrapped function's attributes (__name__, __code__, __defaults__, __wrapped__...). */
+static PyObject *SendMethod_getattro(SendMethod *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError) || self->func == NULL)
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(self->func, name);
+}
+
+static PyObject *SendMethod_doc(SendMethod *self, void *unused)
+{
+    return PyObject_GetAttrString(self->func, "__doc__");
+}
+
+static PyMemberDef SendMethod_members[] = {
+    /* inspect.unwrap() (getsource, signature) reaches the async def itself. */
+    {"__wrapped__", T_OBJECT_EX, offsetof(SendMethod, func), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *SendMethod_repr(SendMethod *self)
+{
+    return PyObject_Repr(self->func);
+}
+
+static PyGetSetDef SendMethod_getset[] = {
+    {"__doc__", (getter)SendMethod_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SendMethod_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafkawire.producer._cproducer.SendMethod",
+    .tp_basicsize = sizeof(SendMethod),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR |
+                Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(SendMethod, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = SendMethod_new,
+    .tp_dealloc = (destructor)SendMethod_dealloc,
+    .tp_traverse = (traverseproc)SendMethod_traverse,
+    .tp_clear = (inquiry)SendMethod_clear,
+    .tp_descr_get = SendMethod_get,
+    .tp_getattro = (getattrofunc)SendMethod_getattro,
+    .tp_repr = (reprfunc)SendMethod_repr,
+    .tp_members = SendMethod_members,
+    .tp_getset = SendMethod_getset,
 };
 
 /* ------------------------------------------------------------------ module */
@@ -964,17 +1357,30 @@ PyMODINIT_FUNC PyInit__cproducer(void)
         if ((str_append = PyUnicode_InternFromString("append")) == NULL ||
             (str_await_pending = PyUnicode_InternFromString("_await_pending")) == NULL ||
             (str_add_waiter = PyUnicode_InternFromString("add_waiter")) == NULL ||
-            (str_result = PyUnicode_InternFromString("result")) == NULL)
+            (str_result = PyUnicode_InternFromString("result")) == NULL ||
+            (str_fast_append = PyUnicode_InternFromString("_fast_append")) == NULL ||
+            (str_throw = PyUnicode_InternFromString("throw")) == NULL ||
+            (str_close = PyUnicode_InternFromString("close")) == NULL)
+            return NULL;
+        static const char *names[SEND_ARGS] = {"self", "topic", "value", "key",
+                                               "partition", "timestamp", "headers"};
+        for (int i = 0; i < SEND_ARGS; i++)
+            if ((send_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
+                return NULL;
+        send_kwnames = PyTuple_Pack(3, send_names[4], send_names[5], send_names[6]);
+        if (send_kwnames == NULL)
             return NULL;
     }
-    if (PyType_Ready(&Ready_Type) < 0 || PyType_Ready(&Waiting_Type) < 0 || PyType_Ready(&Lane_Type) < 0 || (records_api == NULL && load_records_api() < 0))
+    if (PyType_Ready(&Ready_Type) < 0 || PyType_Ready(&Waiting_Type) < 0 || PyType_Ready(&Lane_Type) < 0 ||
+        PyType_Ready(&SendCall_Type) < 0 || (records_api == NULL && load_records_api() < 0))
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
         return NULL;
     if (add_type(mod, "BatchCore", &BatchCore_Type) < 0 ||
         add_type(mod, "HandleCore", &HandleCore_Type) < 0 ||
-        add_type(mod, "Appender", &Appender_Type) < 0) {
+        add_type(mod, "Appender", &Appender_Type) < 0 ||
+        add_type(mod, "SendMethod", &SendMethod_Type) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -1,7 +1,8 @@
 """Type stub of the optional C extension ``aiokafkawire.producer._cproducer``.
 
 The record accumulator's hot path: the C bases of ``ProducerBatch`` and ``DeliveryHandle``, and
-``Appender``, the accumulator's common case of appending a record (see ``_cproducer.c``).
+``Appender``, the accumulator's common case of appending a record, and ``SendMethod``,
+``Producer.send``'s compiled call (see ``_cproducer.c``).
 """
 
 from collections.abc import Callable, Generator
@@ -68,6 +69,18 @@ class Appender:
         """``batch`` is the open batch of its partition."""
     def forget(self) -> None:
         """Drop every lane (new metadata)."""
+
+class SendMethod:
+    """``Producer.send`` without a coroutine frame per call (wraps the ``async def``).
+
+    A call with the usual argument shapes returns a coroutine of its own (``send``, ``throw``,
+    ``close``, ``__await__``): awaited, it calls the instance's ``_fast_append`` and, if that
+    declines, the wrapped function's coroutine.  Other attributes are the wrapped function's.
+    """
+
+    def __init__(self, function: Callable[..., Any], /) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: object, owner: type | None = None) -> Any: ...
 
 def set_metadata_type(metadata_type: type[tuple[Any, ...]], /) -> None:
     """The tuple type (RecordMetadata) a delivered handle's ``__await__`` builds."""

@@ -25,6 +25,7 @@ from time import time as _wall_clock
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire.client_config import (
     CommonOptions,
     check_int,
@@ -297,6 +298,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
       it may add to), possibly ``async`` (a schema-registry serializer): see
       :mod:`aiokafkawire.serialization`.
     """
+
+    # A slot: the compiled send reads it per record (a member, not an instance dict lookup).
+    __slots__ = ("__dict__", "__weakref__", "_fast_append")
 
     def __init__(  # long: one checked line per option of the documented signature
         self,
@@ -1083,3 +1087,10 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         option names may be mixed in.  An unsupported property raises ConfigError naming it.
         """
         return cls(**translate_properties("producer", config))
+
+
+_send_accelerator: Any = load_accelerator("aiokafkawire.producer._cproducer")
+if _send_accelerator is not None and not TYPE_CHECKING:
+    # send without a coroutine frame per call: a compiled coroutine that calls _fast_append
+    # when awaited, else this class's send (see _cproducer.c, "send calls").
+    Producer.send = _send_accelerator.SendMethod(Producer.send)

@@ -227,3 +227,23 @@ async def test_a_waiter_whose_handle_nobody_else_holds_is_still_woken() -> None:
     gc.collect()
     batch.complete(0, -1)
     assert await waiter == RecordMetadata("t", 2, 4, 1)
+
+
+@needs_extension
+async def test_the_c_handle_keeps_its_timestamp_as_an_exact_int() -> None:
+    """The timestamp is an int object (shared by a millisecond's records and their metadata);
+    an int subclass given to the constructor is stored as a plain int, too large a one is
+    refused."""
+    batch = _batch_for(asyncio.get_running_loop())
+    stamp = 1_700_000_000_123
+    handle = DeliveryHandle(batch, 0, stamp)
+    assert handle._timestamp is stamp
+    flag = DeliveryHandle(batch, 1, True)
+    assert type(flag._timestamp) is int and flag._timestamp == 1
+    with pytest.raises(OverflowError):
+        DeliveryHandle(batch, 2, 1 << 70)
+    with pytest.raises(TypeError):
+        DeliveryHandle(batch, 2, "now")
+    batch.complete(5, -1)
+    metadata = await handle
+    assert metadata == RecordMetadata("t", 2, 5, stamp) and metadata.timestamp is stamp

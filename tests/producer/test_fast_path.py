@@ -486,15 +486,32 @@ async def test_appender_uses_only_what_was_pushed() -> None:
 def test_the_c_append_reads_no_python_attribute() -> None:
     """``_cproducer.c`` looks up attributes only to load (``time.time``, the records API) and
     for the builder's ``append`` method, the handle's ``_await_pending`` and ``result`` and the
-    batch's ``add_waiter`` (a pending handle's wait); by a literal name, only ``__await__`` (the
-    awaitable protocol, for a waiter type without the C slot)."""
+    batch's ``add_waiter`` (a pending handle's wait); ``SendMethod`` reads the producer's
+    ``_fast_append``, forwards ``throw``/``close`` to the wrapped coroutine and every other
+    attribute to the wrapped function (its ``__doc__`` included); by a literal name it calls
+    only ``__await__`` (the awaitable protocol, for a waiter type without the C slot)."""
     source = (Path(accumulator_module.__file__).parent / "_cproducer.c").read_text()
-    lookups = re.findall(r"PyObject_GetAttr\w*\((\w+), (\"?\w+)", source)
-    assert lookups == [("time_module", '"time'), ("records", "CRECORDS_API_ATTRIBUTE")]
+    lookups = re.findall(r"PyObject_GetAttr\w*\(([\w\[\]>-]+), (\"?\w+)", source)
+    assert lookups == [
+        ("time_module", '"time'),
+        ("args[0]", "str_fast_append"),
+        ("self->inner", "str_throw"),
+        ("self->func", "name"),
+        ("self->func", '"__doc__'),
+        ("records", "CRECORDS_API_ATTRIBUTE"),
+    ]
     by_literal = re.findall(r'PyObject_\w*Method\w*\(\s*\w+,\s*"(\w+)"', source)
     assert by_literal == ["__await__"]
     interned = re.findall(r'PyUnicode_InternFromString\("(\w+)"\)', source)
-    assert interned == ["append", "_await_pending", "add_waiter", "result"]
+    assert interned == [
+        "append",
+        "_await_pending",
+        "add_waiter",
+        "result",
+        "_fast_append",
+        "throw",
+        "close",
+    ]
 
 
 @pytest.mark.parametrize("fast", [False, *_modes()])
@@ -586,3 +603,34 @@ async def test_a_transactional_producer_appends_in_c_only_inside_a_transaction(
             await producer.send(topic, b"x", b"k")
     finally:
         await producer.close()
+
+
+@needs_extension
+async def test_the_records_of_one_millisecond_share_their_timestamp_object(
+    mock_cluster: MockCluster, clock: FakeClock
+) -> None:
+    """The appender makes one int per millisecond, not one per record."""
+    topic = _topic(mock_cluster)
+    producer = _producer(mock_cluster)
+    await _start(producer, True)
+    try:
+        for value in (b"a", b"a2"):  # open the batch and the lane: the Python path
+            await producer.send(topic, value, b"k")
+        first = await producer.send(topic, b"b", b"k")
+        second = await producer.send(topic, b"c", b"k")
+        clock.tick()
+        third = await producer.send(topic, b"d", b"k")
+        assert first._timestamp is second._timestamp
+        assert third._timestamp == first._timestamp + 1
+    finally:
+        await producer.close(flush=False)
+
+
+def test_the_producer_keeps_the_fast_append_in_a_slot() -> None:
+    """The compiled send reads ``_fast_append`` per record: a member, not a dict lookup (the
+    instances keep a ``__dict__`` and weak references)."""
+    import weakref
+
+    assert type(Producer.__dict__["_fast_append"]).__name__ == "member_descriptor"
+    producer = Producer(bootstrap_servers="127.0.0.1:9")
+    assert weakref.ref(producer)() is producer and isinstance(vars(producer), dict)

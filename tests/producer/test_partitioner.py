@@ -419,6 +419,10 @@ def test_compiled_murmur2_matches_the_pure_reference(data: bytes, count: int) ->
     assert compiled_partition_for_key(data, count) == partitioner.pure_partition_for_key(
         data, count
     )
+    # bytes are read directly; anything else through the buffer protocol
+    assert compiled_partition_for_key(memoryview(data), count) == compiled_partition_for_key(
+        data, count
+    )
 
 
 @pytest.mark.skipif(_compiled is None, reason="the C murmur2 is not built")

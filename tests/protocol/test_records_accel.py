@@ -1052,3 +1052,18 @@ def test_no_reference_leaks() -> None:
         tracemalloc.stop()
     assert [sys.getrefcount(obj) for obj in sentinels] == before
     assert second - first < 64 * 1024, (first, second)
+
+
+def test_timestamps_at_the_int_digit_boundaries_build_like_pure() -> None:
+    """The compiled append reads ints of up to two digits directly (3.11): every boundary of
+    the one-, two- and three-digit forms, both signs, builds what the pure builder builds."""
+    edges = [0, 1, (1 << 30) - 1, 1 << 30, (1 << 60) - 1, 1 << 60, (1 << 63) - 1]
+    stamps = sorted({sign * edge for edge in edges for sign in (1, -1)} | {-(1 << 63)})
+    for base in stamps:
+        records = [(base, b"k", b"v", None)] + [(ts, None, b"w", None) for ts in stamps]
+        built = {}
+        for cls in (_pure_v2.DefaultRecordBatchBuilder, *ACCEL_BUILDERS.values()):
+            builder = cls(magic=2, batch_size=1 << 20)
+            built[cls] = ([builder.append(*record) for record in records], builder.build())
+        for cls in ACCEL_BUILDERS.values():
+            assert built[cls] == built[_pure_v2.DefaultRecordBatchBuilder], base
