@@ -304,3 +304,6 @@ class DeliveryHandle(_HandleCore):
 
 if _accelerator is not None:
     _accelerator.set_metadata_type(RecordMetadata)
+    # No GC header per handle: allocating one counted toward the next collection (many kept
+    # handles triggered full collections: _cproducer.c, handles_outside_gc).
+    _accelerator.handles_outside_gc(DeliveryHandle)

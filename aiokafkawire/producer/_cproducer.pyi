@@ -84,3 +84,7 @@ class SendMethod:
 
 def set_metadata_type(metadata_type: type[tuple[Any, ...]], /) -> None:
     """The tuple type (RecordMetadata) a delivered handle's ``__await__`` builds."""
+
+def handles_outside_gc(handle_type: type[HandleCore], /) -> None:
+    """Instances of ``handle_type`` (a class adding nothing to HandleCore) without a GC header;
+    called before any instance exists."""
