@@ -11,7 +11,8 @@ One broker serves every run: an embedded Tansu (``--broker tansu``, the default)
 Apache Kafka started by ``aiokafkawire.testing.KafkaCluster`` with full-JIT JVM options
 (``--broker kafka``; its results go to ``latest-kafka.json``).  Each (workload, client,
 repetition) runs in its own child process (``python -m workloads.worker``) with a time limit, on
-fresh topics that are deleted afterwards; repetitions are interleaved across clients.  The
+fresh topics that are deleted afterwards; repetitions are interleaved across clients, in an
+order that rotates each repetition.  The
 median of the repetitions is reported.  Outputs: a table on stdout, ``<output-dir>/latest.json``
 and ``latest.png``.
 """
@@ -447,7 +448,11 @@ class Suite:
             "results": {c: {"runs": [], "errors": []} for c in self.clients},
         }
         for rep in range(self.args.repetitions):
-            for client in self.clients:
+            # The order rotates each repetition: a run right after another workload's is often
+            # slower (workload 3 on Apache Kafka: the first of two equal checkouts lost up to
+            # 40% in a repetition), so no client may always take that place.
+            shift = rep % len(self.clients)
+            for client in self.clients[shift:] + self.clients[:shift]:
                 if client in workload.without:
                     continue  # no equivalent in that client
                 result = await self.run_one(workload, client, rep, source)
