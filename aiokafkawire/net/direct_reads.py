@@ -18,7 +18,22 @@ from typing import Protocol
 
 from aiokafkawire import errors
 
-__all__ = ["DirectReader", "ReceivePath"]
+__all__ = ["DirectReader", "ReceivePath", "duplicate_socket"]
+
+
+def duplicate_socket(transport: asyncio.BaseTransport) -> socket.socket | None:
+    """A non-blocking duplicate of ``transport``'s socket descriptor (the direct reader's and
+    writer's own), or None: no socket (TLS, a proactor loop) or no descriptor left."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return None
+    try:
+        duplicate: socket.socket = sock.dup()
+        duplicate.setblocking(False)  # the file description is non-blocking already
+    except (AttributeError, OSError):
+        return None
+    return duplicate
+
 
 # Bytes asked of the socket per read (asyncio's transports read 256 KiB too).
 _READ_SIZE = 256 * 1024
@@ -86,15 +101,7 @@ class DirectReader:
         return got
 
     def _duplicate(self) -> socket.socket | None:
-        sock = self._transport.get_extra_info("socket")
-        if sock is None:
-            return None
-        try:
-            duplicate: socket.socket = sock.dup()
-            duplicate.setblocking(False)  # the file description is non-blocking already
-        except (AttributeError, OSError):
-            return None
-        return duplicate
+        return duplicate_socket(self._transport)
 
     def close(self) -> None:
         """Close the duplicate (the transport keeps its own descriptor)."""

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from aiokafkawire import errors
+from aiokafkawire.net.direct_reads import duplicate_socket
 from aiokafkawire.protocol.framing import FramePart
 
 __all__ = ["DirectWriter", "WritePath"]
@@ -101,15 +102,10 @@ class DirectWriter:
     ) -> DirectWriter | None:
         """A writer for ``transport``'s socket, or None where the transport must keep writing
         (no socket to duplicate, a descriptor limit reached)."""
+        duplicate = duplicate_socket(transport)
+        if duplicate is None:
+            return None
         writer = cls(transport, connection, loop)
-        sock = transport.get_extra_info("socket")
-        if sock is None:
-            return None
-        try:
-            duplicate: socket.socket = sock.dup()
-            duplicate.setblocking(False)  # the file description is non-blocking already
-        except (AttributeError, OSError):
-            return None
         writer._socket = duplicate
         return writer
 
