@@ -293,14 +293,16 @@ class ConnectionCore(asyncio.Protocol):
             self._write_references = 0
             return
         writer = self._writer
-        if writer is not None:
+        if writer is not None or self._write_references:
+            # The frames are handed on as they are (parts referencing record batches): a new
+            # list takes the next writes.
             self._write_buffer = []
             self._write_references = 0
             self._stats.bytes_sent += sum(map(len, buffers))
-            writer.write(buffers)
-            return
-        if self._write_references:
-            self._write_parts(self._transport, buffers)
+            if writer is not None:
+                writer.write(buffers)
+            else:
+                self._write_parts(self._transport, buffers)
             return
         data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
         buffers.clear()
@@ -310,9 +312,6 @@ class ConnectionCore(asyncio.Protocol):
     def _write_parts(self, transport: asyncio.Transport, buffers: list[FramePart]) -> None:
         """Write frames that reference large buffers without joining them (no copy of a
         record batch on its way to the socket, unless the socket leaves part of it unsent)."""
-        self._write_buffer = []
-        self._write_references = 0
-        self._stats.bytes_sent += sum(map(len, buffers))
         if not self._writelines_joins:
             transport.writelines(buffers)  # uvloop, TLS, asyncio 3.12+: scatter/gather
             return
