@@ -74,7 +74,7 @@ class DirectReader:
         if sock is None:
             if self._unusable:
                 return False
-            sock = self._socket = self._duplicate()
+            sock = self._socket = duplicate_socket(self._transport)
             if sock is None:
                 self._unusable = True  # not possible on this transport: stop trying
                 return False
@@ -99,9 +99,6 @@ class DirectReader:
             if len(data) < _READ_SIZE or connection.closed:
                 break
         return got
-
-    def _duplicate(self) -> socket.socket | None:
-        return duplicate_socket(self._transport)
 
     def close(self) -> None:
         """Close the duplicate (the transport keeps its own descriptor)."""
