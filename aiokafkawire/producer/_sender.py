@@ -264,7 +264,9 @@ class Sender:
 
     def _drain(self, now: float) -> float | None:
         """Each sink sends what is ready of its queues; seconds until something is due."""
-        force = self.flushing > 0 or self.closing
+        # A send waiting for buffer memory makes every batch ready (the Java client's
+        # "exhausted"): only answers free memory, so none may wait out a linger first.
+        force = self.flushing > 0 or self.closing or self.accumulator.waiting_for_memory > 0
         next_due: float | None = None
         if self._route():
             self.cluster.request_update()

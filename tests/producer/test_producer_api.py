@@ -233,7 +233,12 @@ async def test_broker_message_too_large_is_a_typed_error_without_retries(
         assert (await producer.send_and_wait(topic, b"next", partition=0)).offset == 0
 
 
-async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockCluster) -> None:
+@pytest.mark.parametrize("batch_size", [16 * 1024, 1_000_000])
+async def test_full_buffer_blocks_then_raises_buffer_full(
+    mock_cluster: MockCluster, batch_size: int
+) -> None:
+    """A send waiting for memory for a new batch (16 KiB batches) or to grow the open one (1 MB
+    batches, which grow into the free memory) raises BufferFullError after max_block_ms."""
     topic = unique_topic("bp")
     mock_cluster.create_topic(topic, partitions=1)
     buffer_memory = 64 * 1024
@@ -241,7 +246,7 @@ async def test_full_buffer_blocks_then_raises_buffer_full(mock_cluster: MockClus
         bootstrap_servers=mock_cluster.bootstrap_servers,
         acks=1,
         buffer_memory=buffer_memory,
-        batch_size=16 * 1024,
+        batch_size=batch_size,
         max_block_ms=400,
         linger_ms=0,
         request_timeout_ms=20_000,
@@ -288,15 +293,20 @@ async def test_batches_grow_their_reservation_as_records_arrive(
         assert len(queue) == 1 and queue[0].count == 101
         assert queue[0].reserved == 131072  # 16 KiB -> 32 -> 64 -> 128 KiB: ~100 KB of records
         assert producer.buffered_bytes == 2 * 16384 + 131072
-        # Growing further would exceed buffer_memory: the batch is closed, a new one opens.
+        # Doubling again would exceed buffer_memory: the batch takes what is free instead.  Once
+        # nothing is, the send waits for memory rather than closing the batch early; a waiting
+        # send makes every batch ready (the Java client's "exhausted"), so the batch leaves at
+        # once despite the linger, and the record opens a new batch with the memory it freed.
         first = queue[0]
-        more = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(40)]
-        assert first.full and first.reserved == 131072 and first.count < 141
-        assert queue[-1] is not first and queue[-1].count == 141 - first.count
+        more = [await producer.send(topic, b"v" * 1000, partition=0) for _ in range(80)]
+        assert first.closed and not first.full
+        assert first.reserved in (0, 200_000 - 2 * 16384)  # all that was free (0: released)
+        assert 141 < first.count < 181  # well past the old cut at 128 KiB: no early close
+        assert queue[-1] is not first and queue[-1].count == 181 - first.count
         assert producer.buffered_bytes <= 200_000
         await producer.flush()
         offsets = [(await h).offset for h in handles + more]
-        assert offsets == list(range(1, 141))
+        assert offsets == list(range(1, 181))
         assert producer.buffered_bytes == 0
 
 
