@@ -109,7 +109,8 @@ def librdkafka_shortfall(
             lines.append(f"  p{partition}: offsets unavailable: {exc}")
             continue
         deleted = deleted or low > 0
-        lines.append(f"  p{partition}: log start {low}, end {high}, position {position}")
+        at = position if position >= 0 else "none (nothing read)"
+        lines.append(f"  p{partition}: log start {low}, end {high}, position {at}")
     if deleted:
         lines.append(
             "  the log start moved past 0: records were deleted (DeleteRecords, or retention "
