@@ -103,6 +103,10 @@ _TEST_DEFAULTS: dict[str, str] = {
     "transaction.state.log.num.partitions": "10",
     "share.coordinator.state.topic.num.partitions": "3",
     "num.partitions": "1",
+    # No time retention: Kafka deletes records whose timestamp is older than retention.ms (7 days)
+    # at each retention check (30 s after start, then every 5 min), active segment included, so a
+    # test writing fixed old timestamps lost its records to whichever check fell mid-test.
+    "log.retention.ms": "-1",
     "log.flush.interval.messages": str(2**63 - 1),
     "num.network.threads": "2",
     "num.io.threads": "4",

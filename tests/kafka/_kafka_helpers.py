@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,6 +48,80 @@ async def create_topic(
     return topic
 
 
+# What librdkafka logs while a helper reads: enough to see connections, metadata, the offset
+# lookup and every fetch, should a read come back short.
+LIBRDKAFKA_DEBUG = "topic,metadata,fetch,broker,protocol"
+
+
+class LibrdkafkaLog(logging.Handler):
+    """A confluent-kafka ``logger`` keeping librdkafka's first lines, its last lines other than
+    the steady fetch loop's (offset look-ups, metadata, errors) and the loop's last lines."""
+
+    _FETCH_LOOP = ("Sent FetchRequest", "Received FetchResponse", "Fetch topic", "Fetch 1/")
+
+    def __init__(self, head: int = 40, tail: int = 60, loop: int = 8) -> None:
+        super().__init__(logging.DEBUG)
+        self.head: list[str] = []
+        self.tail: deque[str] = deque(maxlen=tail)
+        self.loop: deque[str] = deque(maxlen=loop)
+        self._head_size = head
+        self.seen = 0
+        # Not registered with ``logging``: one per consumer, gone with it.
+        self.logger = logging.Logger(f"librdkafka-{id(self):x}", logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {record.getMessage()}"
+        self.seen += 1
+        if len(self.head) < self._head_size:
+            self.head.append(line)
+        elif any(marker in line for marker in self._FETCH_LOOP):
+            self.loop.append(line)
+        else:
+            self.tail.append(line)
+
+    def render(self) -> str:
+        kept = len(self.head) + len(self.tail) + len(self.loop)
+        return "\n".join(
+            [
+                *self.head,
+                f"  ... {self.seen - kept} of {self.seen} lines not kept; the last others:",
+                *self.tail,
+                "  the fetch loop's last lines:",
+                *self.loop,
+            ]
+        )
+
+
+def librdkafka_shortfall(
+    consumer: Any, topic: str, partitions: int, got: int, wanted: int, log: LibrdkafkaLog
+) -> str:
+    """Why a librdkafka read came back short: each partition's log start and end offsets (as
+    the broker answers now) and position, then librdkafka's debug log."""
+    lines = [f"librdkafka read {got} messages of {topic}, {wanted} wanted"]
+    deleted = False
+    for partition in range(partitions):
+        tp = ck.TopicPartition(topic, partition)
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            position = consumer.position([tp])[0].offset
+        except ck.KafkaException as exc:
+            lines.append(f"  p{partition}: offsets unavailable: {exc}")
+            continue
+        deleted = deleted or low > 0
+        at = position if position >= 0 else "none (nothing read)"
+        lines.append(f"  p{partition}: log start {low}, end {high}, position {at}")
+    if deleted:
+        lines.append(
+            "  the log start moved past 0: records were deleted (DeleteRecords, or retention "
+            "by record timestamp: KafkaCluster sets log.retention.ms=-1; a config= override "
+            "or a topic's retention.ms brings it back)"
+        )
+    lines.append("librdkafka debug log:")
+    lines.append(log.render())
+    return "\n".join(lines)
+
+
 def read_with_librdkafka(
     bootstrap: str,
     topic: str,
@@ -53,12 +129,18 @@ def read_with_librdkafka(
     *,
     isolation_level: str = "read_committed",
     expected: int | None = None,
+    at_least: int = 1,
     idle_s: float = 3.0,
     timeout_s: float = 30.0,
 ) -> list[Any]:
     """Every message confluent-kafka reads from the start of ``topic``: until ``expected``
-    arrived, or ``idle_s`` of silence after the first message (bounded by ``timeout_s``; a
-    loaded machine can take seconds to the first one); blocking."""
+    arrived, or ``idle_s`` of silence once ``at_least`` arrived (bounded by ``timeout_s``; a
+    loaded machine can take seconds to the first one); blocking.
+
+    Fewer than ``at_least`` (or ``expected``) messages fail with an AssertionError that shows
+    the partitions' offsets and librdkafka's debug log.
+    """
+    log = LibrdkafkaLog()
     consumer = ck.Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -66,6 +148,8 @@ def read_with_librdkafka(
             "enable.auto.commit": False,
             "isolation.level": isolation_level,
             "enable.partition.eof": False,
+            "debug": LIBRDKAFKA_DEBUG,
+            "logger": log.logger,
         }
     )
     try:
@@ -78,7 +162,7 @@ def read_with_librdkafka(
         while time.monotonic() < deadline:
             if expected is not None and len(messages) >= expected:
                 break
-            if last is not None and time.monotonic() - last >= idle_s:
+            if len(messages) >= at_least and last is not None and time.monotonic() - last >= idle_s:
                 break
             message = consumer.poll(0.2)
             if message is None:
@@ -86,6 +170,11 @@ def read_with_librdkafka(
             assert not message.error(), message.error()
             messages.append(message)
             last = time.monotonic()
+        wanted = max(at_least, expected or 0)
+        if len(messages) < wanted:
+            raise AssertionError(
+                librdkafka_shortfall(consumer, topic, partitions, len(messages), wanted, log)
+            )
         return messages
     finally:
         consumer.close()

@@ -11,7 +11,7 @@ import pytest
 from _kafka_helpers import create_topic, read_all, read_with_librdkafka, requires
 from _producer_helpers import fetch_raw_batches
 
-from aiokafkawire import errors
+from aiokafkawire import Admin, errors
 from aiokafkawire.producer import Producer
 from aiokafkawire.protocol.records import CompressionType
 from aiokafkawire.structs import TopicPartition
@@ -72,7 +72,9 @@ async def test_broker_recompression_reads_back_exactly(
     assert [(r.key, r.value, r.timestamp, list(r.headers)) for r in ours] == [
         (s["key"], s["value"], s["timestamp"], s["headers"]) for s in sent
     ]
-    theirs = await asyncio.to_thread(read_with_librdkafka, bootstrap, topic, idle_s=1.0)
+    theirs = await asyncio.to_thread(
+        read_with_librdkafka, bootstrap, topic, at_least=len(sent), idle_s=1.0
+    )
     assert [(m.key(), m.value(), m.timestamp()[1], m.headers() or []) for m in theirs] == [
         (s["key"], s["value"], s["timestamp"], s["headers"]) for s in sent
     ]
@@ -94,7 +96,9 @@ async def test_every_codec_of_ours_read_by_both_clients(
     stored = {batch.compression_type for batch in await fetch_raw_batches(bootstrap, topic)}
     assert stored == {CompressionType[(codec or "none").upper()]}
     ours = await read_all(bootstrap, [TopicPartition(topic, 0)], expected=len(sent))
-    theirs = await asyncio.to_thread(read_with_librdkafka, bootstrap, topic, idle_s=1.0)
+    theirs = await asyncio.to_thread(
+        read_with_librdkafka, bootstrap, topic, at_least=len(sent), idle_s=1.0
+    )
     expected = [(s["key"], s["value"], s["timestamp"], s["headers"]) for s in sent]
     assert [(r.key, r.value, r.timestamp, list(r.headers)) for r in ours] == expected
     assert [(m.key(), m.value(), m.timestamp()[1], m.headers() or []) for m in theirs] == expected
@@ -119,3 +123,22 @@ async def test_record_over_max_message_bytes_fails_typed_without_retries(
         )
         after = await producer.send_and_wait(topic, b"z" * 100, partition=0)
         assert after.offset == 1  # the producer goes on
+
+
+async def test_a_short_librdkafka_read_explains_itself(kafka_cluster: KafkaCluster) -> None:
+    # As when retention deleted a test's records before librdkafka read them (a CI run saw []):
+    # the helper fails, naming the partition's offsets and showing librdkafka's debug log.
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = await create_topic(bootstrap, "short-read", 1)
+    tp = TopicPartition(topic, 0)
+    async with Producer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
+        for i in range(3):
+            await producer.send_and_wait(topic, b"v%d" % i, partition=0)
+    async with Admin(bootstrap_servers=bootstrap) as admin:
+        await admin.delete_records({tp: 3})
+    with pytest.raises(AssertionError) as info:
+        await asyncio.to_thread(read_with_librdkafka, bootstrap, topic, at_least=3, timeout_s=2)
+    text = str(info.value)
+    assert f"librdkafka read 0 messages of {topic}, 3 wanted" in text
+    assert "p0: log start 3, end 3" in text and "records were deleted" in text
+    assert f"Start consuming {topic} [0] at offset BEGINNING" in text  # the debug log

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from aiokafkawire import Admin, Consumer, NewTopic, Producer
+from aiokafkawire.admin import ConfigResource, ResourceType
 from aiokafkawire.errors import KafkaTimeoutError
 from aiokafkawire.net.tls import create_ssl_context
 from aiokafkawire.structs import TopicPartition
@@ -76,6 +77,20 @@ def test_newest_4x_broker_serves_our_client(kafka_cluster: KafkaCluster) -> None
     values = asyncio.run(_round_trip(kafka_cluster.bootstrap_servers))
     assert values == [b"v%d" % i for i in range(100)]
     assert "Kafka Server started" in kafka_cluster.logs(1)
+
+
+def test_topics_have_no_time_retention(kafka_cluster: KafkaCluster) -> None:
+    # Kafka deletes records older than retention.ms (7 days, by record timestamp) at each
+    # retention check, so a test writing a fixed 2023 timestamp lost them if one fell mid-test.
+    async def main() -> None:
+        topic = f"old-ts-{uuid.uuid4().hex[:8]}"
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        async with Admin(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
+            assert (await admin.create_topics([NewTopic(topic, 1)]))[topic].error is None
+            entries = (await admin.describe_configs([resource]))[resource].entries
+        assert entries["retention.ms"].value == "-1"
+
+    asyncio.run(main())
 
 
 def test_kafka_39_serves_the_oldest_protocol_versions(kafka_cluster_39: KafkaCluster) -> None:
