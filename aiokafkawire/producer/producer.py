@@ -527,8 +527,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:
         """Deliver what is buffered (unless ``flush=False``), then stop and disconnect.
 
-        ``timeout`` bounds the flush (seconds); records still undelivered then fail with
-        :class:`~aiokafkawire.errors.ClientClosedError`.  Without it, as the Java client's
+        ``timeout`` bounds the flush and the terminating telemetry push (seconds); records
+        still undelivered then fail with :class:`~aiokafkawire.errors.ClientClosedError`.
+        Without it, as the Java client's
         ``close()``, a record the cluster cannot take waits up to ``delivery_timeout_ms``
         (2 minutes by default): a service stopping on a signal should pass a ``timeout``.
         """
@@ -540,6 +541,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         self._update_send_checks()
         self._fast_append = None
         self._accumulator.close()
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             if self._started and flush and self._sender is not None:
                 try:
@@ -547,7 +549,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 except (TimeoutError, errors.KafkaError) as exc:
                     log.warning("producer close: flush did not complete: %s", exc)
             if self._telemetry is not None:
-                await self._telemetry.close()  # the terminating push (KIP-714)
+                await self._close_telemetry(deadline)
             if self._sender is not None:
                 await self._sender.stop()
             self._accumulator.fail_all(errors.ClientClosedError("the producer was closed"))
@@ -555,6 +557,15 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 await self._cluster.close()
         finally:
             self._closing.set_result(None)
+
+    async def _close_telemetry(self, deadline: float | None) -> None:
+        """The terminating telemetry push (KIP-714), within what is left of close's timeout."""
+        assert self._telemetry is not None
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            await asyncio.wait_for(self._telemetry.close(), remaining)
+        except TimeoutError:
+            log.warning("producer close: the terminating telemetry push was cut short (timeout)")
 
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name): flush, then disconnect."""

@@ -317,19 +317,27 @@ async def test_close_wakes_a_send_blocked_on_the_buffer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         buffer_memory=2 * 16384,
         batch_size=16384,
-        linger_ms=60_000,  # the two open batches keep holding the whole buffer
+        linger_ms=60_000,
         max_block_ms=60_000,
+        request_timeout_ms=60_000,
     )
     await producer.start()
     try:
         held = [await producer.send(topic, b"x", partition=p) for p in (0, 1)]
         assert producer.buffered_bytes == 2 * 16384
+        # The waiting send makes the two batches leave at once (the buffer is "exhausted"), but
+        # no answer comes to free their memory.
+        mock_cluster.set_broker_rtt(-1, 30_000)
         blocked = asyncio.ensure_future(producer.send(topic, b"y", partition=2))
         for _ in range(20):  # let it run up to the point where it waits for memory
             await asyncio.sleep(0)
         assert not blocked.done()
     finally:
-        await producer.close(flush=False)
+        started = time.monotonic()
+        await producer.close(0.3, flush=False)
+        # The timeout bounds the whole close: the terminating telemetry push, which no answer
+        # ends either, took its own 5 s before.
+        assert time.monotonic() - started < 3
     with pytest.raises(errors.ClientClosedError):
         await blocked
     for handle in held:
