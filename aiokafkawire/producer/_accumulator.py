@@ -299,12 +299,14 @@ class RecordAccumulator:
         if handle is not None or batch.full or batch.closed:
             return handle
         deadline = time.monotonic() + self.max_block_ms / 1000
-        while not (batch.full or batch.closed):
+        queue = self.batches[batch.tp]
+        while True:
             await self.wait_for_memory(size, deadline)
+            if batch.full or batch.closed or not queue or queue[-1] is not batch:
+                return None  # sent, failed or aborted meanwhile: the record opens a new batch
             handle = self._append_to_open(batch, timestamp, key, value, headers, size, True)
             if handle is not None:
                 return handle
-        return None
 
     def _append_to_open(
         self,
