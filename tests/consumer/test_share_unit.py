@@ -455,7 +455,9 @@ def test_compiled_acknowledge_settles_accepts_and_hands_the_rest_to_the_method(
         calls.append(args + tuple(kwargs.items()))
         python_method(self, *args, **kwargs)
 
-    monkeypatch.setattr(ShareConsumer, "acknowledge", accelerator.ShareAckMethod(counting, A))
+    monkeypatch.setattr(
+        ShareConsumer, "acknowledge", accelerator.ShareAckMethod(counting, A, Acknowledgements)
+    )
     consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
     acks: Acknowledgements = consumer._acks
     acks.acquire(TP, 0, 9, 1, 30_000)
@@ -502,6 +504,32 @@ def test_compiled_acknowledge_settles_accepts_and_hands_the_rest_to_the_method(
     with pytest.raises(errors.IllegalStateError):  # (not started: that error comes first)
         implicit.acknowledge(records[1])
     assert len(calls) == 4 and implicit._acks.held_offsets(TP) == [1, 2]
+
+
+def test_compiled_acknowledge_reads_only_acknowledgements_itself_in_place() -> None:
+    accelerator = _compiled_acknowledge()
+
+    class Plain:  # the names, but as class attributes, not slots
+        renewed_held = acquired_offsets = pending_offsets = clock = None
+
+    with pytest.raises(TypeError, match="slot"):
+        accelerator.ShareAckMethod(lambda self, record: None, A, Plain)
+
+    class Counting(Acknowledgements):  # a subclass: the Python method settles every record
+        __slots__ = ("calls",)
+
+        def acknowledge_record(self, record: Any, ack_type: AcknowledgeType) -> None:
+            self.calls += 1
+            super().acknowledge_record(record, ack_type)
+
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks = consumer._acks = consumer._open_acks = Counting()
+    acks.calls = 0
+    acks.acquire(TP, 0, 3, 1, 30_000)
+    for record in _share_records([0, 1, 2, 3]):
+        consumer.acknowledge(record)
+    # The method's ack_held settles records 1 and 2 (0 is the first pending, 3 the last held).
+    assert acks.calls == 2 and acks.take_pending() == {TP: dict.fromkeys(range(4), A)}
 
 
 async def test_compiled_acknowledge_refuses_after_close() -> None:

@@ -774,5 +774,5 @@ if _ack_accelerator is not None and not TYPE_CHECKING:
     # open explicit-mode consumer, see _crecords.c "ShareAckMethod"); anything else calls the
     # method above with the same arguments.
     ShareConsumer.acknowledge = _ack_accelerator.ShareAckMethod(
-        ShareConsumer.acknowledge, AcknowledgeType.ACCEPT
+        ShareConsumer.acknowledge, AcknowledgeType.ACCEPT, Acknowledgements
     )

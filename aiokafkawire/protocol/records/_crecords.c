@@ -32,7 +32,7 @@
  *       Not a record loop: the common case of a share consumer's explicit acknowledgement
  *       (consumer/share/acknowledgements.py, pure twin _ack_held), False for anything else.
  *
- *   ShareAckMethod(function, accept): a type; consumer/share/consumer.py makes it
+ *   ShareAckMethod(function, accept, acks_class): a type; consumer/share/consumer.py makes it
  *       ShareConsumer.acknowledge (wrapping the Python method): an ACCEPT of a held record on
  *       an open explicit-mode consumer settles in C (share_ack_held's work, no Python frame),
  *       anything else calls the Python method.
@@ -1617,16 +1617,22 @@ share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * common case (consumer/share/consumer.py sets it on the class, as the producer's SendMethod
  * wraps Producer.send).  A call acknowledge(record), acknowledge(record, "accept" or accept)
  * or acknowledge(record, type="accept" or accept) on a consumer whose _open_acks is not None
- * (explicit mode, neither closed nor failed: the Python method's own test) and tracks no
- * renewed offset settles the record with ack_held above.  Anything else (another type or call shape, a closed or failed
+ * (explicit mode, neither closed nor failed: the Python method's own test), an
+ * Acknowledgements exactly (acks_class: its __slots__ renewed_held, acquired_offsets,
+ * pending_offsets and clock are found once and read in place), that tracks no renewed offset,
+ * settles the record with ack_held above.  Anything else (another type or call shape, a closed or failed
  * consumer, a record ack_held does not settle) calls the wrapped function with the same
  * arguments: it decides, and raises its typed errors.  Every other attribute (__doc__,
  * __name__, __wrapped__ for inspect.signature...) is the wrapped function's.
  */
+enum { ACK_RENEWED, ACK_ACQUIRED, ACK_PENDING, ACK_CLOCK, ACK_SLOTS };
+
 typedef struct {
     PyObject_HEAD
-    PyObject *func;   /* ShareConsumer.acknowledge, the Python function */
-    PyObject *accept; /* AcknowledgeType.ACCEPT */
+    PyObject *func;       /* ShareConsumer.acknowledge, the Python function */
+    PyObject *accept;     /* AcknowledgeType.ACCEPT */
+    PyObject *acks_class; /* Acknowledgements: its four slots are read in place */
+    Py_ssize_t slot_offsets[ACK_SLOTS]; /* renewed_held, acquired_offsets, pending_offsets, clock */
     vectorcallfunc vectorcall;
 } ShareAckMethod;
 
@@ -1649,27 +1655,33 @@ ack_attribute(PyObject *obj, PyObject *name)
 static int
 ack_common_case(ShareAckMethod *self, PyObject *consumer, PyObject *record)
 {
-    PyObject *acks, *renewed, *acquired, *pending, *clock;
-    int result = 0;
+    PyObject *acks, *slots[ACK_SLOTS];
+    int i, result = 0;
 
     acks = ack_attribute(consumer, str_open_acks);
     if (acks == NULL || acks == Py_None) {
         Py_XDECREF(acks);
         return 0;
     }
-    renewed = ack_attribute(acks, str_renewed_held);
-    acquired = ack_attribute(acks, str_acquired_offsets);
-    pending = ack_attribute(acks, str_pending_offsets);
-    clock = ack_attribute(acks, str_clock);
-    Py_DECREF(acks);
-    if (renewed != NULL && PyDict_CheckExact(renewed) && PyDict_GET_SIZE(renewed) == 0
-        && acquired != NULL && pending != NULL && clock != NULL) {
-        result = ack_held(acquired, pending, record, self->accept, clock);
+    if ((PyObject *)Py_TYPE(acks) != self->acks_class) {
+        Py_DECREF(acks); /* a subclass, or anything else: the method decides */
+        return 0;
     }
-    Py_XDECREF(renewed);
-    Py_XDECREF(acquired);
-    Py_XDECREF(pending);
-    Py_XDECREF(clock);
+    /* Acknowledgements itself: its slots read in place (unset ones are NULL). */
+    for (i = 0; i < ACK_SLOTS; i++) {
+        slots[i] = *(PyObject **)((char *)acks + self->slot_offsets[i]);
+        Py_XINCREF(slots[i]);
+    }
+    Py_DECREF(acks);
+    if (slots[ACK_RENEWED] != NULL && PyDict_CheckExact(slots[ACK_RENEWED])
+        && PyDict_GET_SIZE(slots[ACK_RENEWED]) == 0 && slots[ACK_ACQUIRED] != NULL
+        && slots[ACK_PENDING] != NULL && slots[ACK_CLOCK] != NULL) {
+        result = ack_held(slots[ACK_ACQUIRED], slots[ACK_PENDING], record, self->accept,
+                          slots[ACK_CLOCK]);
+    }
+    for (i = 0; i < ACK_SLOTS; i++) {
+        Py_XDECREF(slots[i]);
+    }
     return result;
 }
 
@@ -1711,23 +1723,58 @@ wrapped:
     return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
 }
 
+/* The offset of an object slot (__slots__ member) of cls, or -1 with TypeError set. */
+static Py_ssize_t
+ack_slot_offset(PyObject *cls, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(cls, name);
+    Py_ssize_t offset = -1;
+
+    if (descr == NULL) {
+        return -1;
+    }
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)
+        && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX
+        && !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY)) {
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "ShareAckMethod: %R is not an object slot of %R", name,
+                     cls);
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
 static PyObject *
 ShareAckMethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *func, *accept;
+    PyObject *func, *accept, *acks_class, *names[ACK_SLOTS];
+    Py_ssize_t offsets[ACK_SLOTS];
     ShareAckMethod *self;
+    int i;
 
     if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
         PyErr_SetString(PyExc_TypeError, "ShareAckMethod takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OO:ShareAckMethod", &func, &accept)) {
+    if (!PyArg_ParseTuple(args, "OOO:ShareAckMethod", &func, &accept, &acks_class)) {
         return NULL;
     }
-    if (!PyFunction_Check(func)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "ShareAckMethod(function, accept): ShareConsumer.acknowledge");
+    if (!PyFunction_Check(func) || !PyType_Check(acks_class)) {
+        PyErr_SetString(PyExc_TypeError, "ShareAckMethod(function, accept, acks_class): "
+                                         "ShareConsumer.acknowledge, ACCEPT, Acknowledgements");
         return NULL;
+    }
+    names[ACK_RENEWED] = str_renewed_held;
+    names[ACK_ACQUIRED] = str_acquired_offsets;
+    names[ACK_PENDING] = str_pending_offsets;
+    names[ACK_CLOCK] = str_clock;
+    for (i = 0; i < ACK_SLOTS; i++) {
+        offsets[i] = ack_slot_offset(acks_class, names[i]);
+        if (offsets[i] < 0) {
+            return NULL;
+        }
     }
     self = (ShareAckMethod *)type->tp_alloc(type, 0);
     if (self == NULL) {
@@ -1735,8 +1782,11 @@ ShareAckMethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     Py_INCREF(func);
     Py_INCREF(accept);
+    Py_INCREF(acks_class);
     self->func = func;
     self->accept = accept;
+    self->acks_class = acks_class;
+    memcpy(self->slot_offsets, offsets, sizeof(offsets));
     self->vectorcall = (vectorcallfunc)ShareAckMethod_vectorcall;
     return (PyObject *)self;
 }
@@ -1746,6 +1796,7 @@ ShareAckMethod_traverse(ShareAckMethod *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->func);
     Py_VISIT(self->accept);
+    Py_VISIT(self->acks_class);
     return 0;
 }
 
@@ -1754,6 +1805,7 @@ ShareAckMethod_clear(ShareAckMethod *self)
 {
     Py_CLEAR(self->func);
     Py_CLEAR(self->accept);
+    Py_CLEAR(self->acks_class);
     return 0;
 }
 
