@@ -400,6 +400,37 @@ def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
     assert not ack_held(acks.acquired_offsets, acks.pending_offsets, late, A, time.monotonic)
 
 
+@pytest.mark.parametrize("ack_held", _ack_held_twins())
+def test_ack_held_finds_each_record_s_own_partition(ack_held: Any) -> None:
+    # The compiled twin keeps the last record's partition key: records of other partitions, and
+    # of an equal topic name in another string object, must still find their own.
+    acks = Acknowledgements()
+    other = TopicPartition("jobs", 1)
+    twin_topic = "".join(["jo", "bs"])  # equal to "jobs", another object
+    for tp in (TP, other, TopicPartition(twin_topic, 2)):
+        acks.acquire(tp, 0, 9, 1, 30_000)
+        acks.acknowledge(tp, 0, A)
+    for offset in range(1, 5):
+        for partition in (0, 1, 2):
+            record = ShareRecord(
+                twin_topic if partition == 2 else "jobs",
+                partition,
+                offset,
+                0,
+                0,
+                None,
+                b"",
+                (),
+                None,
+                1,
+            )
+            assert ack_held(acks.acquired_offsets, acks.pending_offsets, record, A, time.monotonic)
+    assert acks.take_pending() == {
+        tp: dict.fromkeys(range(5), A) for tp in (TP, other, TopicPartition("jobs", 2))
+    }
+    assert [acks.held_offsets(tp) for tp in (TP, other)] == [list(range(5, 10))] * 2
+
+
 def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:
     consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
     acks: Acknowledgements = consumer._acks

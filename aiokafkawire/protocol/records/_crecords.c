@@ -1523,6 +1523,10 @@ read_clock(PyObject *clock, double *now)
     return *now == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* The (topic, partition) key of the last record ack_held saw, and its hash. */
+static PyObject *ack_key = NULL;
+static Py_hash_t ack_key_hash;
+
 /* share_ack_held's work: 1 settled, 0 not the common case (nothing changed), -1 an error. */
 static int
 ack_held(PyObject *acquired_by_tp, PyObject *pending_by_tp, PyObject *record,
@@ -1540,14 +1544,27 @@ ack_held(PyObject *acquired_by_tp, PyObject *pending_by_tp, PyObject *record,
     if (read_clock(clock, &now) < 0) {
         return -1;
     }
-    key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));
-    if (key == NULL) {
-        return -1;
+    /* The records of one fetch share their topic and partition objects: their key (and its
+     * hash) is made once and kept for the next call. */
+    key = ack_key;
+    if (key != NULL && PyTuple_GET_ITEM(key, 0) == PyTuple_GET_ITEM(record, 0)
+        && PyTuple_GET_ITEM(key, 1) == PyTuple_GET_ITEM(record, 1)) {
+        Py_INCREF(key);
+        hash = ack_key_hash;
     }
-    hash = PyObject_Hash(key);
-    if (hash == -1) {
-        Py_DECREF(key);
-        return -1;
+    else {
+        key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));
+        if (key == NULL) {
+            return -1;
+        }
+        hash = PyObject_Hash(key);
+        if (hash == -1) {
+            Py_DECREF(key);
+            return -1;
+        }
+        Py_INCREF(key);
+        Py_XSETREF(ack_key, key);
+        ack_key_hash = hash;
     }
     acquired = _PyDict_GetItem_KnownHash(acquired_by_tp, key, hash);
     Py_XINCREF(acquired);
