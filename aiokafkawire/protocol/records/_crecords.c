@@ -1523,6 +1523,14 @@ read_clock(PyObject *clock, double *now)
     return *now == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* A dict lookup with the key's hash known: CPython's own (exported, private) up to 3.13, the
+ * public lookup (which hashes again) after. */
+#if PY_VERSION_HEX < 0x030E0000
+#define ACK_DICT_GET(dict, key, hash) _PyDict_GetItem_KnownHash((dict), (key), (hash))
+#else
+#define ACK_DICT_GET(dict, key, hash) PyDict_GetItemWithError((dict), (key))
+#endif
+
 /* The (topic, partition) key of the last record ack_held saw, and its hash. */
 static PyObject *ack_key = NULL;
 static Py_hash_t ack_key_hash;
@@ -1566,9 +1574,9 @@ ack_held(PyObject *acquired_by_tp, PyObject *pending_by_tp, PyObject *record,
         Py_XSETREF(ack_key, key);
         ack_key_hash = hash;
     }
-    acquired = _PyDict_GetItem_KnownHash(acquired_by_tp, key, hash);
+    acquired = ACK_DICT_GET(acquired_by_tp, key, hash);
     Py_XINCREF(acquired);
-    pending = acquired == NULL ? NULL : _PyDict_GetItem_KnownHash(pending_by_tp, key, hash);
+    pending = acquired == NULL ? NULL : ACK_DICT_GET(pending_by_tp, key, hash);
     Py_XINCREF(pending);
     Py_DECREF(key);
     if (PyErr_Occurred()) {
@@ -1751,7 +1759,7 @@ ack_slot_offset(PyObject *cls, PyObject *name)
         return -1;
     }
     if (Py_IS_TYPE(descr, &PyMemberDescr_Type)
-        && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX
+        && ((PyMemberDescrObject *)descr)->d_member->type == MEMBER_OBJECT_EX
         && !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY)) {
         offset = ((PyMemberDescrObject *)descr)->d_member->offset;
     }
