@@ -4,6 +4,7 @@ session state machine, record delivery from acquired ranges, the consumer's opti
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import time
 import uuid
@@ -399,6 +400,37 @@ def test_ack_held_settles_only_the_common_case(ack_held: Any) -> None:
     assert not ack_held(acks.acquired_offsets, acks.pending_offsets, late, A, time.monotonic)
 
 
+@pytest.mark.parametrize("ack_held", _ack_held_twins())
+def test_ack_held_finds_each_record_s_own_partition(ack_held: Any) -> None:
+    # The compiled twin keeps the last record's partition key: records of other partitions, and
+    # of an equal topic name in another string object, must still find their own.
+    acks = Acknowledgements()
+    other = TopicPartition("jobs", 1)
+    twin_topic = "".join(["jo", "bs"])  # equal to "jobs", another object
+    for tp in (TP, other, TopicPartition(twin_topic, 2)):
+        acks.acquire(tp, 0, 9, 1, 30_000)
+        acks.acknowledge(tp, 0, A)
+    for offset in range(1, 5):
+        for partition in (0, 1, 2):
+            record = ShareRecord(
+                twin_topic if partition == 2 else "jobs",
+                partition,
+                offset,
+                0,
+                0,
+                None,
+                b"",
+                (),
+                None,
+                1,
+            )
+            assert ack_held(acks.acquired_offsets, acks.pending_offsets, record, A, time.monotonic)
+    assert acks.take_pending() == {
+        tp: dict.fromkeys(range(5), A) for tp in (TP, other, TopicPartition("jobs", 2))
+    }
+    assert [acks.held_offsets(tp) for tp in (TP, other)] == [list(range(5, 10))] * 2
+
+
 def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> None:
     consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
     acks: Acknowledgements = consumer._acks
@@ -419,10 +451,134 @@ def test_consumer_acknowledge_refuses_twice_unknown_and_non_records_typed() -> N
     assert acks.held_offsets(TP) == list(range(5, 10))
 
 
+def _compiled_acknowledge() -> Any:
+    from aiokafkawire.consumer.share import consumer as share_consumer
+
+    accelerator = share_consumer._ack_accelerator
+    if accelerator is None:
+        pytest.skip("the compiled extension is not built (or AIOKAFKAWIRE_PURE_PYTHON)")
+    return accelerator
+
+
+def test_compiled_acknowledge_keeps_the_method_s_face() -> None:
+    accelerator = _compiled_acknowledge()
+    method = ShareConsumer.__dict__["acknowledge"]
+    assert isinstance(method, accelerator.ShareAckMethod)
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    python_method = method.__wrapped__
+    assert list(inspect.signature(consumer.acknowledge).parameters) == ["record", "type"]
+    assert inspect.signature(ShareConsumer.acknowledge) == inspect.signature(python_method)
+    assert consumer.acknowledge.__doc__ == python_method.__doc__
+    assert consumer.acknowledge.__doc__.startswith("Acknowledge one delivered record")
+    assert ShareConsumer.acknowledge.__name__ == "acknowledge"
+    assert ShareConsumer.acknowledge.__qualname__ == "ShareConsumer.acknowledge"
+    assert inspect.getdoc(consumer.acknowledge) == inspect.getdoc(python_method)
+
+
+def test_compiled_acknowledge_settles_accepts_and_hands_the_rest_to_the_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    accelerator = _compiled_acknowledge()
+    python_method = ShareConsumer.__dict__["acknowledge"].__wrapped__
+    calls: list[tuple[Any, ...]] = []
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(args + tuple(kwargs.items()))
+        python_method(self, *args, **kwargs)
+
+    monkeypatch.setattr(
+        ShareConsumer, "acknowledge", accelerator.ShareAckMethod(counting, A, Acknowledgements)
+    )
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 9, 1, 30_000)
+    records = _share_records(list(range(10)))
+    consumer.acknowledge(records[0])  # the partition's first pending offset: the method
+    assert len(calls) == 1
+    # Every spelling of ACCEPT, on a held record: settled without the method.
+    consumer.acknowledge(records[1])
+    consumer.acknowledge(records[2], "accept")
+    consumer.acknowledge(records[3], A)
+    consumer.acknowledge(records[4], type="accept")
+    consumer.acknowledge(records[5], "".join(["acc", "ept"]))  # equal, not the same object
+    assert len(calls) == 1
+    # Anything else goes to the method, with the same arguments.
+    consumer.acknowledge(records[6], "release")
+    consumer.acknowledge(records[7], "Accept")  # a name parse() knows, not the fast spelling
+    consumer.acknowledge(record=records[8])
+    with pytest.raises(errors.IllegalStateError, match="not held"):
+        consumer.acknowledge(records[1])  # acknowledged already
+    with pytest.raises(errors.KafkaTypeError, match="ShareRecord"):
+        consumer.acknowledge(("jobs", 0, 9))
+    with pytest.raises(TypeError):
+        consumer.acknowledge()
+    handed = [records[6], records[7], ("record", records[8]), records[1]]
+    assert [c[0] for c in calls[1:5]] == handed
+    assert len(calls) == 7
+    assert acks.take_pending() == {TP: {0: A, 1: A, 2: A, 3: A, 4: A, 5: A, 6: R, 7: A, 8: A}}
+    # While an offset is renewed, a failed consumer, implicit mode: the method decides.
+    acks.acquire(TP, 10, 12, 1, 30_000)
+    acks.acknowledge(TP, 10, AcknowledgeType.RENEW, 1)
+    later = _share_records([10, 11, 12])
+    calls.clear()
+    consumer.acknowledge(later[1])
+    consumer.acknowledge(later[0])  # settles the renewed offset
+    assert len(calls) == 2 and not acks.renewed_held
+    consumer._started = True  # as after start(): the fatal error is what the call raises
+    consumer._set_fatal(errors.KafkaError("gone"))
+    with pytest.raises(errors.KafkaError, match="gone"):
+        consumer.acknowledge(later[2])  # held, and the common case if it were not failed
+    assert len(calls) == 3 and acks.held_offsets(TP) == [9, 12]
+    implicit: Any = ShareConsumer("jobs", group_id="g")
+    implicit._acks.acquire(TP, 0, 2, 1, 30_000)
+    implicit._acks.acknowledge(TP, 0, A)
+    with pytest.raises(errors.IllegalStateError):  # (not started: that error comes first)
+        implicit.acknowledge(records[1])
+    assert len(calls) == 4 and implicit._acks.held_offsets(TP) == [1, 2]
+
+
+def test_compiled_acknowledge_reads_only_acknowledgements_itself_in_place() -> None:
+    accelerator = _compiled_acknowledge()
+
+    class Plain:  # the names, but as class attributes, not slots
+        renewed_held = acquired_offsets = pending_offsets = clock = None
+
+    with pytest.raises(TypeError, match="slot"):
+        accelerator.ShareAckMethod(lambda self, record: None, A, Plain)
+
+    class Counting(Acknowledgements):  # a subclass: the Python method settles every record
+        __slots__ = ("calls",)
+
+        def acknowledge_record(self, record: Any, ack_type: AcknowledgeType) -> None:
+            self.calls += 1
+            super().acknowledge_record(record, ack_type)
+
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks = consumer._acks = consumer._open_acks = Counting()
+    acks.calls = 0
+    acks.acquire(TP, 0, 3, 1, 30_000)
+    for record in _share_records([0, 1, 2, 3]):
+        consumer.acknowledge(record)
+    # The method's ack_held settles records 1 and 2 (0 is the first pending, 3 the last held).
+    assert acks.calls == 2 and acks.take_pending() == {TP: dict.fromkeys(range(4), A)}
+
+
+async def test_compiled_acknowledge_refuses_after_close() -> None:
+    consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
+    acks: Acknowledgements = consumer._acks
+    acks.acquire(TP, 0, 3, 1, 30_000)
+    records = _share_records([0, 1, 2, 3])
+    consumer.acknowledge(records[0])
+    await consumer.close()
+    with pytest.raises(errors.ClientClosedError):
+        consumer.acknowledge(records[1])  # held, and would be the common case if open
+    assert acks.held_offsets(TP) == [1, 2, 3]
+
+
 def test_consumer_acknowledge_after_the_lock_expired_is_an_outcome_not_a_send() -> None:
     consumer: Any = ShareConsumer("jobs", group_id="g", acknowledgement_mode="explicit")
     clock = FakeClock()
-    acks = consumer._acks = Acknowledgements(clock)
+    acks = consumer._acks = consumer._open_acks = Acknowledgements(clock)
     acks.acquire(TP, 0, 3, 1, 1_000)
     records = _share_records([0, 1, 2, 3])
     consumer.acknowledge(records[0])

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
+from aiokafkawire._compiled import load_accelerator
 from aiokafkawire._tasks import TaskSupervisor
 from aiokafkawire._waits import timeout_after
 from aiokafkawire.client_config import (
@@ -276,6 +277,10 @@ class ShareConsumer(
         self._fatal: errors.KafkaError | None = None
         self._started = False
         self._closed = False
+        #: The bookkeeping acknowledge() may change: ``_acks`` in explicit mode until the
+        #: consumer closes or fails for good, else None (the one attribute the compiled
+        #: acknowledge reads of this object; close() and _set_fatal clear it).
+        self._open_acks: Acknowledgements | None = self._acks if self._explicit else None
 
     def __repr__(self) -> str:
         mode = "explicit" if self._explicit else "implicit"
@@ -377,6 +382,7 @@ class ShareConsumer(
         if self._closed:
             return
         self._closed = True
+        self._open_acks = None
         if not self._started:
             return
         budget = CloseBudget("share consumer", seconds)
@@ -436,6 +442,7 @@ class ShareConsumer(
         if self._fatal is None:
             log.error("share consumer of group %r failed: %s", self._group_id, error)
             self._fatal = error
+            self._open_acks = None
 
     @property
     def _member_id(self) -> str:
@@ -608,7 +615,8 @@ class ShareConsumer(
 
         An unknown type raises :class:`~aiokafkawire.errors.KafkaValueError`.
         """
-        if not self._explicit or self._closed or self._fatal is not None:
+        acks = self._open_acks  # None: implicit mode, closed, or failed for good
+        if acks is None:
             self._require_started()
             raise errors.IllegalStateError(
                 "acknowledge() needs acknowledgement_mode='explicit' (implicit mode accepts "
@@ -621,8 +629,8 @@ class ShareConsumer(
         if ack_type is None:
             ack_type = AcknowledgeType.parse(type)
         # The common case in one call to ``ack_held`` (compiled: one dict entry moved, the
-        # clock read in C).
-        acks = self._acks
+        # clock read in C); with the extension built, ShareAckMethod (the compiled
+        # acknowledge, end of this module) settles an ACCEPT so before coming here.
         if (
             ack_type is _RENEW
             or acks.renewed_held
@@ -758,3 +766,13 @@ class ShareConsumer(
 
 async def _await(awaitable: Any) -> None:
     await awaitable
+
+
+_ack_accelerator: Any = load_accelerator("aiokafkawire.protocol.records._crecords")
+if _ack_accelerator is not None and not TYPE_CHECKING:
+    # acknowledge without a Python frame in its common case (an ACCEPT of a held record, on an
+    # open explicit-mode consumer, see _crecords.c "ShareAckMethod"); anything else calls the
+    # method above with the same arguments.
+    ShareConsumer.acknowledge = _ack_accelerator.ShareAckMethod(
+        ShareConsumer.acknowledge, AcknowledgeType.ACCEPT, Acknowledgements
+    )

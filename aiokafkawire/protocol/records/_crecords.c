@@ -32,6 +32,11 @@
  *       Not a record loop: the common case of a share consumer's explicit acknowledgement
  *       (consumer/share/acknowledgements.py, pure twin _ack_held), False for anything else.
  *
+ *   ShareAckMethod(function, accept, acks_class): a type; consumer/share/consumer.py makes it
+ *       ShareConsumer.acknowledge (wrapping the Python method): an ACCEPT of a held record on
+ *       an open explicit-mode consumer settles in C (share_ack_held's work, no Python frame),
+ *       anything else calls the Python method.
+ *
  *   encode_record(buffer, offset_delta, timestamp_delta, key, value, headers, batch_size)
  *       -> bool | None
  *       Appends one record (length-prefixed) to the bytearray ``buffer``, or returns False when
@@ -1518,33 +1523,60 @@ read_clock(PyObject *clock, double *now)
     return *now == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
-static PyObject *
-share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* A dict lookup with the key's hash known: CPython's own (exported, private) up to 3.13, the
+ * public lookup (which hashes again) after. */
+#if PY_VERSION_HEX < 0x030E0000
+#define ACK_DICT_GET(dict, key, hash) _PyDict_GetItem_KnownHash((dict), (key), (hash))
+#else
+#define ACK_DICT_GET(dict, key, hash) PyDict_GetItemWithError((dict), (key))
+#endif
+
+/* The (topic, partition) key of the last record ack_held saw, and its hash. */
+static PyObject *ack_key = NULL;
+static Py_hash_t ack_key_hash;
+
+/* share_ack_held's work: 1 settled, 0 not the common case (nothing changed), -1 an error. */
+static int
+ack_held(PyObject *acquired_by_tp, PyObject *pending_by_tp, PyObject *record,
+         PyObject *ack_type, PyObject *clock)
 {
-    PyObject *record, *key, *acquired, *pending, *entry, *offset;
+    PyObject *key, *acquired, *pending, *entry, *offset;
+    Py_hash_t hash;
     double now, deadline;
     int same, result = 0;
 
-    (void)module;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "share_ack_held takes 5 positional arguments");
-        return NULL;
+    if (!PyDict_CheckExact(acquired_by_tp) || !PyDict_CheckExact(pending_by_tp)
+        || !PyTuple_Check(record) || PyTuple_GET_SIZE(record) < 10) {
+        return 0;
     }
-    record = args[2];
-    if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PyTuple_Check(record)
-        || PyTuple_GET_SIZE(record) < 10) {
-        Py_RETURN_FALSE;
+    if (read_clock(clock, &now) < 0) {
+        return -1;
     }
-    if (read_clock(args[4], &now) < 0) {
-        return NULL;
+    /* The records of one fetch share their topic and partition objects: their key (and its
+     * hash) is made once and kept for the next call. */
+    key = ack_key;
+    if (key != NULL && PyTuple_GET_ITEM(key, 0) == PyTuple_GET_ITEM(record, 0)
+        && PyTuple_GET_ITEM(key, 1) == PyTuple_GET_ITEM(record, 1)) {
+        Py_INCREF(key);
+        hash = ack_key_hash;
     }
-    key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));
-    if (key == NULL) {
-        return NULL;
+    else {
+        key = PyTuple_Pack(2, PyTuple_GET_ITEM(record, 0), PyTuple_GET_ITEM(record, 1));
+        if (key == NULL) {
+            return -1;
+        }
+        hash = PyObject_Hash(key);
+        if (hash == -1) {
+            Py_DECREF(key);
+            return -1;
+        }
+        Py_INCREF(key);
+        Py_XSETREF(ack_key, key);
+        ack_key_hash = hash;
     }
-    acquired = PyDict_GetItemWithError(args[0], key);
+    acquired = ACK_DICT_GET(acquired_by_tp, key, hash);
     Py_XINCREF(acquired);
-    pending = acquired == NULL ? NULL : PyDict_GetItemWithError(args[1], key);
+    pending = acquired == NULL ? NULL : ACK_DICT_GET(pending_by_tp, key, hash);
     Py_XINCREF(pending);
     Py_DECREF(key);
     if (PyErr_Occurred()) {
@@ -1578,17 +1610,338 @@ share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     /* Queued first, released second: a failure leaves the offset held. */
     Py_INCREF(offset);
-    result = PyDict_SetItem(pending, offset, args[3]) < 0 || PyDict_DelItem(acquired, offset) < 0
+    result = PyDict_SetItem(pending, offset, ack_type) < 0 || PyDict_DelItem(acquired, offset) < 0
                  ? -1
                  : 1;
     Py_DECREF(offset);
 done:
     Py_XDECREF(acquired);
     Py_XDECREF(pending);
+    return result;
+}
+
+static PyObject *
+share_ack_held(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    int result;
+
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "share_ack_held takes 5 positional arguments");
+        return NULL;
+    }
+    result = ack_held(args[0], args[1], args[2], args[3], args[4]);
     if (result < 0) {
         return NULL;
     }
     return PyBool_FromLong(result);
+}
+
+/*
+ * ShareAckMethod(function, accept): ShareConsumer.acknowledge without a Python frame in the
+ * common case (consumer/share/consumer.py sets it on the class, as the producer's SendMethod
+ * wraps Producer.send).  A call acknowledge(record), acknowledge(record, "accept" or accept)
+ * or acknowledge(record, type="accept" or accept) on a consumer whose _open_acks is not None
+ * (explicit mode, neither closed nor failed: the Python method's own test), an
+ * Acknowledgements exactly (acks_class: its __slots__ renewed_held, acquired_offsets,
+ * pending_offsets and clock are found once and read in place), that tracks no renewed offset,
+ * settles the record with ack_held above.  Anything else (another type or call shape, a closed or failed
+ * consumer, a record ack_held does not settle) calls the wrapped function with the same
+ * arguments: it decides, and raises its typed errors.  Every other attribute (__doc__,
+ * __name__, __wrapped__ for inspect.signature...) is the wrapped function's.
+ */
+enum { ACK_RENEWED, ACK_ACQUIRED, ACK_PENDING, ACK_CLOCK, ACK_SLOTS };
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;       /* ShareConsumer.acknowledge, the Python function */
+    PyObject *accept;     /* AcknowledgeType.ACCEPT */
+    PyObject *acks_class; /* Acknowledgements: its four slots are read in place */
+    Py_ssize_t slot_offsets[ACK_SLOTS]; /* renewed_held, acquired_offsets, pending_offsets, clock */
+    vectorcallfunc vectorcall;
+} ShareAckMethod;
+
+static PyObject *str_open_acks, *str_acquired_offsets,
+    *str_pending_offsets, *str_renewed_held, *str_clock, *str_type, *str_accept;
+
+/* An attribute's new reference, or NULL without an error set (the wrapped function reads it
+ * again and raises whatever it raises). */
+static PyObject *
+ack_attribute(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) {
+        PyErr_Clear();
+    }
+    return value;
+}
+
+/* 1 settled, 0 not the common case, -1 an error (of ack_held). */
+static int
+ack_common_case(ShareAckMethod *self, PyObject *consumer, PyObject *record)
+{
+    PyObject *acks, *slots[ACK_SLOTS];
+    int i, result = 0;
+
+    acks = ack_attribute(consumer, str_open_acks);
+    if (acks == NULL || acks == Py_None) {
+        Py_XDECREF(acks);
+        return 0;
+    }
+    if ((PyObject *)Py_TYPE(acks) != self->acks_class) {
+        Py_DECREF(acks); /* a subclass, or anything else: the method decides */
+        return 0;
+    }
+    /* Acknowledgements itself: its slots read in place (unset ones are NULL). */
+    for (i = 0; i < ACK_SLOTS; i++) {
+        slots[i] = *(PyObject **)((char *)acks + self->slot_offsets[i]);
+        Py_XINCREF(slots[i]);
+    }
+    Py_DECREF(acks);
+    if (slots[ACK_RENEWED] != NULL && PyDict_CheckExact(slots[ACK_RENEWED])
+        && PyDict_GET_SIZE(slots[ACK_RENEWED]) == 0 && slots[ACK_ACQUIRED] != NULL
+        && slots[ACK_PENDING] != NULL && slots[ACK_CLOCK] != NULL) {
+        result = ack_held(slots[ACK_ACQUIRED], slots[ACK_PENDING], record, self->accept,
+                          slots[ACK_CLOCK]);
+    }
+    for (i = 0; i < ACK_SLOTS; i++) {
+        Py_XDECREF(slots[i]);
+    }
+    return result;
+}
+
+static PyObject *
+ShareAckMethod_vectorcall(ShareAckMethod *self, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *type = NULL;
+    int result;
+
+    if (kwnames == NULL) {
+        if (nargs < 2 || nargs > 3) {
+            goto wrapped;
+        }
+        if (nargs == 3) {
+            type = args[2];
+        }
+    }
+    else {
+        if (nargs != 2 || PyTuple_GET_SIZE(kwnames) != 1
+            || PyTuple_GET_ITEM(kwnames, 0) != str_type) {
+            goto wrapped;
+        }
+        type = args[2];
+    }
+    if (type != NULL && type != self->accept && type != str_accept
+        && !(PyUnicode_CheckExact(type) && PyUnicode_Compare(type, str_accept) == 0)) {
+        goto wrapped;
+    }
+    result = ack_common_case(self, args[0], args[1]);
+    if (result < 0) {
+        return NULL;
+    }
+    if (result > 0) {
+        Py_RETURN_NONE;
+    }
+wrapped:
+    return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+}
+
+/* The offset of an object slot (__slots__ member) of cls, or -1 with TypeError set. */
+static Py_ssize_t
+ack_slot_offset(PyObject *cls, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(cls, name);
+    Py_ssize_t offset = -1;
+
+    if (descr == NULL) {
+        return -1;
+    }
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)
+        && ((PyMemberDescrObject *)descr)->d_member->type == MEMBER_OBJECT_EX
+        && !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY)) {
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "ShareAckMethod: %R is not an object slot of %R", name,
+                     cls);
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+static PyObject *
+ShareAckMethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *func, *accept, *acks_class, *names[ACK_SLOTS];
+    Py_ssize_t offsets[ACK_SLOTS];
+    ShareAckMethod *self;
+    int i;
+
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "ShareAckMethod takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOO:ShareAckMethod", &func, &accept, &acks_class)) {
+        return NULL;
+    }
+    if (!PyFunction_Check(func) || !PyType_Check(acks_class)) {
+        PyErr_SetString(PyExc_TypeError, "ShareAckMethod(function, accept, acks_class): "
+                                         "ShareConsumer.acknowledge, ACCEPT, Acknowledgements");
+        return NULL;
+    }
+    names[ACK_RENEWED] = str_renewed_held;
+    names[ACK_ACQUIRED] = str_acquired_offsets;
+    names[ACK_PENDING] = str_pending_offsets;
+    names[ACK_CLOCK] = str_clock;
+    for (i = 0; i < ACK_SLOTS; i++) {
+        offsets[i] = ack_slot_offset(acks_class, names[i]);
+        if (offsets[i] < 0) {
+            return NULL;
+        }
+    }
+    self = (ShareAckMethod *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(func);
+    Py_INCREF(accept);
+    Py_INCREF(acks_class);
+    self->func = func;
+    self->accept = accept;
+    self->acks_class = acks_class;
+    memcpy(self->slot_offsets, offsets, sizeof(offsets));
+    self->vectorcall = (vectorcallfunc)ShareAckMethod_vectorcall;
+    return (PyObject *)self;
+}
+
+static int
+ShareAckMethod_traverse(ShareAckMethod *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->func);
+    Py_VISIT(self->accept);
+    Py_VISIT(self->acks_class);
+    return 0;
+}
+
+static int
+ShareAckMethod_clear(ShareAckMethod *self)
+{
+    Py_CLEAR(self->func);
+    Py_CLEAR(self->accept);
+    Py_CLEAR(self->acks_class);
+    return 0;
+}
+
+static void
+ShareAckMethod_dealloc(ShareAckMethod *self)
+{
+    PyObject_GC_UnTrack(self);
+    ShareAckMethod_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+ShareAckMethod_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj); /* as a function: bound, calls us with obj first */
+}
+
+/* The wrapped function's attributes (__name__, __qualname__, __code__, __defaults__...). */
+static PyObject *
+ShareAckMethod_getattro(ShareAckMethod *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError) || self->func == NULL) {
+        return found;
+    }
+    PyErr_Clear();
+    return PyObject_GetAttr(self->func, name);
+}
+
+static PyObject *
+ShareAckMethod_doc(ShareAckMethod *self, void *unused)
+{
+    (void)unused;
+    return PyObject_GetAttrString(self->func, "__doc__");
+}
+
+static PyObject *
+ShareAckMethod_repr(ShareAckMethod *self)
+{
+    return PyObject_Repr(self->func);
+}
+
+static PyMemberDef ShareAckMethod_members[] = {
+    /* inspect.unwrap() (signature, getsource) reaches the Python function itself. */
+    {"__wrapped__", T_OBJECT_EX, offsetof(ShareAckMethod, func), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef ShareAckMethod_getset[] = {
+    {"__doc__", (getter)ShareAckMethod_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ShareAckMethod_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name
+    = "aiokafkawire.protocol.records._crecords.ShareAckMethod",
+    .tp_basicsize = sizeof(ShareAckMethod),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR
+                | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "ShareConsumer.acknowledge, its common case compiled (see _crecords.c).",
+    .tp_vectorcall_offset = offsetof(ShareAckMethod, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = ShareAckMethod_new,
+    .tp_dealloc = (destructor)ShareAckMethod_dealloc,
+    .tp_traverse = (traverseproc)ShareAckMethod_traverse,
+    .tp_clear = (inquiry)ShareAckMethod_clear,
+    .tp_descr_get = ShareAckMethod_get,
+    .tp_getattro = (getattrofunc)ShareAckMethod_getattro,
+    .tp_repr = (reprfunc)ShareAckMethod_repr,
+    .tp_members = ShareAckMethod_members,
+    .tp_getset = ShareAckMethod_getset,
+};
+
+/* The interned names ShareAckMethod reads, and its type added to the module. */
+static int
+add_share_ack_method(PyObject *module)
+{
+    static const struct {
+        PyObject **name;
+        const char *text;
+    } names[] = {
+        {&str_open_acks, "_open_acks"},
+        {&str_acquired_offsets, "acquired_offsets"},
+        {&str_pending_offsets, "pending_offsets"},
+        {&str_renewed_held, "renewed_held"},
+        {&str_clock, "clock"},
+        {&str_type, "type"},
+        {&str_accept, "accept"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].name == NULL
+            && (*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) {
+            return -1;
+        }
+    }
+    if (PyType_Ready(&ShareAckMethod_Type) < 0) {
+        return -1;
+    }
+    Py_INCREF(&ShareAckMethod_Type);
+    if (PyModule_AddObject(module, "ShareAckMethod", (PyObject *)&ShareAckMethod_Type) < 0) {
+        Py_DECREF(&ShareAckMethod_Type);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1714,6 +2067,10 @@ PyInit__crecords(void)
     Py_DECREF(function);
     if (method == NULL || PyModule_AddObject(module, "builder_append", method) < 0) {
         Py_XDECREF(method);
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (add_share_ack_method(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }
