@@ -25,11 +25,17 @@ PARTITIONS = 3
 
 
 def _values_by_partition(read: list) -> dict[int, list[int]]:
-    """The records' values (the send index) per partition, in log order."""
+    """The records' values (the send index) per partition, in log order.
+
+    Log order is offset order: a reader that fetched a range again (librdkafka may after a
+    leader change) delivers those offsets twice, which says nothing about the log, so each
+    offset counts once (two copies of a record in the log have two offsets).
+    """
     by_partition: dict[int, list[int]] = defaultdict(list)
-    for record in read:
+    unique = {(record.partition, record.offset): record for record in read}
+    for (partition, _), record in sorted(unique.items()):
         assert record.value is not None
-        by_partition[record.partition].append(int(record.value))
+        by_partition[partition].append(int(record.value))
     return by_partition
 
 
