@@ -1,7 +1,5 @@
 """Timeout arguments of the consumers' public methods: seconds, one name (``timeout``).
 
-:class:`CloseBudget` is the one way a consumer's ``close(timeout=...)`` bounds its steps.
-
 Every timeout argument of the native API is a ``float`` number of seconds named ``timeout``
 (``getmany(timeout_ms=...)`` is the one exception, kept under aiokafka's name).  Two methods
 took milliseconds before (``Consumer.wait_for_assignment(timeout_ms)``,
@@ -11,15 +9,9 @@ positional number keeps its old meaning (milliseconds), each with a ``Deprecatio
 
 from __future__ import annotations
 
-import logging
-import time
 import warnings
-from collections.abc import Awaitable
 
 from aiokafkawire import errors
-from aiokafkawire._waits import timeout_after
-
-log = logging.getLogger("aiokafkawire.consumer")
 
 
 def timeout_seconds(
@@ -65,42 +57,3 @@ def _check_number(method: str, name: str, value: object) -> None:
         )
     if value < 0:
         raise errors.KafkaValueError(f"{method}(): {name} must be >= 0, got {value!r}")
-
-
-class CloseBudget:
-    """The seconds a consumer's ``close(timeout=...)`` may take, shared by its steps.
-
-    Each :meth:`step` runs within what is left of the budget (``None``: unbounded); a step cut
-    short is cancelled and logged (a warning naming it), and the close goes on with the next
-    one, so the client still ends closed with every task stopped.  An error of the step's own
-    (including a :class:`~aiokafkawire.errors.KafkaTimeoutError` raised before the budget ran
-    out) propagates as it is.
-    """
-
-    def __init__(self, client: str, seconds: float | None) -> None:
-        self._client = client
-        self._seconds = seconds
-        self._end = None if seconds is None else time.monotonic() + seconds
-
-    def remaining(self) -> float | None:
-        """Seconds left (never negative), or None when the close is unbounded."""
-        if self._end is None:
-            return None
-        return max(0.0, self._end - time.monotonic())
-
-    async def step(self, what: str, step: Awaitable[object]) -> bool:
-        """Await ``step`` within the remaining budget; False when it was cut short."""
-        try:
-            async with timeout_after(self.remaining()):
-                await step
-        except TimeoutError:
-            if self._end is None or time.monotonic() < self._end:
-                raise  # the step's own timeout, not the close budget's
-            log.warning(
-                "%s close: %s did not finish within the close timeout (%g s); cut short",
-                self._client,
-                what,
-                self._seconds,
-            )
-            return False
-        return True

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
-from aiokafkawire._waits import wait_event
+from aiokafkawire._waits import CloseBudget, wait_event
 from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.consumer._commits import CommitOffsets, Commits
 from aiokafkawire.consumer._metrics import ConsumerMetrics
 from aiokafkawire.consumer._options import consumer_options
 from aiokafkawire.consumer._position_controls import PositionControls
 from aiokafkawire.consumer._state import ConsumerParts, IteratedRecords, discard_buffered
-from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
+from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.fetch import Fetcher
 from aiokafkawire.consumer.fetch.deserialize import deserialize_drained
 from aiokafkawire.consumer.group.assignors import PartitionAssignor
@@ -392,7 +392,9 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
         A step cut short (the terminating telemetry push, the commit and revocation, the
         LeaveGroup) is logged as a warning; the consumer still ends closed, every task stopped.
         """
-        budget = CloseBudget("consumer", timeout_seconds("Consumer.close", timeout, None, None))
+        budget = CloseBudget(
+            "consumer", timeout_seconds("Consumer.close", timeout, None, None), log
+        )
         if self._parts.closed:
             return
         self._parts.closed = True

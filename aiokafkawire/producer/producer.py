@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._waits import CloseBudget
 from aiokafkawire.client_config import (
     CommonOptions,
     check_int,
@@ -541,7 +542,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         self._update_send_checks()
         self._fast_append = None
         self._accumulator.close()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        budget = CloseBudget("producer", timeout, log)
         try:
             if self._started and flush and self._sender is not None:
                 try:
@@ -549,7 +550,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 except (TimeoutError, errors.KafkaError) as exc:
                     log.warning("producer close: flush did not complete: %s", exc)
             if self._telemetry is not None:
-                await self._close_telemetry(deadline)
+                await budget.step("the terminating telemetry push", self._telemetry.close())
             if self._sender is not None:
                 await self._sender.stop()
             self._accumulator.fail_all(errors.ClientClosedError("the producer was closed"))
@@ -557,15 +558,6 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
                 await self._cluster.close()
         finally:
             self._closing.set_result(None)
-
-    async def _close_telemetry(self, deadline: float | None) -> None:
-        """The terminating telemetry push (KIP-714), within what is left of close's timeout."""
-        assert self._telemetry is not None
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            await asyncio.wait_for(self._telemetry.close(), remaining)
-        except TimeoutError:
-            log.warning("producer close: the terminating telemetry push was cut short (timeout)")
 
     async def stop(self) -> None:
         """The same as :meth:`close` (aiokafka's name): flush, then disconnect."""

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
 from aiokafkawire._tasks import TaskSupervisor
-from aiokafkawire._waits import timeout_after
+from aiokafkawire._waits import CloseBudget, timeout_after
 from aiokafkawire.client_config import (
     CommonOptions,
     check_choice,
@@ -48,7 +48,7 @@ from aiokafkawire.client_config import (
     unknown_options_error,
 )
 from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.consumer._timeouts import CloseBudget, timeout_seconds
+from aiokafkawire.consumer._timeouts import timeout_seconds
 from aiokafkawire.consumer.share._metrics import ShareConsumerMetrics
 from aiokafkawire.consumer.share.acknowledgements import Acknowledgements, ack_held
 from aiokafkawire.consumer.share.codec import Runs, deserialize_runs
@@ -385,7 +385,7 @@ class ShareConsumer(
         self._open_acks = None
         if not self._started:
             return
-        budget = CloseBudget("share consumer", seconds)
+        budget = CloseBudget("share consumer", seconds, log)
         assert self._fetcher is not None and self._membership is not None
         assert self._cluster is not None
         try:
