@@ -323,18 +323,17 @@ class RecordAccumulator:
             return None
         index = batch.count
         builder = batch.builder
-        if builder.append(timestamp, key, value, headers):
-            batch.count = index + 1
-            return DeliveryHandle(batch, index, timestamp)
-        if may_grow:
+        appended = builder.append(timestamp, key, value, headers)
+        if not appended and may_grow:
             grown = self.grow(batch, size)
             if grown is None:
                 return None  # only memory is short: the batch stays open (see _append_to_tail)
-            if grown and builder.append(timestamp, key, value, headers):
-                batch.count = index + 1
-                return DeliveryHandle(batch, index, timestamp)
-        batch.full = True
-        return None
+            appended = grown and builder.append(timestamp, key, value, headers)
+        if not appended:
+            batch.full = True
+            return None
+        batch.count = index + 1
+        return DeliveryHandle(batch, index, timestamp)
 
     async def _append_new_batch(
         self,
@@ -445,8 +444,7 @@ class RecordAccumulator:
                 return None
             extra = self.available
         self.available -= extra
-        batch.reserved = reserved + extra
-        batch.builder.batch_size = reserved + extra
+        batch.reserved = batch.builder.batch_size = reserved + extra
         return True
 
     # ---------------------------------------------------------------- batches
