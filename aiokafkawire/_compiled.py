@@ -13,17 +13,21 @@ import os
 import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 __all__ = [
     "ACCELERATORS",
     "accelerated",
     "build_failures",
+    "fast_fields",
     "load_accelerator",
     "pure_python_forced",
     "warn_about_build_failures",
 ]
 
 PURE_PYTHON_VARIABLE = "AIOKAFKAWIRE_PURE_PYTHON"
+
+_NamedTuple = TypeVar("_NamedTuple", bound=type)
 
 #: Every optional C extension ``setup.py`` builds, by full module name, with what it speeds up.
 ACCELERATORS: dict[str, str] = {
@@ -89,3 +93,17 @@ def warn_about_build_failures() -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def fast_fields(cls: _NamedTuple) -> _NamedTuple:
+    """Class decorator: ``cls`` (a NamedTuple class read in hot loops) with its fields as member
+    descriptors when the records accelerator is built; unchanged otherwise.
+
+    Python 3.11 specialises reads of member descriptors but not of the ``_tuplegetter``
+    properties ``NamedTuple`` makes: ``record.value`` costs ~40 ns less.  Nothing else changes
+    (the values, the docstrings, read-only fields, ``_asdict``, pickling, unpacking).
+    """
+    records = load_accelerator("aiokafkawire.protocol.records._crecords")
+    if records is not None:
+        records.fields_as_members(cls)
+    return cls

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
+from aiokafkawire._compiled import fast_fields
 from aiokafkawire.serialization import K, V
 from aiokafkawire.structs import OffsetAndMetadata
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 else:
 
+    @fast_fields
     class ConsumerRecord(NamedTuple):
         """One record as delivered to the user.
 

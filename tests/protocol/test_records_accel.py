@@ -1067,3 +1067,47 @@ def test_timestamps_at_the_int_digit_boundaries_build_like_pure() -> None:
             built[cls] = ([builder.append(*record) for record in records], builder.build())
         for cls in ACCEL_BUILDERS.values():
             assert built[cls] == built[_pure_v2.DefaultRecordBatchBuilder], base
+
+
+# ---------------------------------------------------------------- NamedTuple fields as members
+
+
+@pytest.mark.parametrize("cls", [ConsumerRecord, ShareRecord])
+def test_record_fields_are_member_descriptors_that_read_the_tuple(cls: Any) -> None:
+    from aiokafkawire._compiled import pure_python_forced
+
+    if pure_python_forced():
+        pytest.skip("the pure paths keep NamedTuple's own properties")
+    values = tuple(f"field-{i}".encode() for i in range(len(cls._fields)))
+    record = cls(*values)
+    for index, name in enumerate(cls._fields):
+        descriptor = cls.__dict__[name]
+        assert type(descriptor).__name__ == "member_descriptor"
+        assert descriptor.__doc__ == f"Alias for field number {index}"
+        assert getattr(record, name) is values[index] is record[index]
+        with pytest.raises(AttributeError):
+            setattr(record, name, b"other")
+    # what NamedTuple gives besides the fields is unchanged
+    assert record._asdict() == dict(zip(cls._fields, values, strict=True))
+    assert record._replace(offset=7).offset == 7
+    assert cls._make(values) == record
+    with pytest.raises(TypeError):
+        cls._make(values[:-1])  # a short tuple is refused, so every field's item exists
+
+
+def test_fields_as_members_refuses_what_is_not_a_plain_named_tuple() -> None:
+    from typing import NamedTuple
+
+    class WithDict(tuple):  # type: ignore[type-arg]  # a __dict__: items are not where a tuple's are
+        _fields = ("a",)
+
+    class Pair(NamedTuple):
+        a: int
+        b: int
+
+    with pytest.raises(TypeError, match="tuple subclass"):
+        _crecords.fields_as_members(dict)
+    with pytest.raises(TypeError, match="NamedTuple class"):
+        _crecords.fields_as_members(WithDict)
+    _crecords.fields_as_members(Pair)
+    assert Pair(1, 2).b == 2 and type(Pair.__dict__["b"]).__name__ == "member_descriptor"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
+from aiokafkawire._compiled import fast_fields
 from aiokafkawire.errors import KafkaError, KafkaValueError
 from aiokafkawire.serialization import K, V
 from aiokafkawire.structs import TopicPartition
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
 
 else:
 
+    @fast_fields
     class ShareRecord(NamedTuple):
         """One record delivered by a share group.
 

