@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._compiled import fast_fields, load_accelerator
 from aiokafkawire.protocol.records import rewrite_producer_state
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["DeliveryHandle", "ProducerBatch", "RecordMetadata"]
 
 
+@fast_fields
 class RecordMetadata(NamedTuple):
     """Where a record was written.
 

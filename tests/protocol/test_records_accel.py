@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from aiokafkawire.consumer.share.records import ShareRecord
 from aiokafkawire.consumer.value_types import ConsumerRecord
 from aiokafkawire.errors import CorruptRecordError, IllegalStateError
+from aiokafkawire.producer import RecordMetadata
 from aiokafkawire.protocol import records as records_api
 from aiokafkawire.protocol.primitives import encode_varint
 from aiokafkawire.protocol.records import _pure, _pure_v2
@@ -1072,7 +1073,7 @@ def test_timestamps_at_the_int_digit_boundaries_build_like_pure() -> None:
 # ---------------------------------------------------------------- NamedTuple fields as members
 
 
-@pytest.mark.parametrize("cls", [ConsumerRecord, ShareRecord])
+@pytest.mark.parametrize("cls", [ConsumerRecord, ShareRecord, RecordMetadata])
 def test_record_fields_are_member_descriptors_that_read_the_tuple(cls: Any) -> None:
     from aiokafkawire._compiled import pure_python_forced
 
@@ -1089,7 +1090,7 @@ def test_record_fields_are_member_descriptors_that_read_the_tuple(cls: Any) -> N
             setattr(record, name, b"other")
     # what NamedTuple gives besides the fields is unchanged
     assert record._asdict() == dict(zip(cls._fields, values, strict=True))
-    assert record._replace(offset=7).offset == 7
+    assert record._replace(offset=7).offset == 7  # every one of these classes has an offset
     assert cls._make(values) == record
     with pytest.raises(TypeError):
         cls._make(values[:-1])  # a short tuple is refused, so every field's item exists
