@@ -10,7 +10,9 @@ from typing import Any, NoReturn
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._waits import timeout_after
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.cluster.metadata import TopicInfo
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._txn import TransactionManager
@@ -294,19 +296,31 @@ class RecordAccumulator:
         assert cluster is not None
         info = cluster.metadata.topics.get(topic)
         if info is None or info.error_code or not info.partitions:
-            try:
-                info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
-            except errors.UnknownTopicError as exc:
-                raise errors.UnknownTopicError(
-                    f"{exc.message}: max_block_ms ({self.max_block_ms} ms) used up waiting for "
-                    "its metadata"
-                ) from None
+            info = await self._wait_for_topic(cluster, topic)
         entry = (info.partition_ids, info.available_partitions)
         if cluster.metadata is self.metadata_seen:
             self.partitions[topic] = entry
             if self._appender is not None:
                 self._push_topic(topic, entry[0])
         return entry
+
+    async def _wait_for_topic(self, cluster: Cluster, topic: str) -> TopicInfo:
+        """``topic``'s metadata within ``max_block_ms``: the deadline also cuts short a metadata
+        request slower than that (it goes on for its other waiters), as Java's ``awaitUpdate``
+        does; then the timeout error (``UnknownTopicError``) says ``max_block_ms`` is used up."""
+        limit = self.max_block_ms
+        try:
+            async with timeout_after(limit / 1000):
+                return await cluster.wait_for_topic(topic, timeout_ms=limit)
+        except errors.UnknownTopicError as exc:
+            said = exc.message
+        except (TimeoutError, asyncio.TimeoutError) as exc:
+            if isinstance(exc, errors.KafkaError):
+                raise  # a request's own timeout (KafkaTimeoutError), not this deadline
+            said = f"topic {topic!r} is not available after {limit / 1000:.1f}s"
+        raise errors.UnknownTopicError(
+            f"{said}: max_block_ms ({limit} ms) used up waiting for its metadata"
+        )
 
     async def _wait_to_grow(
         self,

@@ -13,11 +13,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _producer_helpers import unique_topic
 
-from aiokafkawire import errors
+from aiokafkawire import Producer, errors
 from aiokafkawire.producer._accumulator import RecordAccumulator
 from aiokafkawire.producer._batch import ProducerBatch
 from aiokafkawire.producer.partitioner import DefaultPartitioner
+from aiokafkawire.testing import MockCluster
 
 MAX_BLOCK_MS = 400
 VALUE = b"v" * 4500  # three fit in a first 16 KiB reservation, four in 20000 bytes
@@ -39,13 +41,16 @@ class _Cluster:
     def __init__(self, known: list[str], lookup_s: float) -> None:
         self.metadata = SimpleNamespace(topics={topic: _topic_info(3) for topic in known})
         self.lookup_s = lookup_s
+        self.slow_answer = False
         self.metadata_listeners: list[Any] = []
 
     def request_topics(self, topics: Any) -> None:
         pass  # the lookup of a topic queued for by partition: the sender's, not waited for here
 
     async def wait_for_topic(self, topic: str, timeout_ms: int) -> Any:
-        if self.lookup_s * 1000 >= timeout_ms:
+        if self.slow_answer:
+            await asyncio.sleep(self.lookup_s)  # one request, answered late: timeout_ms ignored
+        elif self.lookup_s * 1000 >= timeout_ms:
             await asyncio.sleep(timeout_ms / 1000)
             raise errors.UnknownTopicError(f"topic {topic!r} is not available after 0.4s")
         await asyncio.sleep(self.lookup_s)
@@ -131,6 +136,39 @@ async def test_a_metadata_wait_that_runs_out_says_max_block_ms() -> None:
     accumulator = _accumulator(16384, 16384, _Cluster([], 10))
     with pytest.raises(errors.UnknownTopicError, match=r"'new'.*max_block_ms \(400 ms\)"):
         await _append(accumulator, "new", None)
+
+
+async def test_a_metadata_answer_slower_than_max_block_ms_is_not_waited_for() -> None:
+    """A metadata request still unanswered at the deadline does not hold send() longer."""
+    cluster = _Cluster([], 2)
+    cluster.slow_answer = True
+    accumulator = _accumulator(16384, 16384, cluster)
+    started = time.monotonic()
+    with pytest.raises(errors.UnknownTopicError, match=r"'new'.*max_block_ms \(400 ms\)"):
+        await _append(accumulator, "new", None)
+    elapsed = time.monotonic() - started
+    assert 0.35 <= elapsed < 0.7, elapsed
+
+
+async def test_send_to_a_topic_of_a_slow_broker_raises_after_max_block_ms(
+    mock_cluster: MockCluster,
+) -> None:
+    """End to end: the brokers answer metadata requests after 2.5 s; send() gives up at 0.4 s."""
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        max_block_ms=MAX_BLOCK_MS,
+        request_timeout_ms=5000,
+    ) as producer:
+        mock_cluster.set_broker_rtt(-1, 2500)
+        started = time.monotonic()
+        try:
+            with pytest.raises(errors.UnknownTopicError, match=r"max_block_ms \(400 ms\)"):
+                await producer.send(unique_topic("slow"), b"x")
+            elapsed = time.monotonic() - started
+        finally:
+            mock_cluster.set_broker_rtt(-1, 0)
+        assert 0.35 <= elapsed < 0.7, elapsed
+        await producer.close(0.5, flush=False)
 
 
 async def test_a_send_that_never_waits_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
