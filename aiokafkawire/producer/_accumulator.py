@@ -296,7 +296,7 @@ class RecordAccumulator:
         assert cluster is not None
         info = cluster.metadata.topics.get(topic)
         if info is None or info.error_code or not info.partitions:
-            info = await self.wait_for_topic(topic)
+            info = await self._wait_for_topic(topic)
         entry = (info.partition_ids, info.available_partitions)
         if cluster.metadata is self.metadata_seen:
             self.partitions[topic] = entry
@@ -304,7 +304,7 @@ class RecordAccumulator:
                 self._push_topic(topic, entry[0])
         return entry
 
-    async def wait_for_topic(self, topic: str) -> TopicInfo:
+    async def _wait_for_topic(self, topic: str) -> TopicInfo:
         """``topic``'s metadata within ``max_block_ms``: the deadline also cuts short a metadata
         request slower than that (it goes on for its other waiters), as Java's ``awaitUpdate``
         does; then the timeout error (``UnknownTopicError``) says ``max_block_ms`` is used up."""

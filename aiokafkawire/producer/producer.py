@@ -888,8 +888,10 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """
         if not self._started:
             raise errors.IllegalStateError("start the producer first")
+        cluster = self._cluster
+        assert cluster is not None
         started = time.monotonic()
-        info = await self._accumulator.wait_for_topic(topic)  # cut at max_block_ms
+        info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
         remaining = self.max_block_ms / 1000 - (time.monotonic() - started)
         await self._connect_leaders(topic, info.partition_ids, max(remaining, 0.0))
         return info.partition_ids

@@ -150,12 +150,10 @@ async def test_a_metadata_answer_slower_than_max_block_ms_is_not_waited_for() ->
     assert 0.35 <= elapsed < 0.7, elapsed
 
 
-@pytest.mark.parametrize("call", ["send", "partitions_for"])
-async def test_a_topic_of_a_slow_broker_raises_after_max_block_ms(
-    mock_cluster: MockCluster, call: str
+async def test_send_to_a_topic_of_a_slow_broker_raises_after_max_block_ms(
+    mock_cluster: MockCluster,
 ) -> None:
-    """End to end: the brokers answer metadata requests after 2.5 s; send() and partitions_for
-    give up at 0.4 s."""
+    """End to end: the brokers answer metadata requests after 2.5 s; send() gives up at 0.4 s."""
     async with Producer(
         bootstrap_servers=mock_cluster.bootstrap_servers,
         max_block_ms=MAX_BLOCK_MS,
@@ -165,10 +163,7 @@ async def test_a_topic_of_a_slow_broker_raises_after_max_block_ms(
         started = time.monotonic()
         try:
             with pytest.raises(errors.UnknownTopicError, match=r"max_block_ms \(400 ms\)"):
-                if call == "send":
-                    await producer.send(unique_topic("slow"), b"x")
-                else:
-                    await producer.partitions_for(unique_topic("slow"))
+                await producer.send(unique_topic("slow"), b"x")
             elapsed = time.monotonic() - started
         finally:
             mock_cluster.set_broker_rtt(-1, 0)
