@@ -10,7 +10,9 @@ from typing import Any, NoReturn
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._waits import timeout_after
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.cluster.metadata import TopicInfo
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
 from aiokafkawire.producer._partition import PartitionCursor
 from aiokafkawire.producer._txn import TransactionManager
@@ -169,11 +171,14 @@ class RecordAccumulator:
     ) -> DeliveryHandle:
         """Append a checked record of about ``size`` bytes; its :class:`DeliveryHandle`.
 
-        Chooses the partition unless ``partition`` is given (waiting, up to ``max_block_ms``, for
-        the metadata of a topic not seen yet), then appends to the partition's open batch, or
-        opens a new one (waiting for buffer memory if needed).
+        Chooses the partition unless ``partition`` is given (waiting for the metadata of a
+        topic not seen yet), then appends to the partition's open batch, or opens a new one
+        (waiting for buffer memory if needed).  All of its waits together last at most
+        ``max_block_ms``, as in the Java client's ``send``: the first wait takes the deadline
+        (no clock is read for a record that does not wait) and the later ones get what is left.
         """
         cached = self._cached_partitions(topic)
+        deadline: float | None = None  # when this send's max_block_ms runs out (once it waits)
         if cached is None:
             if partition is not None and self._queue_unknown(topic, partition):
                 # The handle needs nothing from metadata: the record waits in its batch instead
@@ -181,6 +186,7 @@ class RecordAccumulator:
                 return await self._append_to(
                     TopicPartition(topic, partition), timestamp, key, value, headers, size
                 )
+            deadline = self._block_deadline()
             cached = await self._partitions_of(topic)
         all_partitions, available = cached
         explicit = partition is not None
@@ -195,9 +201,18 @@ class RecordAccumulator:
             _check_partition(topic, partition, len(all_partitions))
         queue = self.batches.get((topic, partition))  # type: ignore[call-overload]
         if queue:
-            handle = await self._append_to_tail(queue[-1], timestamp, key, value, headers, size)
+            batch = queue[-1]
+            handle = self._append_to_open(batch, timestamp, key, value, headers, size, True)
             if handle is not None:
                 return handle
+            if not (batch.full or batch.closed):
+                if deadline is None:
+                    deadline = self._block_deadline()
+                handle = await self._wait_to_grow(
+                    batch, timestamp, key, value, headers, size, deadline
+                )
+                if handle is not None:
+                    return handle
             if not explicit:
                 # KIP-480: as in the Java client, the partitioner hears of every new batch it
                 # caused (a sticky one then moves on; a keyed choice stays where it is).
@@ -206,7 +221,7 @@ class RecordAccumulator:
                 if self._appender is not None:
                     self._appender.set_sticky(topic, self._sticky.get(topic))
         return await self._append_new_batch(
-            TopicPartition(topic, partition), timestamp, key, value, headers, size
+            TopicPartition(topic, partition), timestamp, key, value, headers, size, deadline
         )
 
     async def _append_to(
@@ -220,11 +235,24 @@ class RecordAccumulator:
     ) -> DeliveryHandle:
         """Append to the open batch of ``tp`` (a partition given by the caller), or a new one."""
         queue = self.batches.get(tp)
+        deadline: float | None = None
         if queue:
-            handle = await self._append_to_tail(queue[-1], timestamp, key, value, headers, size)
+            batch = queue[-1]
+            handle = self._append_to_open(batch, timestamp, key, value, headers, size, True)
             if handle is not None:
                 return handle
-        return await self._append_new_batch(tp, timestamp, key, value, headers, size)
+            if not (batch.full or batch.closed):
+                deadline = self._block_deadline()
+                handle = await self._wait_to_grow(
+                    batch, timestamp, key, value, headers, size, deadline
+                )
+                if handle is not None:
+                    return handle
+        return await self._append_new_batch(tp, timestamp, key, value, headers, size, deadline)
+
+    def _block_deadline(self) -> float:
+        """When a send that starts waiting now has used up ``max_block_ms`` (monotonic)."""
+        return time.monotonic() + self.max_block_ms / 1000
 
     def _queue_unknown(self, topic: str, partition: Any) -> bool:
         """Whether a record for ``partition`` of ``topic`` is queued before the topic's metadata
@@ -268,7 +296,7 @@ class RecordAccumulator:
         assert cluster is not None
         info = cluster.metadata.topics.get(topic)
         if info is None or info.error_code or not info.partitions:
-            info = await cluster.wait_for_topic(topic, timeout_ms=self.max_block_ms)
+            info = await self._wait_for_topic(topic)
         entry = (info.partition_ids, info.available_partitions)
         if cluster.metadata is self.metadata_seen:
             self.partitions[topic] = entry
@@ -276,7 +304,27 @@ class RecordAccumulator:
                 self._push_topic(topic, entry[0])
         return entry
 
-    async def _append_to_tail(
+    async def _wait_for_topic(self, topic: str) -> TopicInfo:
+        """``topic``'s metadata within ``max_block_ms``: the deadline also cuts short a metadata
+        request slower than that (it goes on for its other waiters), as Java's ``awaitUpdate``
+        does; then the timeout error (``UnknownTopicError``) says ``max_block_ms`` is used up."""
+        cluster = self._cluster
+        assert cluster is not None
+        limit = self.max_block_ms
+        try:
+            async with timeout_after(limit / 1000):
+                return await cluster.wait_for_topic(topic, timeout_ms=limit)
+        except errors.UnknownTopicError as exc:
+            said = exc.message
+        except (TimeoutError, asyncio.TimeoutError) as exc:
+            if isinstance(exc, errors.KafkaError):
+                raise  # a request's own timeout (KafkaTimeoutError), not this deadline
+            said = f"topic {topic!r} is not available after {limit / 1000:.1f}s"
+        raise errors.UnknownTopicError(
+            f"{said}: max_block_ms ({limit} ms) used up waiting for its metadata"
+        )
+
+    async def _wait_to_grow(
         self,
         batch: ProducerBatch,
         timestamp: int,
@@ -284,21 +332,20 @@ class RecordAccumulator:
         value: bytes | None,
         headers: Headers,
         size: int,
+        deadline: float,
     ) -> DeliveryHandle | None:
-        """Append to ``batch``, a partition's newest, growing it; None if a new batch is needed.
+        """Wait (until ``deadline``) for the memory to grow ``batch``, a partition's newest, and
+        append to it; None if a new batch is needed after all.
 
-        When only buffer memory is short (the batch is open and below ``batch_size``), the record
-        waits for memory to grow this batch instead of closing it early.  Closed early, every
+        The caller's append to the open batch failed only for lack of free memory (the batch is
+        open and below ``batch_size``): the record waits for memory to grow this batch instead
+        of closing it early.  Closed early, every
         batch would end at the size of what the last answer freed: under a full buffer (a
         producer faster than its brokers) batches shrank to ~20 records of 10 KB and each cost
         its own request, its own wake-ups and its own answer (workload 3: 1 MB batches at 256 MB
         of buffer ran 1.3x faster with half the CPU per record).  A new batch would wait for
-        memory all the same.
+        memory all the same.  The new batch's wait then gets what is left until ``deadline``.
         """
-        handle = self._append_to_open(batch, timestamp, key, value, headers, size, True)
-        if handle is not None or batch.full or batch.closed:
-            return handle
-        deadline = time.monotonic() + self.max_block_ms / 1000
         queue = self.batches[batch.tp]
         while True:
             await self.wait_for_memory(size, deadline)
@@ -327,7 +374,7 @@ class RecordAccumulator:
         if not appended and may_grow:
             grown = self.grow(batch, size)
             if grown is None:
-                return None  # only memory is short: the batch stays open (see _append_to_tail)
+                return None  # only memory is short: the batch stays open (see _wait_to_grow)
             appended = grown and builder.append(timestamp, key, value, headers)
         if not appended:
             batch.full = True
@@ -343,10 +390,15 @@ class RecordAccumulator:
         value: bytes | None,
         headers: Headers,
         size: int,
+        deadline: float | None,
     ) -> DeliveryHandle:
+        """Open a batch for ``tp`` with the record (waiting for its memory until ``deadline``,
+        or for ``max_block_ms`` if the send has not waited yet)."""
         reserve = self.initial_reservation(size)
         if self.available < reserve:
-            await self.reserve(reserve, time.monotonic() + self.max_block_ms / 1000)
+            if deadline is None:
+                deadline = self._block_deadline()
+            await self.reserve(reserve, deadline)
         else:
             self.available -= reserve
         queue = self.batches.get(tp)
@@ -399,8 +451,9 @@ class RecordAccumulator:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise errors.BufferFullError(
-                    f"buffer_memory ({self.buffer_memory} bytes) stayed full: "
-                    "the brokers are not keeping up or are unreachable"
+                    f"max_block_ms ({self.max_block_ms} ms) used up waiting for buffer memory: "
+                    f"buffer_memory ({self.buffer_memory} bytes) stayed full, the brokers are "
+                    "not keeping up or are unreachable"
                 )
             if self._memory_freed is None:
                 self._memory_freed = asyncio.Event()

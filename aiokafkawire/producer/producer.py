@@ -608,9 +608,10 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         """Append a record to its partition's batch; returns its :class:`DeliveryHandle`.
 
         ``timestamp`` is in milliseconds since the epoch (default: now).  Waits only while the
-        buffer is full (up to ``max_block_ms``) or, for a record without an explicit
-        ``partition``, while the topic's metadata is unknown (up to ``max_block_ms``: the
-        partition is part of the answer).  Raises
+        buffer is full or, for a record without an explicit ``partition``, while the topic's
+        metadata is unknown (the partition is part of the answer): at most ``max_block_ms`` in
+        all, as the Java client's ``send`` (the memory wait gets what the metadata wait left).
+        Raises
         :class:`~aiokafkawire.errors.RecordTooLargeError` for a record larger than
         ``max_request_size``, ``ClientClosedError`` after :meth:`close`, ``BufferFullError``,
         and, without ``partition``, ``UnknownTopicError``.
