@@ -482,7 +482,7 @@ class RecordAccumulator:
         """Let ``batch`` take more memory so that a ``record_size`` record fits.
 
         True if it grew; False if it cannot (at ``batch_size``, or closing); None if only free
-        memory is short right now (the caller may wait for it: ``_append_to_tail``).  A batch
+        memory is short right now (the caller may wait for it: ``_wait_to_grow``).  A batch
         doubles its reservation (at most up to ``batch_size``), or takes what is free when that
         is less but still enough for the record.
         """
