@@ -24,6 +24,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
 from aiokafkawire._tasks import TaskKey, TaskSupervisor
+from aiokafkawire._waits import timeout_after
 from aiokafkawire.cluster.coordinators import COORDINATOR_KEY_TYPES, CoordinatorCache
 from aiokafkawire.cluster.metadata import (
     BrokerInfo,
@@ -502,7 +503,9 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
                 self.pool.close_node(broker.host, broker.port)
 
     async def wait_for_topic(self, topic: str, timeout_ms: int | None = None) -> TopicInfo:
-        """Metadata for ``topic``; refreshes as needed, then raises UnknownTopicError."""
+        """Metadata for ``topic``; refreshes as needed, and raises ``UnknownTopicError`` once
+        ``timeout_ms`` (default ``topic_wait_ms``) has passed, even while a refresh is under way.
+        """
         info = self.metadata.topics.get(topic)
         if info is not None and info.error_code == 0 and info.partitions:
             return info
@@ -525,20 +528,28 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
                     errors.raise_for_code(last_code, f"metadata for topic {topic!r}")
             raise _TopicNotYet(last_code)
 
+        # The deadline also cuts short a refresh slower than what is left of it (a slow answer,
+        # a slow connect): only this wait ends, the refresh goes on for its other waiters
+        # (refresh_metadata shields it), as Java's waitOnMetadata stops at max.block.ms.
         try:
-            return await retry(
-                look,
-                should_retry=lambda exc: isinstance(exc, _TopicNotYet),
-                deadline=Deadline.after(timeout),
-                backoff=Backoff(self.retry_backoff_ms, self.retry_backoff_ms, jitter=0),
-                what=f"waiting for topic {topic!r}",
-            )
-        except _TopicNotYet as missing:
-            said = errors.error_for_code(missing.code).name if missing.code else ""
-            raise errors.UnknownTopicError(
-                f"topic {topic!r} is not available after {timeout:.1f}s"
-                + (f" (broker said {said})" if said else "")
-            ) from None
+            async with timeout_after(timeout):
+                return await retry(
+                    look,
+                    should_retry=lambda exc: isinstance(exc, _TopicNotYet),
+                    deadline=Deadline.after(timeout),
+                    backoff=Backoff(self.retry_backoff_ms, self.retry_backoff_ms, jitter=0),
+                    what=f"waiting for topic {topic!r}",
+                )
+        except _TopicNotYet:
+            pass
+        except (TimeoutError, asyncio.TimeoutError) as exc:
+            if isinstance(exc, errors.KafkaError):
+                raise  # a request's own timeout (KafkaTimeoutError), not this wait's
+        said = errors.error_for_code(last_code).name if last_code else ""
+        raise errors.UnknownTopicError(
+            f"topic {topic!r} is not available after {timeout:.1f}s"
+            + (f" (broker said {said})" if said else "")
+        )
 
     # ---------------------------------------------------------------- routing
 

@@ -10,7 +10,6 @@ from typing import Any, NoReturn
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
-from aiokafkawire._waits import timeout_after
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import TopicInfo
 from aiokafkawire.producer._batch import DeliveryHandle, ProducerBatch
@@ -305,24 +304,18 @@ class RecordAccumulator:
         return entry
 
     async def _wait_for_topic(self, topic: str) -> TopicInfo:
-        """``topic``'s metadata within ``max_block_ms``: the deadline also cuts short a metadata
-        request slower than that (it goes on for its other waiters), as Java's ``awaitUpdate``
-        does; then the timeout error (``UnknownTopicError``) says ``max_block_ms`` is used up."""
+        """``topic``'s metadata within ``max_block_ms`` (``Cluster.wait_for_topic`` also cuts
+        short a metadata request slower than that, as Java's ``awaitUpdate`` does); its
+        ``UnknownTopicError`` then says ``max_block_ms`` is used up."""
         cluster = self._cluster
         assert cluster is not None
         limit = self.max_block_ms
         try:
-            async with timeout_after(limit / 1000):
-                return await cluster.wait_for_topic(topic, timeout_ms=limit)
+            return await cluster.wait_for_topic(topic, timeout_ms=limit)
         except errors.UnknownTopicError as exc:
-            said = exc.message
-        except (TimeoutError, asyncio.TimeoutError) as exc:
-            if isinstance(exc, errors.KafkaError):
-                raise  # a request's own timeout (KafkaTimeoutError), not this deadline
-            said = f"topic {topic!r} is not available after {limit / 1000:.1f}s"
-        raise errors.UnknownTopicError(
-            f"{said}: max_block_ms ({limit} ms) used up waiting for its metadata"
-        )
+            raise errors.UnknownTopicError(
+                f"{exc.message}: max_block_ms ({limit} ms) used up waiting for its metadata"
+            ) from None
 
     async def _wait_to_grow(
         self,

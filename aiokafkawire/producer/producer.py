@@ -881,7 +881,9 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, once its metadata is known and its leaders connected.
 
-        Waits for the topic's metadata (up to ``max_block_ms``), then for the connections that
+        Waits for the topic's metadata (up to ``max_block_ms``, as the Java client's
+        ``partitionsFor``, even while a metadata request is slower; then raises
+        :class:`~aiokafkawire.errors.UnknownTopicError`), then for the connections that
         Produce requests to its partitions' leaders use, so that the first full batch goes out
         at once instead of after a connection setup.  A leader that cannot be reached is not
         an error here: the sender keeps trying and reports on the records.

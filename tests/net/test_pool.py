@@ -165,12 +165,15 @@ async def test_closing_the_pool_ends_a_connect_under_way_with_a_typed_error() ->
 async def test_partitions_for_timing_out_does_not_stall_the_producer_sharing_its_connect() -> None:
     # partitions_for() starts the produce connection to the leader and gives up after
     # max_block_ms; the sender's writer, queued behind that same connect, must still deliver.
+    # The metadata comes quickly over the bootstrap connection (no telemetry request, which
+    # this handler does not answer, drops it), so partitions_for has time to start that connect.
     handler = SlowHandshakes(delay=0.6, fast=1)  # the bootstrap connection is quick
     broker = await serve(handler)
     producer = Producer(
         bootstrap_servers=f"127.0.0.1:{broker.port}",
         acks=1,
         enable_idempotence=False,
+        enable_metrics_push=False,
         linger_ms=0,
         max_block_ms=200,
         request_timeout_ms=2_000,
@@ -184,6 +187,7 @@ async def test_partitions_for_timing_out_does_not_stall_the_producer_sharing_its
         assert await asyncio.wait_for(warming, 5) == [0]  # gave up waiting, no error
         metadata = await asyncio.wait_for(handle, 4)
         assert metadata.partition == 0 and metadata.offset == 0
+        assert broker.connections == 2  # bootstrap, then one produce connect for both
     finally:
         await asyncio.wait_for(producer.close(), 10)
         await broker.close()
