@@ -7,74 +7,18 @@ out the backoff is told apart from one that does not by a wide margin, even on a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
-from fake_broker import FakeBroker
+from _metadata_script import scripted_cluster
 
 from aiokafkawire import errors
-from aiokafkawire.cluster.cluster import Cluster
-from aiokafkawire.net.config import ConnectionConfig
-from aiokafkawire.protocol.messages import MetadataRequest, MetadataResponse
-from aiokafkawire.protocol.messages.metadata import (
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
 
-CONFIG = ConnectionConfig(connect_timeout_ms=5000, request_timeout_ms=5000)
 BACKOFF_MS = 1000
 
 
-class TopicsBroker:
-    """Answers Metadata for every topic asked about (one partition each), as scripted."""
-
-    def __init__(self) -> None:
-        self.port = 0
-        self.asked: list[list[str]] = []  # the topics of each Metadata request
-        self.delay_s = 0.0  # how long each answer takes
-        self.fail_next = 0  # this many next answers carry a top-level error
-        self.arrived = asyncio.Event()  # set at each Metadata request
-
-    async def __call__(self, header: Any, request: Any) -> Any:
-        assert isinstance(request, MetadataRequest)
-        names = [t.name for t in request.topics or []]
-        self.asked.append(names)
-        self.arrived.set()
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        code = 0
-        if self.fail_next:
-            self.fail_next -= 1
-            code = errors.ClusterAuthorizationFailedError.code
-        partition = MetadataResponsePartition(
-            partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1]
-        )
-        return MetadataResponse(
-            error_code=code,
-            brokers=[MetadataResponseBroker(node_id=1, host="127.0.0.1", port=self.port)],
-            cluster_id="fake",
-            controller_id=1,
-            topics=[MetadataResponseTopic(name=n, partitions=[partition]) for n in names],
-        )
-
-
-@contextlib.asynccontextmanager
-async def _scripted_cluster() -> AsyncIterator[tuple[TopicsBroker, Cluster]]:
-    """A ``Cluster`` with the long retry backoff, bootstrapped from a fresh ``TopicsBroker``."""
-    script = TopicsBroker()
-    async with FakeBroker(script) as broker:
-        script.port = broker.port
-        servers = f"127.0.0.1:{broker.port}"
-        async with Cluster(servers, CONFIG, retry_backoff_ms=BACKOFF_MS) as cluster:
-            yield script, cluster
-
-
 async def test_new_topics_one_after_another_cost_one_refresh_each_without_backoff() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         started = time.monotonic()
         for i in range(5):
             info = await cluster.wait_for_topic(f"t{i}")
@@ -86,7 +30,7 @@ async def test_new_topics_one_after_another_cost_one_refresh_each_without_backof
 
 
 async def test_a_first_lookup_asks_for_the_new_topics_only_and_keeps_the_others() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         for i in range(4):
             await cluster.wait_for_topic(f"t{i}")
         # Every answer so far named one topic; the cache still holds all four.
@@ -101,7 +45,7 @@ async def test_a_first_lookup_asks_for_the_new_topics_only_and_keeps_the_others(
 
 
 async def test_new_topics_asked_for_concurrently_share_one_refresh() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         started = time.monotonic()
         names = [f"t{i}" for i in range(50)]
         infos = await asyncio.gather(*(cluster.wait_for_topic(n) for n in names))
@@ -113,7 +57,7 @@ async def test_new_topics_asked_for_concurrently_share_one_refresh() -> None:
 
 
 async def test_a_topic_missing_from_the_request_under_way_gets_the_next_refresh() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         script.delay_s = 0.1
         script.arrived.clear()
         first = asyncio.ensure_future(cluster.wait_for_topic("early"))
@@ -130,7 +74,7 @@ async def test_a_topic_missing_from_the_request_under_way_gets_the_next_refresh(
 
 
 async def test_a_refresh_after_a_failed_one_still_backs_off() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         script.fail_next = 1
         with pytest.raises(errors.ClusterAuthorizationFailedError):
             await cluster.refresh_metadata(["a"])
@@ -147,7 +91,7 @@ async def test_a_refresh_after_a_failed_one_still_backs_off() -> None:
 
 
 async def test_a_refresh_for_no_new_topic_waits_out_the_backoff() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         await cluster.refresh_metadata(["a"])
         done_at = time.monotonic()
         cluster.request_update()  # what a stale-metadata error does
@@ -158,7 +102,7 @@ async def test_a_refresh_for_no_new_topic_waits_out_the_backoff() -> None:
 
 
 async def test_request_topics_looks_new_topics_up_without_waiting_and_shares_requests() -> None:
-    async with _scripted_cluster() as (script, cluster):
+    async with scripted_cluster(BACKOFF_MS) as (script, cluster):
         script.delay_s = 0.1
         script.arrived.clear()
         started = time.monotonic()
