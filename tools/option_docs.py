@@ -98,9 +98,10 @@ PRODUCER = {
     "max_request_size": "limit of a Produce request and of one record.",
     "buffer_memory": "bytes of undelivered batches before `send` blocks.",
     "max_block_ms": (
-        "how long `send` may block (buffer full, metadata) before `BufferFullError` / "
-        "`UnknownTopicError`; also how long a transactional producer's `start` waits for its "
-        "coordinator and producer id."
+        "how long one `send` may block in all (its metadata and buffer waits share it) before "
+        "`BufferFullError` / `UnknownTopicError`; also bounds `partitions_for`'s metadata wait "
+        "and how long a transactional producer's `start` waits for its coordinator and "
+        "producer id."
     ),
     "delivery_timeout_ms": "give up on a record this long after `send`.",
     "enable_idempotence": (
