@@ -15,8 +15,11 @@ Notes on Apicurio 3.3.3 as a Confluent registry (checked by ``tests/schema_regis
   ``ProtobufDeserializer`` asks for when given a registry client) fails with HTTP 500 for a
   base64 schema and returns unencoded descriptor bytes for a text schema: confluent-kafka's
   deserializer works against it only without a registry client.
-- It serves no associations API: confluent-kafka's deserializers need
-  ``subject.name.strategy.type: TOPIC`` when they look subjects up.
+- It serves no associations API: confluent-kafka's (2.16) serializers and deserializers ask
+  for the topic's associated subject first and take the 404 as "none"; with
+  ``subject.name.strategy.type: TOPIC`` they skip the call, and its deserializers need it when
+  they look subjects up.  confluent-kafka's registry client has no request timeout unless given
+  ``timeout``: a request Apicurio never answers (seen once, in a CI run under load) waits forever.
 - Quarkus's management interface binds ``*:9000`` unless told otherwise: the server moves it to
   a free loopback port so that several registries can run on one machine.
 """

@@ -23,6 +23,17 @@ ck_serialization = pytest.importorskip("confluent_kafka.serialization")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
+# confluent-kafka's serializers (2.16) first ask the registry for the topic's subject
+# associations, an API Apicurio does not serve; the topic strategy is what these tests mean.
+TOPIC_SUBJECTS: dict[str, Any] = {"subject.name.strategy.type": "TOPIC"}
+
+
+def their_registry(registry: SchemaRegistryServer) -> Any:
+    """confluent-kafka's registry client with a request timeout: it has none by default, and
+    a request the registry never answers would hang the suite instead of being retried."""
+    return ck_registry.SchemaRegistryClient({"url": registry.url, "timeout": 30})
+
+
 UTC = datetime.timezone.utc
 _FIELDS: list[dict[str, Any]] = [
     {"name": "id", "type": "long"},
@@ -83,11 +94,11 @@ def as_row(record: dict[str, Any]) -> tuple:
 def produce_with_confluent(bootstrap: str, registry: SchemaRegistryServer, topic: str) -> None:
     from confluent_kafka import Producer
 
-    client = ck_registry.SchemaRegistryClient({"url": registry.url})
-    key_serializer = ck_avro.AvroSerializer(client, '"string"')
+    client = their_registry(registry)
+    key_serializer = ck_avro.AvroSerializer(client, '"string"', conf=TOPIC_SUBJECTS)
     writers = {
-        False: ck_avro.AvroSerializer(client, ORDER_V1),
-        True: ck_avro.AvroSerializer(client, ORDER_V2),
+        False: ck_avro.AvroSerializer(client, ORDER_V1, conf=TOPIC_SUBJECTS),
+        True: ck_avro.AvroSerializer(client, ORDER_V2, conf=TOPIC_SUBJECTS),
     }
     key_ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.KEY)
     value_ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
@@ -142,7 +153,7 @@ def test_spark_avro_write_read_by_confluent(
     from pyspark.sql import Row
 
     topic = create_topic(bootstrap, 1, "registry-write")
-    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    client = their_registry(schema_registry)
     schema_id = client.register_schema(f"{topic}-value", ck_registry.Schema(ORDER_V2, "AVRO"))
     records = [order(i, True) for i in range(50)]
     rows = [
@@ -159,7 +170,7 @@ def test_spark_avro_write_read_by_confluent(
         .mode("append")
         .save()
     )
-    deserializer = ck_avro.AvroDeserializer(client, conf={"subject.name.strategy.type": "TOPIC"})
+    deserializer = ck_avro.AvroDeserializer(client, conf=TOPIC_SUBJECTS)
     ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest"}
@@ -309,9 +320,9 @@ def test_confluent_protobuf_read_by_spark_into_typed_columns(
     ck_protobuf = pytest.importorskip("confluent_kafka.schema_registry.protobuf")
     topic = create_topic(bootstrap, 1, "registry-pb-read")
     order_class = _order_class()
-    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    client = their_registry(schema_registry)
     serializer = ck_protobuf.ProtobufSerializer(
-        order_class, client, {"use.deprecated.format": False}
+        order_class, client, {"use.deprecated.format": False, **TOPIC_SUBJECTS}
     )
     ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -354,7 +365,7 @@ def test_spark_protobuf_write_read_by_confluent(
 
     ck_protobuf = pytest.importorskip("confluent_kafka.schema_registry.protobuf")
     topic = create_topic(bootstrap, 1, "registry-pb-write")
-    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    client = their_registry(schema_registry)
     address, proto = _order_files()
     encoded = {f.name: base64.b64encode(f.SerializeToString()).decode() for f in (address, proto)}
     client.register_schema(
@@ -479,8 +490,8 @@ def test_confluent_json_read_by_spark_into_typed_columns(
 
     ck_json = pytest.importorskip("confluent_kafka.schema_registry.json_schema")
     topic = create_topic(bootstrap, 1, "registry-json-read")
-    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
-    serializer = ck_json.JSONSerializer(ORDER_JSON, client)
+    client = their_registry(schema_registry)
+    serializer = ck_json.JSONSerializer(ORDER_JSON, client, conf=TOPIC_SUBJECTS)
     ctx = ck_serialization.SerializationContext(topic, ck_serialization.MessageField.VALUE)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(_PB_COUNT):
@@ -515,7 +526,7 @@ def test_spark_json_write_read_by_confluent(
 
     ck_json = pytest.importorskip("confluent_kafka.schema_registry.json_schema")
     topic = create_topic(bootstrap, 1, "registry-json-write")
-    client = ck_registry.SchemaRegistryClient({"url": schema_registry.url})
+    client = their_registry(schema_registry)
     schema_id = client.register_schema(f"{topic}-value", ck_registry.Schema(ORDER_JSON, "JSON"))
     records = [json_order(i) for i in range(_PB_COUNT)]
     rows = [(f"k{r['id']}".encode(), *json_spark_value(r)) for r in records]
