@@ -50,13 +50,18 @@ OURS = "aiokafkawire"
 # With --baseline DIR: aiokafkawire imported from DIR (another checkout, extensions built), run
 # by the same workers, interleaved with the others: an A/B in one sitting, under one load.
 BASE = "aiokafkawire-base"
+# With --clients ...,aiokafkawire-compat: aiokafka's own workload code on aiokafkawire's aiokafka
+# compat layer (install_as_aiokafka), what a user moving from aiokafka in one line gets.
+COMPAT = "aiokafkawire-compat"
 PEERS = CLIENTS[1:]
-ASYNCIO_CLIENTS = {"aiokafkawire", "aiokafka", "confluent-kafka-aio", BASE}
+ASYNCIO_CLIENTS = {"aiokafkawire", "aiokafka", "confluent-kafka-aio", BASE, COMPAT}
 QUICK_RECORDS = DEFAULT_RECORDS // 10
 ON_PAR = 0.9  # "on par" with confluent-kafka for consuming: at least this ratio
 
 # What each client does that the workload's settings do not say.
 CLIENT_NOTES = {
+    COMPAT: "aiokafka's workload code unchanged (AIOKafkaProducer/AIOKafkaConsumer), with "
+    "aiokafkawire.compat.install_as_aiokafka() run before it imports aiokafka",
     "aiokafka": "AIOKafkaProducer/AIOKafkaConsumer; no buffer_memory option: it holds at most "
     "one pending batch of max_batch_size (16 KiB) per partition and send() waits for it",
     "confluent-kafka": "Producer/Consumer; no per-message delivery callback on throughput runs "
@@ -749,6 +754,7 @@ def draw_chart(report: dict[str, Any], path: Path) -> None:
         zip(CLIENTS, ["#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd"], strict=True)
     )
     colours[BASE] = "#ff9896"
+    colours[COMPAT] = "#ff7f0e"
     columns = min(3, len(entries))
     rows = (len(entries) + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
@@ -807,7 +813,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"records of workload 1 (default {DEFAULT_RECORDS:,}); other sizes scale with it",
     )
     parser.add_argument("--workloads", help="comma-separated workload numbers (default: 1-8)")
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated clients")
+    parser.add_argument(
+        "--clients",
+        default=",".join(CLIENTS),
+        help=f"comma-separated clients (default {','.join(CLIENTS)}; also {COMPAT!r})",
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--timeout", type=float, help="seconds per run (default 600, quick 180)")
     parser.add_argument("--uvloop", action="store_true", help="uvloop for the asyncio clients")
@@ -839,10 +849,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.records <= 0 or args.repetitions <= 0 or args.timeout <= 0:
         parser.error("--records, --repetitions and --timeout must be positive")
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
-    unknown = set(args.clients) - set(CLIENTS)
+    known = [OURS, COMPAT, *PEERS]
+    unknown = set(args.clients) - set(known)
     if unknown or OURS not in args.clients:
-        parser.error(f"--clients: choose from {CLIENTS} (aiokafkawire included); not {unknown}")
-    args.clients = [c for c in CLIENTS if c in args.clients]
+        parser.error(f"--clients: choose from {known} (aiokafkawire included); not {unknown}")
+    args.clients = [c for c in known if c in args.clients]
     if args.baseline is not None:
         if not (args.baseline / "aiokafkawire" / "__init__.py").is_file():
             parser.error(f"--baseline: no aiokafkawire package in {args.baseline}")

@@ -23,6 +23,7 @@ CLIENT_MODULES = {
     "aiokafkawire": "workloads.client_aiokafkawire",
     "aiokafkawire-base": "workloads.client_aiokafkawire",  # from run.py --baseline's checkout
     "aiokafka": "workloads.client_aiokafka",
+    "aiokafkawire-compat": "workloads.client_aiokafkawire_compat",
     "confluent-kafka": "workloads.client_confluent",
     "kafka-python": "workloads.client_kafka_python",
     "confluent-kafka-aio": "workloads.client_confluent_aio",

