@@ -37,9 +37,10 @@ _new_tuple = tuple.__new__
 
 T = TypeVar("T")
 
-# A future registered by DeliveryHandle.as_future: (future, record index, record timestamp,
-# convert or None), resolved by the batch's own completion pass.
-_FutureEntry = tuple["asyncio.Future[Any]", int, int, "Callable[[RecordMetadata], Any] | None"]
+# The futures of DeliveryHandle.as_future, resolved by the batch's own completion pass: a flat
+# list of (future, record index, record timestamp, convert or None) quadruples, so that a pending
+# record holds no tuple of its own (each one counted toward the next garbage collection).
+_FutureEntries = list[Any]
 
 
 class _PureBatchCore:
@@ -141,7 +142,7 @@ class ProducerBatch(_BatchCore):
         # never the batch's own future: cancelling it must not cancel the batch for everyone.
         self.waiters: list[asyncio.Future[None]] | None = None
         # Record futures of DeliveryHandle.as_future, resolved in complete()/fail() in one loop.
-        self.futures: list[_FutureEntry] | None = None
+        self.futures: _FutureEntries | None = None
 
     def __repr__(self) -> str:
         return (
@@ -242,24 +243,6 @@ class ProducerBatch(_BatchCore):
                 self._fail_futures(exc)
         self._drop_records()
 
-    def add_future(
-        self,
-        future: asyncio.Future[Any],
-        index: int,
-        timestamp: int,
-        convert: Callable[[RecordMetadata], Any] | None,
-    ) -> None:
-        """Resolve ``future`` with record ``index``'s metadata when the batch is decided.
-
-        Only for a pending batch (see :meth:`DeliveryHandle.as_future`).
-        """
-        entry = (future, index, timestamp, convert)
-        futures = self.futures
-        if futures is None:
-            self.futures = [entry]
-        else:
-            futures.append(entry)
-
     def _resolve_futures(self, base_offset: int, log_append_time: int) -> None:
         # One pass over the records' futures, no loop callback per record (franz-go style).
         futures = self.futures
@@ -267,7 +250,8 @@ class ProducerBatch(_BatchCore):
         assert futures is not None
         topic = self.topic
         partition = self.partition
-        for future, index, timestamp, convert in futures:
+        items = iter(futures)
+        for future, index, timestamp, convert in zip(items, items, items, items):
             if future.done():  # cancelled by its owner
                 continue
             metadata = _new_tuple(
@@ -294,8 +278,7 @@ class ProducerBatch(_BatchCore):
         # The application aborted the transaction itself: as aiokafka does, a future it never
         # awaits is not reported at garbage collection.  Any other error is, as asyncio does.
         aborted = isinstance(exc, TransactionAbortedError)
-        for entry in futures:
-            future = entry[0]
+        for future in futures[::4]:
             if future.done():
                 continue
             future.set_exception(exc)
@@ -386,7 +369,13 @@ class DeliveryHandle(_HandleCore):
         batch_future = batch.future
         future: asyncio.Future[Any] = batch_future.get_loop().create_future()
         if not batch_future.done():
-            batch.add_future(future, self._index, self._timestamp, convert)
+            # Registered with the batch, whose complete()/fail() resolves it (per record: no
+            # call here beyond the future's creation).
+            futures = batch.futures
+            if futures is None:
+                batch.futures = [future, self._index, self._timestamp, convert]
+            else:
+                futures += (future, self._index, self._timestamp, convert)
             return future
         error = batch_future.exception()
         if error is not None:
