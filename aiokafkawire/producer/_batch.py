@@ -251,7 +251,7 @@ class ProducerBatch(_BatchCore):
         topic = self.topic
         partition = self.partition
         items = iter(futures)
-        for future, index, timestamp, convert in zip(items, items, items, items):
+        for future, index, timestamp, convert in zip(items, items, items, items, strict=True):
             if future.done():  # cancelled by its owner
                 continue
             metadata = _new_tuple(
