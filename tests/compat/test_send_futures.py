@@ -109,3 +109,20 @@ async def test_futures_of_an_aborted_transaction_fail_and_are_not_reported(
     finally:
         loop.set_exception_handler(None)
     assert reports == []  # aiokafka's rule: the application aborted them itself
+
+
+async def test_send_futures_on_the_full_send_path(kafka_bootstrap: Any) -> None:
+    """Headers, a serializer or a non-bytes value take the native send's Python path."""
+    topic = await create_topic(kafka_bootstrap, "compat-full", 4)
+    async with AIOKafkaProducer(
+        bootstrap_servers=kafka_bootstrap, value_serializer=lambda v: str(v).encode()
+    ) as producer:
+        await producer.partitions_for(topic)
+        serialized = await producer.send(topic, 42, partition=0)
+        with_headers = await producer.send(topic, 43, partition=0, headers=[("h", b"1")])
+        first, second = await asyncio.gather(serialized, with_headers)
+    assert type(first) is RecordMetadata and second.offset == first.offset + 1
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as plain:
+        await plain.partitions_for(topic)
+        future = await plain.send(topic, bytearray(b"not bytes"), partition=0, headers=[])
+        assert (await future).offset == second.offset + 1

@@ -241,14 +241,21 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
             # aiokafka's send waits for the topic's metadata (and raises for an unknown topic)
             # even for an explicit partition, which the native send queues without waiting.
             await self._producer._wait_for_topic(topic)
-        handle = await self._producer.send(
-            topic,
-            value,
-            key,
-            partition=partition,
-            timestamp=timestamp_ms,
-            headers=list(headers) if headers else None,
-        )
+        # The native send's compiled common case, called as its SendMethod calls it (None when
+        # the producer's checks need the full path), without a native send coroutine to await.
+        fast = self._producer._fast_append
+        handle = None
+        if fast is not None and not headers:
+            handle = fast(topic, value, key, partition, timestamp_ms, None)
+        if handle is None:
+            handle = await self._producer.send(
+                topic,
+                value,
+                key,
+                partition=partition,
+                timestamp=timestamp_ms,
+                headers=list(headers) if headers else None,
+            )
         # Resolved by the record's batch in its own completion pass, already converted.
         return handle.as_future(_record_metadata)
 
