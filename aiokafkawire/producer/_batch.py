@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 from aiokafkawire._compiled import fast_fields, load_accelerator
+from aiokafkawire.errors import TransactionAbortedError
 from aiokafkawire.protocol.records import rewrite_producer_state
 from aiokafkawire.structs import TopicPartition
 
@@ -33,6 +34,13 @@ class RecordMetadata(NamedTuple):
 
 
 _new_tuple = tuple.__new__
+
+T = TypeVar("T")
+
+# The futures of DeliveryHandle.as_future, resolved by the batch's own completion pass: a flat
+# list of (future, record index, record timestamp, convert or None) quadruples, so that a pending
+# record holds no tuple of its own (each one counted toward the next garbage collection).
+_FutureEntries = list[Any]
 
 
 class _PureBatchCore:
@@ -82,6 +90,7 @@ class ProducerBatch(_BatchCore):
         "created",
         "full",
         "future",
+        "futures",
         "in_flight",
         "magic",
         "order",
@@ -132,6 +141,8 @@ class ProducerBatch(_BatchCore):
         # One future per task awaiting a pending handle, resolved with the batch.  A waiter is
         # never the batch's own future: cancelling it must not cancel the batch for everyone.
         self.waiters: list[asyncio.Future[None]] | None = None
+        # Record futures of DeliveryHandle.as_future, resolved in complete()/fail() in one loop.
+        self.futures: _FutureEntries | None = None
 
     def __repr__(self) -> str:
         return (
@@ -185,6 +196,8 @@ class ProducerBatch(_BatchCore):
             self.outcome = (base_offset, log_append_time)
             self.future.set_result(self.outcome)
             self._wake_waiters()
+            if self.futures is not None:  # the only cost to batches nobody asked a future of
+                self._resolve_futures(base_offset, log_append_time)
         self._drop_records()
 
     def add_waiter(self) -> asyncio.Future[None] | None:
@@ -226,7 +239,51 @@ class ProducerBatch(_BatchCore):
             # error is still raised to everyone who awaits one.
             future.exception()
             self._wake_waiters()
+            if self.futures is not None:
+                self._fail_futures(exc)
         self._drop_records()
+
+    def _resolve_futures(self, base_offset: int, log_append_time: int) -> None:
+        # One pass over the records' futures, no loop callback per record (franz-go style).
+        futures = self.futures
+        self.futures = None
+        assert futures is not None
+        topic = self.topic
+        partition = self.partition
+        items = iter(futures)
+        for future, index, timestamp, convert in zip(items, items, items, items, strict=True):
+            if future.done():  # cancelled by its owner
+                continue
+            metadata = _new_tuple(
+                RecordMetadata,
+                (
+                    topic,
+                    partition,
+                    base_offset + index if base_offset >= 0 else -1,
+                    log_append_time if log_append_time >= 0 else timestamp,
+                ),
+            )
+            if convert is None:
+                future.set_result(metadata)
+                continue
+            try:
+                future.set_result(convert(metadata))
+            except Exception as exc:  # the converter's error is this record's, not the batch's
+                future.set_exception(exc)
+
+    def _fail_futures(self, exc: BaseException) -> None:
+        futures = self.futures
+        self.futures = None
+        assert futures is not None
+        # The application aborted the transaction itself: as aiokafka does, a future it never
+        # awaits is not reported at garbage collection.  Any other error is, as asyncio does.
+        aborted = isinstance(exc, TransactionAbortedError)
+        for future in futures[::4]:
+            if future.done():
+                continue
+            future.set_exception(exc)
+            if aborted:
+                future.exception()
 
 
 class DeliveryHandle(_HandleCore):
@@ -267,18 +324,72 @@ class DeliveryHandle(_HandleCore):
 
     def result(self) -> RecordMetadata:
         """The metadata once done; raises the delivery error, or InvalidStateError if pending."""
+        # No local holding the batch before this raises: a kept traceback would pin it.
         base_offset, log_append_time = self._batch.future.result()
-        return self._metadata(base_offset, log_append_time)
+        batch = self._batch
+        # The tuple made without NamedTuple's Python-level __new__: this may run per record.
+        return _new_tuple(
+            RecordMetadata,
+            (
+                batch.topic,
+                batch.partition,
+                base_offset + self._index if base_offset >= 0 else -1,
+                log_append_time if log_append_time >= 0 else self._timestamp,
+            ),
+        )
 
     def add_done_callback(self, callback: Callable[[DeliveryHandle], object]) -> None:
-        """Call ``callback(handle)`` (from the event loop) once the delivery is decided."""
+        """Call ``callback(handle)`` (from the event loop) once the delivery is decided.
+
+        One loop callback per call: to resolve many records' futures, :meth:`as_future` is
+        cheaper.
+        """
         self._batch.future.add_done_callback(lambda _future: callback(self))
 
-    def _metadata(self, base_offset: int, log_append_time: int) -> RecordMetadata:
+    @overload
+    def as_future(self, convert: None = None) -> asyncio.Future[RecordMetadata]: ...
+    @overload
+    def as_future(self, convert: Callable[[RecordMetadata], T]) -> asyncio.Future[T]: ...
+    def as_future(
+        self, convert: Callable[[RecordMetadata], Any] | None = None
+    ) -> asyncio.Future[Any]:
+        """A new :class:`asyncio.Future` of this delivery: its :class:`RecordMetadata`, or
+        ``convert(metadata)`` if given, or the delivery error.
+
+        The batch resolves its records' futures itself, in one pass when its outcome arrives
+        (no loop callback per record); a future of a decided delivery is returned resolved.
+        Each call makes a future of its own: cancelling it leaves the delivery and every other
+        future alone.  An exception raised by ``convert`` fails only this future.  A failed
+        delivery's error is left for the future's owner to retrieve (asyncio reports it at
+        garbage collection otherwise), except :class:`~aiokafkawire.errors.TransactionAbortedError`:
+        the application aborted the transaction itself, so, as in aiokafka, it is marked
+        retrieved.  Call from the producer's event loop.
+        """
         batch = self._batch
-        offset = base_offset + self._index if base_offset >= 0 else -1
-        timestamp = log_append_time if log_append_time >= 0 else self._timestamp
-        return RecordMetadata(batch.topic, batch.partition, offset, timestamp)
+        batch_future = batch.future
+        future: asyncio.Future[Any] = batch_future.get_loop().create_future()
+        if not batch_future.done():
+            # Registered with the batch, whose complete()/fail() resolves it (per record: no
+            # call here beyond the future's creation).
+            futures = batch.futures
+            if futures is None:
+                batch.futures = [future, self._index, self._timestamp, convert]
+            else:
+                futures += (future, self._index, self._timestamp, convert)
+            return future
+        error = batch_future.exception()
+        if error is not None:
+            future.set_exception(error)
+            if isinstance(error, TransactionAbortedError):
+                future.exception()
+        elif convert is None:
+            future.set_result(self.result())
+        else:
+            try:
+                future.set_result(convert(self.result()))
+            except Exception as exc:
+                future.set_exception(exc)
+        return future
 
     def _await_pending(self) -> Generator[Any, None, RecordMetadata]:
         batch = self._batch

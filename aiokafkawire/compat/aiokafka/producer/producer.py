@@ -13,7 +13,7 @@ from aiokafkawire.compat.aiokafka._options import connection_options
 from aiokafkawire.compat.aiokafka.partitioner import DefaultPartitioner
 from aiokafkawire.compat.aiokafka.structs import OffsetAndMetadata, RecordMetadata
 from aiokafkawire.errors import TransactionAbortedError
-from aiokafkawire.producer import DeliveryHandle, Producer
+from aiokafkawire.producer import Producer
 from aiokafkawire.producer import RecordMetadata as NativeRecordMetadata
 from aiokafkawire.producer.producer import BatchBuilder as NativeBatchBuilder
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
@@ -27,39 +27,54 @@ _DEFAULT_PARTITIONER = DefaultPartitioner()
 Headers = Sequence[tuple[str, bytes | None]]
 
 
+_new_tuple = tuple.__new__
+
+
 def _record_metadata(native: NativeRecordMetadata) -> RecordMetadata:
-    return RecordMetadata(
-        native.topic,
-        native.partition,
-        TopicPartition(native.topic, native.partition),
-        native.offset,
-        native.timestamp,
-        0,
-        None,
+    """aiokafka's RecordMetadata of a native one (tuples made without NamedTuple's __new__:
+    the batch's completion pass runs this once per record sent)."""
+    topic, partition, offset, timestamp = native
+    return _new_tuple(
+        RecordMetadata,
+        (
+            topic,
+            partition,
+            _new_tuple(TopicPartition, (topic, partition)),
+            offset,
+            timestamp,
+            0,
+            None,
+        ),
     )
 
 
-def _future_of(handle: DeliveryHandle) -> asyncio.Future[RecordMetadata]:
-    """An asyncio future of ``handle``'s delivery, with aiokafka's RecordMetadata."""
-    future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+def _chain(native: asyncio.Future[NativeRecordMetadata]) -> asyncio.Future[RecordMetadata]:
+    """A future of ``native``'s outcome with aiokafka's RecordMetadata (one for a batch).
 
-    def done(finished: DeliveryHandle) -> None:
-        if future.cancelled():
+    Cancelling it cancels ``native``.
+    """
+    future: asyncio.Future[RecordMetadata] = native.get_loop().create_future()
+
+    def done(finished: asyncio.Future[NativeRecordMetadata]) -> None:
+        if future.done():
+            return
+        if finished.cancelled():
+            future.cancel()
             return
         error = finished.exception()
-        if error is not None:
-            future.set_exception(error)
-            if isinstance(error, TransactionAbortedError):
-                # The application aborted the transaction itself: as in aiokafka, a future it
-                # never awaits is not reported at garbage collection.
-                future.exception()
-        else:
+        if error is None:
             future.set_result(_record_metadata(finished.result()))
+            return
+        future.set_exception(error)
+        if isinstance(error, TransactionAbortedError):
+            future.exception()  # as DeliveryHandle.as_future (aiokafka's rule)
 
-    if handle.done():
-        done(handle)
-    else:
-        handle.add_done_callback(done)
+    def cancelled(mine: asyncio.Future[RecordMetadata]) -> None:
+        if mine.cancelled():
+            native.cancel()
+
+    native.add_done_callback(done)
+    future.add_done_callback(cancelled)
     return future
 
 
@@ -226,15 +241,23 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
             # aiokafka's send waits for the topic's metadata (and raises for an unknown topic)
             # even for an explicit partition, which the native send queues without waiting.
             await self._producer._wait_for_topic(topic)
-        handle = await self._producer.send(
-            topic,
-            value,
-            key,
-            partition=partition,
-            timestamp=timestamp_ms,
-            headers=list(headers) if headers else None,
-        )
-        return _future_of(handle)
+        # The native send's compiled common case, called as its SendMethod calls it (None when
+        # the producer's checks need the full path), without a native send coroutine to await.
+        fast = self._producer._fast_append
+        handle = None
+        if fast is not None and not headers:
+            handle = fast(topic, value, key, partition, timestamp_ms, None)
+        if handle is None:
+            handle = await self._producer.send(
+                topic,
+                value,
+                key,
+                partition=partition,
+                timestamp=timestamp_ms,
+                headers=list(headers) if headers else None,
+            )
+        # Resolved by the record's batch in its own completion pass, already converted.
+        return handle.as_future(_record_metadata)
 
     async def send_and_wait(
         self,
@@ -275,11 +298,7 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         else:
             await self._producer._wait_for_topic(topic)  # as in send()
         native_future = await self._producer.send_batch(batch._native, topic, partition=partition)
-
-        async def converted() -> RecordMetadata:
-            return _record_metadata(await native_future)
-
-        return asyncio.ensure_future(converted())
+        return _chain(native_future)
 
     # ---------------------------------------------------------------- transactions
 
