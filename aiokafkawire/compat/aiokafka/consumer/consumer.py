@@ -10,6 +10,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
+from aiokafkawire.compat.aiokafka.consumer._records import compat_record, compat_records
 from aiokafkawire.compat.aiokafka.coordinator.assignors.abstract import native_assignor
 from aiokafkawire.compat.aiokafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor,
@@ -262,31 +263,34 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
     # ------------------------------------------------------------------ reading
 
     def _record(self, native: NativeRecord) -> ConsumerRecord[Any, Any]:
-        key, value = native.key, native.value
-        key_size = len(key) if key is not None else -1
-        value_size = len(value) if value is not None else -1
-        if self._key_deserializer is not None:
-            key = self._key_deserializer(key)
-        if self._value_deserializer is not None:
-            value = self._value_deserializer(value)
-        return ConsumerRecord(
-            native.topic,
-            native.partition,
-            native.offset,
-            native.timestamp,
-            native.timestamp_type,
-            key,
-            value,
-            None,
-            key_size,
-            value_size,
-            native.headers,
+        return compat_record(
+            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
         )
+
+    def _next_held(self) -> NativeRecord | None:
+        """The next record the native iterator already holds, handed out (its partition's
+        position moves past it, as the native ``async for`` does); None when it holds none.
+
+        The per-record fast path of :meth:`getone` and ``async for``: no coroutine of the
+        native consumer per record, and nothing is taken from the fetcher ahead of time.
+        """
+        iterated = self._consumer._iterated
+        pending = iterated.records
+        if not pending:
+            return None
+        record = pending.popleft()
+        iterated.advance(record)
+        return record
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
         """The next record (of ``partitions`` when given), waiting for one."""
         self._check_running()
-        return self._record(await self._consumer.getone(*partitions))
+        native = None if partitions else self._next_held()
+        if native is None:
+            native = await self._consumer.getone(*partitions)
+        return compat_record(
+            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
+        )
 
     async def getmany(
         self,
@@ -301,8 +305,11 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         batches = await self._consumer.getmany(
             *partitions, timeout_ms=timeout_ms, max_records=max_records
         )
-        record = self._record
-        return {tp: [record(r) for r in records] for tp, records in batches.items()}
+        key_des, value_des = self._key_deserializer, self._value_deserializer
+        return {
+            tp: compat_records(ConsumerRecord, records, key_des, value_des)
+            for tp, records in batches.items()
+        }
 
     def __aiter__(self) -> AIOKafkaConsumer:
         return self
@@ -310,10 +317,15 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         if self._closed:
             raise StopAsyncIteration
-        try:
-            return self._record(await self._consumer.getone())
-        except errors.ClientClosedError:
-            raise StopAsyncIteration from None
+        native = self._next_held()
+        if native is None:
+            try:
+                native = await self._consumer.__anext__()
+            except errors.ClientClosedError:
+                raise StopAsyncIteration from None
+        return compat_record(
+            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
+        )
 
     def _check_running(self) -> None:
         if self._closed:
