@@ -21,7 +21,6 @@ from aiokafkawire.compat.aiokafka.structs import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer import Consumer
-from aiokafkawire.consumer import ConsumerRecord as NativeRecord
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
 from aiokafkawire.structs import TopicPartition
 
@@ -262,31 +261,16 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
 
     # ------------------------------------------------------------------ reading
 
-    def _record(self, native: NativeRecord) -> ConsumerRecord[Any, Any]:
-        return compat_record(
-            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
-        )
-
-    def _next_held(self) -> NativeRecord | None:
-        """The next record the native iterator already holds, handed out (its partition's
-        position moves past it, as the native ``async for`` does); None when it holds none.
-
-        The per-record fast path of :meth:`getone` and ``async for``: no coroutine of the
-        native consumer per record, and nothing is taken from the fetcher ahead of time.
-        """
-        iterated = self._consumer._iterated
-        pending = iterated.records
-        if not pending:
-            return None
-        record = pending.popleft()
-        iterated.advance(record)
-        return record
-
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
         """The next record (of ``partitions`` when given), waiting for one."""
         self._check_running()
-        native = None if partitions else self._next_held()
-        if native is None:
+        # Records the native iterator holds go out without a native coroutine each (see
+        # __anext__); the native getone waits for more.
+        held = self._consumer._iterated
+        if held.records and not partitions:
+            native = held.records.popleft()
+            held.advance(native)
+        else:
             native = await self._consumer.getone(*partitions)
         return compat_record(
             ConsumerRecord, native, self._key_deserializer, self._value_deserializer
@@ -317,8 +301,14 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         if self._closed:
             raise StopAsyncIteration
-        native = self._next_held()
-        if native is None:
+        # The per-record fast path: a record the native iterator already holds is handed out
+        # as the native ``async for`` does (its partition's position moves past it, nothing
+        # is taken from the fetcher ahead), without a coroutine of the native consumer.
+        held = self._consumer._iterated
+        if held.records:
+            native = held.records.popleft()
+            held.advance(native)
+        else:
             try:
                 native = await self._consumer.__anext__()
             except errors.ClientClosedError:
