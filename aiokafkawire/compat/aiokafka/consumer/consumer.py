@@ -26,6 +26,11 @@ from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AIOKafkaConsumer"]
 
+# The native methods a held record would go through; when something wraps them (tracing:
+# ``aiokafkawire.otel.instrument()``), every record goes through the wrapper, as before.
+_NATIVE_ANEXT = Consumer.__anext__
+_NATIVE_GETONE = Consumer.getone
+
 # aiokafka's max_poll_records=None: getmany hands out everything buffered.
 _NO_RECORD_CAP = 2**31 - 1
 Deserializer = Callable[[bytes], Any]
@@ -267,7 +272,12 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         # Records the native iterator holds go out without a native coroutine each (see
         # __anext__); the native getone waits for more.
         held = self._consumer._iterated
-        if held.records and not partitions:
+        if (
+            held.records
+            and not partitions
+            and Consumer.getone is _NATIVE_GETONE
+            and Consumer.__anext__ is _NATIVE_ANEXT
+        ):
             native = held.records.popleft()
             held.advance(native)
         else:
@@ -305,12 +315,12 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         # as the native ``async for`` does (its partition's position moves past it, nothing
         # is taken from the fetcher ahead), without a coroutine of the native consumer.
         held = self._consumer._iterated
-        if held.records:
+        if held.records and Consumer.__anext__ is _NATIVE_ANEXT:
             native = held.records.popleft()
             held.advance(native)
         else:
             try:
-                native = await self._consumer.__anext__()
+                native = await self._consumer.__anext__()  # waits, or traced
             except errors.ClientClosedError:
                 raise StopAsyncIteration from None
         return compat_record(
