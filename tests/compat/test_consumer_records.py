@@ -123,3 +123,16 @@ def test_the_compiled_twin_refuses_what_it_cannot_build() -> None:
 
     with pytest.raises(TypeError, match="__new__ and __setattr__"):
         _COMPILED.compat_records(Frozen, list(NATIVES), None, None)
+
+
+@pytest.mark.skipif(_COMPILED is None, reason="the _ccompat extension is not built")
+def test_a_list_only_the_converter_holds_is_converted_in_place_a_shared_one_never() -> None:
+    shared = list(NATIVES)
+    made = _COMPILED.compat_records(ConsumerRecord, shared, None, None)
+    assert made is not shared and shared == NATIVES  # the caller's list is left alone
+    batches = {"tp": list(NATIVES)}
+    inner = id(batches["tp"])
+    made = _COMPILED.compat_records(ConsumerRecord, batches.pop("tp"), None, None)
+    assert id(made) == inner  # popped into the call: the same list, now of compat records
+    assert made == [_dataclass_init(native) for native in NATIVES]
+    assert all(type(record) is ConsumerRecord for record in made)

@@ -12,6 +12,9 @@
  * running Python code per field): the result is an ordinary instance of ``cls``.  The
  * serialized sizes are the lengths of the raw key and value (-1 for None); a deserializer (None
  * for none) is called on the raw key or value and any exception it raises propagates unchanged.
+ * When the caller passes the only reference to ``records`` (``batches.pop(tp)`` straight into
+ * the call), the list is converted in place and returned: the native records are freed one by
+ * one as their compat records are made.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -116,6 +119,26 @@ check_class(PyObject *cls)
     return (PyTypeObject *)cls;
 }
 
+/* The caller handed over the only reference to ``records`` (nothing else can see the list):
+ * each native record is replaced by its compat record, so the native one is freed at once.
+ * The cyclic GC counts an allocation less for each object freed: the conversion does not
+ * bring on collections that would age the new records into older generations. */
+static PyObject *
+convert_in_place(PyTypeObject *cls, PyObject *records, Py_ssize_t n, PyObject *key_des,
+                 PyObject *value_des)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *native = PyList_GET_ITEM(records, i);
+        PyObject *record = build(cls, native, key_des, value_des);
+        if (record == NULL) {
+            return NULL;
+        }
+        PyList_SET_ITEM(records, i, record);
+        Py_DECREF(native);
+    }
+    return Py_NewRef(records);
+}
+
 static PyObject *
 compat_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -133,6 +156,9 @@ compat_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(records);
+    if (Py_REFCNT(records) == 1 && PyList_CheckExact(records)) {
+        return convert_in_place(cls, records, n, args[2], args[3]);
+    }
     PyObject *out = PyList_New(n);
     if (out == NULL) {
         return NULL;

@@ -300,9 +300,11 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
             *partitions, timeout_ms=timeout_ms, max_records=max_records
         )
         key_des, value_des = self._key_deserializer, self._value_deserializer
+        # Each list is popped straight into the call: the compiled converter, holding its only
+        # reference, then replaces the native records in place (and frees them as it goes).
         return {
-            tp: compat_records(ConsumerRecord, records, key_des, value_des)
-            for tp, records in batches.items()
+            tp: compat_records(ConsumerRecord, batches.pop(tp), key_des, value_des)
+            for tp in list(batches)
         }
 
     def __aiter__(self) -> AIOKafkaConsumer:
