@@ -136,3 +136,8 @@ def test_a_list_only_the_converter_holds_is_converted_in_place_a_shared_one_neve
     assert id(made) == inner  # popped into the call: the same list, now of compat records
     assert made == [_dataclass_init(native) for native in NATIVES]
     assert all(type(record) is ConsumerRecord for record in made)
+    # A deserializer runs Python code: the list is copied then, never seen half converted.
+    batches = {"tp": list(NATIVES)}
+    inner = id(batches["tp"])
+    made = _COMPILED.compat_records(ConsumerRecord, batches.pop("tp"), None, lambda raw: raw)
+    assert id(made) != inner and [r.value for r in made] == [b"value", None, b"v" * 300]

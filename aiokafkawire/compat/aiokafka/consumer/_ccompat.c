@@ -13,8 +13,8 @@
  * serialized sizes are the lengths of the raw key and value (-1 for None); a deserializer (None
  * for none) is called on the raw key or value and any exception it raises propagates unchanged.
  * When the caller passes the only reference to ``records`` (``batches.pop(tp)`` straight into
- * the call), the list is converted in place and returned: the native records are freed one by
- * one as their compat records are made.
+ * the call) and there is no deserializer, the list is converted in place and returned: the
+ * native records are freed one by one as their compat records are made.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -156,7 +156,10 @@ compat_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(records);
-    if (Py_REFCNT(records) == 1 && PyList_CheckExact(records)) {
+    /* In place only when no Python code runs meanwhile (no deserializer): nothing can reach
+     * the list while it holds native and compat records side by side. */
+    if (Py_REFCNT(records) == 1 && PyList_CheckExact(records) && args[2] == Py_None &&
+        args[3] == Py_None) {
         return convert_in_place(cls, records, n, args[2], args[3]);
     }
     PyObject *out = PyList_New(n);
