@@ -2,8 +2,9 @@
 
 The extensions ``aiokafkawire.protocol.records._crecords`` (record batches),
 ``aiokafkawire.producer._cmurmur2`` (keyed partitioning), ``aiokafkawire.producer._cproducer``
-(the common case of ``Producer.send``) and ``aiokafkawire.spark._carrow`` (Arrow columns of
-consumer records for the Spark source) are built when a C compiler and the Python headers are
+(the common case of ``Producer.send``), ``aiokafkawire.spark._carrow`` (Arrow columns of
+consumer records for the Spark source) and ``aiokafkawire.compat.aiokafka.consumer._ccompat``
+(aiokafka's records for the compat consumer) are built when a C compiler and the Python headers are
 available.  If building one fails for any reason, installation still succeeds and the
 pure-Python implementation is used; the failure is written into the package
 (``aiokafkawire/_build_failures.txt``), so that ``import aiokafkawire`` warns about it once, where
@@ -92,6 +93,13 @@ if not _no_extensions() and sys.implementation.name == "cpython":
         Extension(
             "aiokafkawire.spark._carrow",
             sources=["aiokafkawire/spark/_carrow.c"],
+            optional=True,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "aiokafkawire.compat.aiokafka.consumer._ccompat",
+            sources=["aiokafkawire/compat/aiokafka/consumer/_ccompat.c"],
             optional=True,
         )
     )

@@ -35,6 +35,7 @@ ACCELERATORS: dict[str, str] = {
     "aiokafkawire.producer._cmurmur2": "the murmur2 hash of keyed partitioning",
     "aiokafkawire.producer._cproducer": "the common case of Producer.send",
     "aiokafkawire.spark._carrow": "Arrow columns of consumer records for the Spark source",
+    "aiokafkawire.compat.aiokafka.consumer._ccompat": "aiokafka's records for the compat consumer",
 }
 
 

@@ -84,26 +84,25 @@ class IteratedRecords:
 
     def advance(self, record: ConsumerRecord) -> None:
         """Move the partition's position past a record handed out by the iterator."""
-        tp = TopicPartition(record.topic, record.partition)
+        topic, partition = record.topic, record.partition
+        # A plain tuple finds the TopicPartition keys (same hash and ==): no TopicPartition
+        # (nor PositionUpdate) is built per record on this path.
+        tp: TopicPartition = (topic, partition)  # type: ignore[assignment]
         end = self.ends.get(tp)
         if end is None:
             return
         fetcher = self.parts.fetcher
         assert fetcher is not None
-        if record.offset + 1 >= end.offset or not self._more_pending(tp):
-            fetcher.apply_position(tp, end)
-        else:
-            update = PositionUpdate(record.offset + 1, record.leader_epoch, end.version)
-            fetcher.apply_position(tp, update)
-
-    def _more_pending(self, tp: TopicPartition) -> bool:
-        # Cheap check: the next pending record usually belongs to the same partition.
+        offset = record.offset + 1
         pending = self.records
-        if pending:
-            head = pending[0]
-            if head.topic == tp.topic and head.partition == tp.partition:
-                return True
-        return any(r.topic == tp.topic and r.partition == tp.partition for r in pending)
+        if offset < end.offset and (
+            # Cheap check first: the next pending record usually belongs to the same partition.
+            (pending and pending[0].topic == topic and pending[0].partition == partition)
+            or any(r.topic == topic and r.partition == partition for r in pending)
+        ):
+            fetcher.apply_offset(tp, offset, record.leader_epoch, end.version)
+        else:
+            fetcher.apply_position(tp, end)
 
     def flush(self, fetcher: Fetcher) -> None:
         """Records taken by the iterator but not handed out are dropped: rewind to them."""

@@ -153,6 +153,15 @@ class FetchBuffer:
         if state is not None and state.version == update.version:
             _advance(state, update.offset, update.leader_epoch)
 
+    def apply_offset(
+        self, tp: TopicPartition, offset: int, leader_epoch: int | None, version: int
+    ) -> None:
+        """:meth:`apply_position` of ``PositionUpdate(offset, leader_epoch, version)`` without
+        building it (the ``async for`` iterator's per-record path)."""
+        state = self._subs.assignment.get(tp)
+        if state is not None and state.version == version:
+            _advance(state, offset, leader_epoch)
+
     def drain(
         self,
         max_records: int,

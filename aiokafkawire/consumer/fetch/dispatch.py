@@ -56,6 +56,7 @@ class Fetcher:
         self.has_data = self.buffer.has_data
         self.drain = self.buffer.drain
         self.apply_position = self.buffer.apply_position
+        self.apply_offset = self.buffer.apply_offset
         self.discard = self.buffer.discard
         self.list_offsets = self.position_lookup.list_offsets
         self._sources: dict[int, BrokerSource] = {}

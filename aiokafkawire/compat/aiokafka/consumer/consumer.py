@@ -10,6 +10,7 @@ from typing import Any
 from aiokafkawire import errors
 from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
+from aiokafkawire.compat.aiokafka.consumer._records import compat_record, compat_records
 from aiokafkawire.compat.aiokafka.coordinator.assignors.abstract import native_assignor
 from aiokafkawire.compat.aiokafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor,
@@ -20,11 +21,15 @@ from aiokafkawire.compat.aiokafka.structs import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer import Consumer
-from aiokafkawire.consumer import ConsumerRecord as NativeRecord
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AIOKafkaConsumer"]
+
+# The native methods a held record would go through; when something wraps them (tracing:
+# ``aiokafkawire.otel.instrument()``), every record goes through the wrapper, as before.
+_NATIVE_ANEXT = Consumer.__anext__
+_NATIVE_GETONE = Consumer.getone
 
 # aiokafka's max_poll_records=None: getmany hands out everything buffered.
 _NO_RECORD_CAP = 2**31 - 1
@@ -261,32 +266,25 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
 
     # ------------------------------------------------------------------ reading
 
-    def _record(self, native: NativeRecord) -> ConsumerRecord[Any, Any]:
-        key, value = native.key, native.value
-        key_size = len(key) if key is not None else -1
-        value_size = len(value) if value is not None else -1
-        if self._key_deserializer is not None:
-            key = self._key_deserializer(key)
-        if self._value_deserializer is not None:
-            value = self._value_deserializer(value)
-        return ConsumerRecord(
-            native.topic,
-            native.partition,
-            native.offset,
-            native.timestamp,
-            native.timestamp_type,
-            key,
-            value,
-            None,
-            key_size,
-            value_size,
-            native.headers,
-        )
-
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
         """The next record (of ``partitions`` when given), waiting for one."""
         self._check_running()
-        return self._record(await self._consumer.getone(*partitions))
+        # Records the native iterator holds go out without a native coroutine each (see
+        # __anext__); the native getone waits for more.
+        held = self._consumer._iterated
+        if (
+            held.records
+            and not partitions
+            and Consumer.getone is _NATIVE_GETONE
+            and Consumer.__anext__ is _NATIVE_ANEXT
+        ):
+            native = held.records.popleft()
+            held.advance(native)
+        else:
+            native = await self._consumer.getone(*partitions)
+        return compat_record(
+            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
+        )
 
     async def getmany(
         self,
@@ -301,8 +299,13 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         batches = await self._consumer.getmany(
             *partitions, timeout_ms=timeout_ms, max_records=max_records
         )
-        record = self._record
-        return {tp: [record(r) for r in records] for tp, records in batches.items()}
+        key_des, value_des = self._key_deserializer, self._value_deserializer
+        # Each list is popped straight into the call: the compiled converter, holding its only
+        # reference, then replaces the native records in place (and frees them as it goes).
+        return {
+            tp: compat_records(ConsumerRecord, batches.pop(tp), key_des, value_des)
+            for tp in list(batches)
+        }
 
     def __aiter__(self) -> AIOKafkaConsumer:
         return self
@@ -310,10 +313,21 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         if self._closed:
             raise StopAsyncIteration
-        try:
-            return self._record(await self._consumer.getone())
-        except errors.ClientClosedError:
-            raise StopAsyncIteration from None
+        # The per-record fast path: a record the native iterator already holds is handed out
+        # as the native ``async for`` does (its partition's position moves past it, nothing
+        # is taken from the fetcher ahead), without a coroutine of the native consumer.
+        held = self._consumer._iterated
+        if held.records and Consumer.__anext__ is _NATIVE_ANEXT:
+            native = held.records.popleft()
+            held.advance(native)
+        else:
+            try:
+                native = await self._consumer.__anext__()  # waits, or traced
+            except errors.ClientClosedError:
+                raise StopAsyncIteration from None
+        return compat_record(
+            ConsumerRecord, native, self._key_deserializer, self._value_deserializer
+        )
 
     def _check_running(self) -> None:
         if self._closed:
