@@ -839,3 +839,9 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
                 await asyncio.sleep(0.005)
                 continue
             await wait_event(event, 1.0)
+
+
+# The methods as defined here, whoever wraps them later (aiokafkawire.otel.instrument()): a
+# caller that hands out held records itself (the aiokafka compat consumer) checks they are not.
+_DEFINED_ANEXT = Consumer.__anext__
+_DEFINED_GETONE = Consumer.getone

@@ -1100,3 +1100,7 @@ if _send_accelerator is not None and not TYPE_CHECKING:
     # send without a coroutine frame per call: a compiled coroutine that calls _fast_append
     # when awaited, else this class's send (see _cproducer.c, "send calls").
     Producer.send = _send_accelerator.SendMethod(Producer.send)
+
+# Producer.send as defined here, whoever wraps it later (aiokafkawire.otel.instrument()): a
+# caller that skips it for the compiled append (the aiokafka compat send) checks it is unwrapped.
+_DEFINED_SEND = Producer.send

@@ -202,3 +202,37 @@ def test_uninstrument_restores_the_clients_own_methods() -> None:
     otel.uninstrument()
     assert Producer.send is original_send and Consumer.__anext__ is original_next
     assert not otel.is_instrumented()
+
+
+async def test_the_aiokafka_compat_layer_is_traced_send_by_send(
+    kafka_cluster: KafkaCluster, spans
+) -> None:
+    # The compat send takes the native producer's compiled append directly, but only while
+    # Producer.send is not wrapped: instrumented, each record still gets its send span and
+    # its trace context header, and each record read with async for one process span.
+    from aiokafkawire.compat.aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    exporter, _provider, _reader = spans
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = await new_topic(bootstrap)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, b"v%d" % i) for i in range(3)]
+        assert [m.offset for m in await asyncio.gather(*futures)] == [0, 1, 2]
+    finally:
+        await producer.stop()
+    assert len(named(exporter, f"send {topic}")) == 3
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        seen = 0
+        async for record in consumer:
+            assert any(key == "traceparent" for key, _ in record.headers)
+            seen += 1
+            if seen == 3:
+                break
+    finally:
+        await consumer.stop()
+    assert len(named(exporter, f"process {topic}")) == 3

@@ -21,15 +21,17 @@ from aiokafkawire.compat.aiokafka.structs import (
     OffsetAndTimestamp,
 )
 from aiokafkawire.consumer import Consumer
+from aiokafkawire.consumer.consumer import _DEFINED_ANEXT, _DEFINED_GETONE
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
 from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AIOKafkaConsumer"]
 
-# The native methods a held record would go through; when something wraps them (tracing:
-# ``aiokafkawire.otel.instrument()``), every record goes through the wrapper, as before.
-_NATIVE_ANEXT = Consumer.__anext__
-_NATIVE_GETONE = Consumer.getone
+# The native methods a held record would go through, as defined (whenever this module is
+# imported); when something wraps them (tracing: ``aiokafkawire.otel.instrument()``), every
+# record goes through the wrapper, as before.
+_NATIVE_ANEXT = _DEFINED_ANEXT
+_NATIVE_GETONE = _DEFINED_GETONE
 
 # aiokafka's max_poll_records=None: getmany hands out everything buffered.
 _NO_RECORD_CAP = 2**31 - 1

@@ -15,6 +15,7 @@ from aiokafkawire.compat.aiokafka.structs import OffsetAndMetadata, RecordMetada
 from aiokafkawire.errors import TransactionAbortedError
 from aiokafkawire.producer import Producer
 from aiokafkawire.producer import RecordMetadata as NativeRecordMetadata
+from aiokafkawire.producer.producer import _DEFINED_SEND
 from aiokafkawire.producer.producer import BatchBuilder as NativeBatchBuilder
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
 from aiokafkawire.structs import TopicPartition
@@ -245,7 +246,7 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
         # the producer's checks need the full path), without a native send coroutine to await.
         fast = self._producer._fast_append
         handle = None
-        if fast is not None and not headers:
+        if fast is not None and not headers and type(self._producer).send is _DEFINED_SEND:
             handle = fast(topic, value, key, partition, timestamp_ms, None)
         if handle is None:
             handle = await self._producer.send(
