@@ -392,23 +392,10 @@ class DeliveryHandle(_HandleCore):
         return future
 
     def _await_pending(self) -> Generator[Any, None, RecordMetadata]:
-        batch = self._batch
-        future = batch.future
-        waiter = batch.add_waiter()
+        waiter = self._batch.add_waiter()
         if waiter is not None:
             yield from waiter.__await__()
-        base_offset, log_append_time = future.result()
-        # _metadata inlined, and the tuple made without NamedTuple's Python-level __new__:
-        # many services await every handle, so this runs once per record.
-        return _new_tuple(
-            RecordMetadata,
-            (
-                batch.topic,
-                batch.partition,
-                base_offset + self._index if base_offset >= 0 else -1,
-                log_append_time if log_append_time >= 0 else self._timestamp,
-            ),
-        )
+        return self.result()  # raises the delivery error of a failed batch
 
     if _accelerator is None:
         __await__ = _await_pending
