@@ -82,19 +82,20 @@ class IteratedRecords:
                 r for r in self.records if (r.topic, r.partition) not in partitions
             )
 
-    def advance(self, record: ConsumerRecord) -> None:
-        """Move the partition's position past a record handed out by the iterator."""
+    def hand_out(self) -> ConsumerRecord:
+        """The next held record (there must be one), its partition's position moved past it."""
+        pending = self.records
+        record = pending.popleft()
         topic, partition = record.topic, record.partition
         # A plain tuple finds the TopicPartition keys (same hash and ==): no TopicPartition
         # (nor PositionUpdate) is built per record on this path.
         tp: TopicPartition = (topic, partition)  # type: ignore[assignment]
         end = self.ends.get(tp)
         if end is None:
-            return
+            return record
         fetcher = self.parts.fetcher
         assert fetcher is not None
         offset = record.offset + 1
-        pending = self.records
         if offset < end.offset and (
             # Cheap check first: the next pending record usually belongs to the same partition.
             (pending and pending[0].topic == topic and pending[0].partition == partition)
@@ -103,6 +104,7 @@ class IteratedRecords:
             fetcher.apply_offset(tp, offset, record.leader_epoch, end.version)
         else:
             fetcher.apply_position(tp, end)
+        return record
 
     def flush(self, fetcher: Fetcher) -> None:
         """Records taken by the iterator but not handed out are dropped: rewind to them."""

@@ -809,9 +809,7 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
         iterated = self._iterated
         pending = iterated.records
         if pending:
-            record = pending.popleft()
-            iterated.advance(record)
-            return record
+            return iterated.hand_out()
         _, _, fetcher = self._require_started()
         while True:
             if self._parts.closed:
@@ -830,9 +828,7 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
                     pending.extend(records)
                 self._metrics.records_consumed += len(pending)
                 if pending:
-                    record = pending.popleft()
-                    iterated.advance(record)
-                    return record
+                    return iterated.hand_out()
                 continue
             event = fetcher.data_event()
             if event.is_set():

@@ -1,4 +1,4 @@
-"""``IteratedRecords.advance``: the position the ``async for`` iterator (native and aiokafka
+"""``IteratedRecords.hand_out``: the position the ``async for`` iterator (native and aiokafka
 compat) gives a partition as each held record is handed out.  No broker: a subscription, the
 fetch buffer and hand-made records."""
 
@@ -36,12 +36,6 @@ def _iterated(
     return iterated, subs
 
 
-def _hand_out(iterated: IteratedRecords) -> ConsumerRecord:
-    record = iterated.records.popleft()
-    iterated.advance(record)
-    return record
-
-
 def test_interleaved_partitions_move_one_record_at_a_time() -> None:
     # A's records 0..2 (end 5: offsets 3 and 4 were control records), B's 0..1 (end 2).
     iterated, subs = _iterated({A: PositionUpdate(5, 7, 0), B: PositionUpdate(2, 9, 0)})
@@ -50,7 +44,7 @@ def test_interleaved_partitions_move_one_record_at_a_time() -> None:
     )
     positions = []
     for _ in range(5):
-        record = _hand_out(iterated)
+        record = iterated.hand_out()
         tp = TopicPartition(record.topic, record.partition)
         positions.append((tp.partition, subs.assignment[tp].position))
     # Past each record while more of its partition is held (even behind another partition's),
@@ -62,18 +56,18 @@ def test_interleaved_partitions_move_one_record_at_a_time() -> None:
 def test_a_partition_without_more_held_records_jumps_to_its_end() -> None:
     iterated, subs = _iterated({A: PositionUpdate(10, 3, 0)})
     iterated.records.extend([_record(A, 4, 2), _record(B, 0, 1)])
-    _hand_out(iterated)
+    iterated.hand_out()
     assert subs.assignment[A].position == 10 and subs.assignment[A].leader_epoch == 3
-    _hand_out(iterated)  # B has no drained end: its position stays
+    iterated.hand_out()  # B has no drained end: its position stays
     assert subs.assignment[B].position == 0
 
 
 def test_a_seeked_partition_is_left_where_the_seek_put_it() -> None:
     iterated, subs = _iterated({A: PositionUpdate(3, 1, 0)})
     iterated.records.extend([_record(A, 0, 1), _record(A, 1, 1), _record(A, 2, 1)])
-    _hand_out(iterated)
+    iterated.hand_out()
     assert subs.assignment[A].position == 1
     subs.assignment[A].seek(40)
-    _hand_out(iterated)
-    _hand_out(iterated)
+    iterated.hand_out()
+    iterated.hand_out()
     assert subs.assignment[A].position == 40

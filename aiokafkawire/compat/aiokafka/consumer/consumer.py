@@ -27,12 +27,6 @@ from aiokafkawire.structs import TopicPartition
 
 __all__ = ["AIOKafkaConsumer"]
 
-# The native methods a held record would go through, as defined (whenever this module is
-# imported); when something wraps them (tracing: ``aiokafkawire.otel.instrument()``), every
-# record goes through the wrapper, as before.
-_NATIVE_ANEXT = _DEFINED_ANEXT
-_NATIVE_GETONE = _DEFINED_GETONE
-
 # aiokafka's max_poll_records=None: getmany hands out everything buffered.
 _NO_RECORD_CAP = 2**31 - 1
 Deserializer = Callable[[bytes], Any]
@@ -277,11 +271,10 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         if (
             held.records
             and not partitions
-            and Consumer.getone is _NATIVE_GETONE
-            and Consumer.__anext__ is _NATIVE_ANEXT
+            and Consumer.getone is _DEFINED_GETONE
+            and Consumer.__anext__ is _DEFINED_ANEXT
         ):
-            native = held.records.popleft()
-            held.advance(native)
+            native = held.hand_out()
         else:
             native = await self._consumer.getone(*partitions)
         return compat_record(
@@ -319,9 +312,8 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
         # as the native ``async for`` does (its partition's position moves past it, nothing
         # is taken from the fetcher ahead), without a coroutine of the native consumer.
         held = self._consumer._iterated
-        if held.records and Consumer.__anext__ is _NATIVE_ANEXT:
-            native = held.records.popleft()
-            held.advance(native)
+        if held.records and Consumer.__anext__ is _DEFINED_ANEXT:
+            native = held.hand_out()
         else:
             try:
                 native = await self._consumer.__anext__()  # waits, or traced
