@@ -43,6 +43,58 @@ T = TypeVar("T")
 _FutureEntries = list[Any]
 
 
+def _delivered(
+    topic: str, partition: int, index: int, timestamp: int, base_offset: int, log_append_time: int
+) -> RecordMetadata:
+    """Record ``index``'s metadata in a batch written at ``base_offset`` (the tuple made
+    without NamedTuple's Python-level ``__new__``: this runs once per record)."""
+    return _new_tuple(
+        RecordMetadata,
+        (
+            topic,
+            partition,
+            base_offset + index if base_offset >= 0 else -1,
+            log_append_time if log_append_time >= 0 else timestamp,
+        ),
+    )
+
+
+def fail_delivery_future(future: asyncio.Future[Any], exc: BaseException) -> None:
+    """Fail a record's future with its delivery error.
+
+    A :class:`~aiokafkawire.errors.TransactionAbortedError` is marked retrieved: the application
+    aborted the transaction itself, so, as aiokafka does, a future it never awaits is not
+    reported at garbage collection.  Any other error is, as asyncio does.
+    """
+    future.set_exception(exc)
+    if isinstance(exc, TransactionAbortedError):
+        future.exception()
+
+
+def _resolve_entries(
+    entries: _FutureEntries, topic: str, partition: int, base_offset: int, log_append_time: int
+) -> None:
+    # One pass over the records' futures, no loop callback per record (franz-go style).
+    items = iter(entries)
+    for future, index, timestamp, convert in zip(items, items, items, items, strict=True):
+        if future.done():  # cancelled by its owner
+            continue
+        metadata = _delivered(topic, partition, index, timestamp, base_offset, log_append_time)
+        if convert is None:
+            future.set_result(metadata)
+            continue
+        try:
+            future.set_result(convert(metadata))
+        except Exception as exc:  # the converter's error is this record's, not the batch's
+            future.set_exception(exc)
+
+
+def _fail_entries(entries: _FutureEntries, exc: BaseException) -> None:
+    for future in entries[::4]:
+        if not future.done():
+            fail_delivery_future(future, exc)
+
+
 class _PureBatchCore:
     """The batch fields the accumulator's hot path uses (``_cproducer.BatchCore`` when compiled)."""
 
@@ -196,8 +248,10 @@ class ProducerBatch(_BatchCore):
             self.outcome = (base_offset, log_append_time)
             self.future.set_result(self.outcome)
             self._wake_waiters()
-            if self.futures is not None:  # the only cost to batches nobody asked a future of
-                self._resolve_futures(base_offset, log_append_time)
+            futures = self.futures
+            if futures is not None:  # the only cost to batches nobody asked a future of
+                self.futures = None
+                _resolve_entries(futures, self.topic, self.partition, base_offset, log_append_time)
         self._drop_records()
 
     def add_waiter(self) -> asyncio.Future[None] | None:
@@ -239,51 +293,11 @@ class ProducerBatch(_BatchCore):
             # error is still raised to everyone who awaits one.
             future.exception()
             self._wake_waiters()
-            if self.futures is not None:
-                self._fail_futures(exc)
+            futures = self.futures
+            if futures is not None:
+                self.futures = None
+                _fail_entries(futures, exc)
         self._drop_records()
-
-    def _resolve_futures(self, base_offset: int, log_append_time: int) -> None:
-        # One pass over the records' futures, no loop callback per record (franz-go style).
-        futures = self.futures
-        self.futures = None
-        assert futures is not None
-        topic = self.topic
-        partition = self.partition
-        items = iter(futures)
-        for future, index, timestamp, convert in zip(items, items, items, items, strict=True):
-            if future.done():  # cancelled by its owner
-                continue
-            metadata = _new_tuple(
-                RecordMetadata,
-                (
-                    topic,
-                    partition,
-                    base_offset + index if base_offset >= 0 else -1,
-                    log_append_time if log_append_time >= 0 else timestamp,
-                ),
-            )
-            if convert is None:
-                future.set_result(metadata)
-                continue
-            try:
-                future.set_result(convert(metadata))
-            except Exception as exc:  # the converter's error is this record's, not the batch's
-                future.set_exception(exc)
-
-    def _fail_futures(self, exc: BaseException) -> None:
-        futures = self.futures
-        self.futures = None
-        assert futures is not None
-        # The application aborted the transaction itself: as aiokafka does, a future it never
-        # awaits is not reported at garbage collection.  Any other error is, as asyncio does.
-        aborted = isinstance(exc, TransactionAbortedError)
-        for future in futures[::4]:
-            if future.done():
-                continue
-            future.set_exception(exc)
-            if aborted:
-                future.exception()
 
 
 class DeliveryHandle(_HandleCore):
@@ -327,15 +341,8 @@ class DeliveryHandle(_HandleCore):
         # No local holding the batch before this raises: a kept traceback would pin it.
         base_offset, log_append_time = self._batch.future.result()
         batch = self._batch
-        # The tuple made without NamedTuple's Python-level __new__: this may run per record.
-        return _new_tuple(
-            RecordMetadata,
-            (
-                batch.topic,
-                batch.partition,
-                base_offset + self._index if base_offset >= 0 else -1,
-                log_append_time if log_append_time >= 0 else self._timestamp,
-            ),
+        return _delivered(
+            batch.topic, batch.partition, self._index, self._timestamp, base_offset, log_append_time
         )
 
     def add_done_callback(self, callback: Callable[[DeliveryHandle], object]) -> None:
@@ -377,18 +384,13 @@ class DeliveryHandle(_HandleCore):
             else:
                 futures += (future, self._index, self._timestamp, convert)
             return future
+        # Decided: resolved at once, as the batch's pass would have.
+        entry = [future, self._index, self._timestamp, convert]
         error = batch_future.exception()
         if error is not None:
-            future.set_exception(error)
-            if isinstance(error, TransactionAbortedError):
-                future.exception()
-        elif convert is None:
-            future.set_result(self.result())
+            _fail_entries(entry, error)
         else:
-            try:
-                future.set_result(convert(self.result()))
-            except Exception as exc:
-                future.set_exception(exc)
+            _resolve_entries(entry, batch.topic, batch.partition, *batch_future.result())
         return future
 
     def _await_pending(self) -> Generator[Any, None, RecordMetadata]:

@@ -12,9 +12,9 @@ from aiokafkawire.compat.aiokafka._bootstrap import start_client
 from aiokafkawire.compat.aiokafka._options import connection_options
 from aiokafkawire.compat.aiokafka.partitioner import DefaultPartitioner
 from aiokafkawire.compat.aiokafka.structs import OffsetAndMetadata, RecordMetadata
-from aiokafkawire.errors import TransactionAbortedError
 from aiokafkawire.producer import Producer
 from aiokafkawire.producer import RecordMetadata as NativeRecordMetadata
+from aiokafkawire.producer._batch import fail_delivery_future
 from aiokafkawire.producer.producer import _DEFINED_SEND
 from aiokafkawire.producer.producer import BatchBuilder as NativeBatchBuilder
 from aiokafkawire.structs import OffsetAndMetadata as NativeOffsetAndMetadata
@@ -65,10 +65,8 @@ def _chain(native: asyncio.Future[NativeRecordMetadata]) -> asyncio.Future[Recor
         error = finished.exception()
         if error is None:
             future.set_result(_record_metadata(finished.result()))
-            return
-        future.set_exception(error)
-        if isinstance(error, TransactionAbortedError):
-            future.exception()  # as DeliveryHandle.as_future (aiokafka's rule)
+        else:
+            fail_delivery_future(future, error)  # as DeliveryHandle.as_future (aiokafka's rule)
 
     def cancelled(mine: asyncio.Future[RecordMetadata]) -> None:
         if mine.cancelled():
