@@ -98,6 +98,10 @@ class BatchOutcomes:
             self._emit_batch(batch, base_offset, None)
         batch.complete(base_offset, log_append_time)
         self.accumulator.release(batch)
+        if type(payload) is memoryview:
+            buffer = payload.obj
+            del payload  # the batch's last view of its buffer, unless a write still holds one
+            self.accumulator.keep_spare(buffer)
 
     def _emit_batch(
         self, batch: ProducerBatch, base_offset: int, error: BaseException | None

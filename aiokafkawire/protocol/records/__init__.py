@@ -51,6 +51,7 @@ build_control_batch = _impl.build_control_batch
 estimate_size_in_bytes = _impl.estimate_size_in_bytes
 iter_batches = _impl.iter_batches
 rewrite_producer_state = _impl.rewrite_producer_state
+reclaim_buffer = _impl.reclaim_buffer
 #: The name used in docs/DESIGN.md.
 read_records = iter_batches
 
@@ -70,5 +71,6 @@ __all__ = [
     "estimate_size_in_bytes",
     "iter_batches",
     "read_records",
+    "reclaim_buffer",
     "rewrite_producer_state",
 ]

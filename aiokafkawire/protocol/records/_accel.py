@@ -23,7 +23,9 @@ from aiokafkawire.protocol.records._crecords import (
     decode_records,
     decode_share_records,
     encode_record,
+    move_into_buffer,
 )
+from aiokafkawire.protocol.records._crecords import reclaim_buffer as _reclaim_buffer
 from aiokafkawire.protocol.records._pure import estimate_size_in_bytes, split_batches
 from aiokafkawire.protocol.records._pure_legacy import LegacyRecordBatch
 from aiokafkawire.protocol.records._pure_v2 import build_control_batch, rewrite_producer_state
@@ -43,6 +45,7 @@ __all__ = [
     "build_control_batch",
     "estimate_size_in_bytes",
     "iter_batches",
+    "reclaim_buffer",
     "rewrite_producer_state",
 ]
 
@@ -217,6 +220,25 @@ class DefaultRecordBatchBuilder(_pure_v2.DefaultRecordBatchBuilder, RecordBatchB
     __slots__ = ()
 
     append = builder_append
+
+    def move_to(self, buffer: bytearray) -> bool:
+        """Continue in ``buffer`` (emptied by :func:`reclaim_buffer`) when it has more room than
+        the batch's own: the bytes so far are copied into it, and appends then grow into its
+        capacity without reallocating.  False, with nothing changed, otherwise."""
+        own = self._buffer
+        if self._built is not None or buffer.__alloc__() <= own.__alloc__():
+            return False
+        if not move_into_buffer(own, buffer):
+            return False
+        self._buffer = buffer
+        return True
+
+
+def reclaim_buffer(buffer: bytearray) -> bool:
+    """Make a done batch's ``buffer`` empty with its allocation kept, for a batch to continue
+    in (:meth:`DefaultRecordBatchBuilder.move_to`).  False, with nothing changed, while anything
+    still holds a view of it (a write still queued) or it is not a plain bytearray."""
+    return _reclaim_buffer(buffer, 0)
 
 
 #: True when ``builder_append`` found this class's slots and appends in C.

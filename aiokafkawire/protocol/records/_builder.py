@@ -136,6 +136,12 @@ class RecordBatchBuilder:
         never changes it: the producer, whose frames then reference it."""
         return memoryview(self.build())
 
+    def move_to(self, buffer: bytearray) -> bool:
+        """Continue writing in ``buffer``, an emptied buffer of larger capacity (see
+        ``reclaim_buffer``); False, with nothing changed, when this builder cannot.  The pure
+        builders cannot: their appends would give the capacity back."""
+        return False
+
     def set_producer_state(
         self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
     ) -> None:

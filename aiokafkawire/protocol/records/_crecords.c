@@ -46,6 +46,11 @@
  *       (str, bytes | None) pairs, numbers outside int64): the caller then uses the pure path,
  *       so behaviour (and errors) stay exactly the pure path's.
  *
+ *   reclaim_buffer(buffer, length) -> bool, move_into_buffer(source, target) -> bool
+ *       Reuse of batch buffers (the producer's spares): a done batch's bytearray set to
+ *       ``length`` zero bytes with its allocation kept, if nothing exports it; the bytes of a
+ *       growing batch moved into such a buffer.  Appends then grow into the capacity in place.
+ *
  *   builder_append(self, timestamp_ms, key, value, headers=None) -> bool
  *       An instancemethod: _accel.py makes it DefaultRecordBatchBuilder.append.  It reads the
  *       builder's slots (_built, _count, _base_timestamp, _max_timestamp, _buffer, _batch_size),
@@ -1184,9 +1189,31 @@ enum { APPEND_FALLBACK = -1, APPEND_FULL = 0, APPEND_DONE = 1 };
  * 10 KB records copied about eight times over by realloc on its way to 1 MB; this copies it
  * about once, and holds no more than the memory the batch reserved (or twice its bytes).
  */
+/*
+ * Set an exact bytearray's length to ``size`` within its allocation (``size`` < ob_alloc), as
+ * PyByteArray_Resize's "minor downsize" does, but also below half of the allocation, where
+ * PyByteArray_Resize would shrink it: a reused batch buffer (see reclaim_buffer) keeps its
+ * capacity while the batch grows into it.  0 when the buffer cannot be set in place (exported,
+ * or its data does not start at its allocation).
+ */
+static int
+set_length_in_place(PyObject *buffer, Py_ssize_t size)
+{
+    PyByteArrayObject *array = (PyByteArrayObject *)buffer;
+    if (size >= array->ob_alloc || array->ob_exports > 0 || array->ob_start != array->ob_bytes) {
+        return 0;
+    }
+    Py_SET_SIZE(buffer, size);
+    array->ob_bytes[size] = '\0';
+    return 1;
+}
+
 static int
 grow_buffer(PyObject *buffer, Py_ssize_t size, int64_t limit)
 {
+    if (set_length_in_place(buffer, size)) {
+        return 0;
+    }
     if (size >= ((PyByteArrayObject *)buffer)->ob_alloc && size < PY_SSIZE_T_MAX / 2) {
         Py_ssize_t target = limit < 2 * (int64_t)size ? (Py_ssize_t)limit : 2 * size;
         /* Grown to ``target``, then set back to ``size``: at least half of it, so bytearray
@@ -1268,6 +1295,55 @@ append_result(int status)
         Py_RETURN_NONE;
     }
     return PyBool_FromLong(status);
+}
+
+/*
+ * reclaim_buffer(buffer, length) -> bool: make a batch buffer whose batch is done ready for
+ * another: ``length`` zero bytes (the next batch's header space), its allocation kept.  False,
+ * with nothing changed, unless ``buffer`` is an exact bytearray nothing exports (no view of it
+ * is alive: a write still queued holds one) with room for ``length``.
+ */
+static PyObject *
+reclaim_buffer(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "reclaim_buffer() takes exactly 2 arguments");
+        return NULL;
+    }
+    PyObject *buffer = args[0];
+    Py_ssize_t length = PyLong_AsSsize_t(args[1]);
+    if (length == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!PyByteArray_CheckExact(buffer) || length < 0 || !set_length_in_place(buffer, length)) {
+        Py_RETURN_FALSE;
+    }
+    memset(PyByteArray_AS_STRING(buffer), 0, (size_t)length);
+    Py_RETURN_TRUE;
+}
+
+/*
+ * move_into_buffer(source, target) -> bool: copy ``source`` (a bytearray) into ``target`` (a
+ * reclaimed buffer of larger capacity), which then holds exactly those bytes.  False, with
+ * nothing changed, when ``target`` cannot take them in place.
+ */
+static PyObject *
+move_into_buffer(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "move_into_buffer() takes exactly 2 arguments");
+        return NULL;
+    }
+    PyObject *source = args[0], *target = args[1];
+    if (!PyByteArray_CheckExact(source) || !PyByteArray_CheckExact(target) || source == target) {
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t size = PyByteArray_GET_SIZE(source);
+    if (!set_length_in_place(target, size)) {
+        Py_RETURN_FALSE;
+    }
+    memcpy(PyByteArray_AS_STRING(target), PyByteArray_AS_STRING(source), (size_t)size);
+    Py_RETURN_TRUE;
 }
 
 static PyObject *
@@ -2103,6 +2179,10 @@ static PyMethodDef methods[] = {
      METH_FASTCALL, "Decode the records of an uncompressed v2 batch body as consumer records."},
     {"decode_share_records", (PyCFunction)(void (*)(void))decode_share_records, METH_FASTCALL,
      "Decode the records of an uncompressed v2 batch body in an offset range as share records."},
+    {"reclaim_buffer", (PyCFunction)(void (*)(void))reclaim_buffer, METH_FASTCALL,
+     "Ready a done batch's buffer for another batch, keeping its allocation."},
+    {"move_into_buffer", (PyCFunction)(void (*)(void))move_into_buffer, METH_FASTCALL,
+     "Copy a buffer's bytes into a reclaimed buffer of larger capacity."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "Append one v2 record to a bytearray; False if full, None outside the fast path."},
     {"share_ack_held", (PyCFunction)(void (*)(void))share_ack_held, METH_FASTCALL,

@@ -27,6 +27,7 @@ __all__ = [
     "build_control_batch",
     "estimate_size_in_bytes",
     "iter_batches",
+    "reclaim_buffer",
     "rewrite_producer_state",
 ]
 
@@ -100,3 +101,10 @@ def estimate_size_in_bytes(
     if magic in (0, 1):
         return _pure_legacy.estimate_size(magic, key, value, bool(compression_type))
     raise UnknownMagicError(f"unknown record batch magic {magic}")
+
+
+def reclaim_buffer(buffer: bytearray) -> bool:
+    """Make a done batch's ``buffer`` empty with its allocation kept, for a batch to continue
+    in (:meth:`RecordBatchBuilder.move_to`).  Always False here: a pure builder's appends would
+    give the capacity back (bytearray shrinks below half its allocation)."""
+    return False
