@@ -152,6 +152,7 @@ class ProducerBatch(_BatchCore):
         "raw_size",
         "reserved",
         "retry_at",
+        "spent",
         "tp",
         "waiters",
     )
@@ -190,6 +191,8 @@ class ProducerBatch(_BatchCore):
         self.producer_epoch = -1
         self.base_sequence = -1
         self.raw_size = 0  # uncompressed bytes, known once built
+        # A compressed batch's records buffer, no part of its payload: reused once it is done.
+        self.spent: bytearray | None = None
         # One future per task awaiting a pending handle, resolved with the batch.  A waiter is
         # never the batch's own future: cancelling it must not cancel the batch for everyone.
         self.waiters: list[asyncio.Future[None]] | None = None
@@ -225,6 +228,7 @@ class ProducerBatch(_BatchCore):
                 builder.base_sequence = base_sequence
             self.raw_size = int(self.builder.size_in_bytes)
             payload = self.payload = self.builder.build_view()
+            self.spent = self.builder.take_spent_buffer()
             self.builder = None  # the records now live in the payload only
         elif self.magic == 2 and (
             producer_id != self.producer_id
@@ -283,6 +287,7 @@ class ProducerBatch(_BatchCore):
         # Handles may outlive the delivery by far: they need the offsets, not the bytes.
         self.payload = None
         self.builder = None
+        self.spent = None
 
     def fail(self, exc: BaseException) -> None:
         """Fail every handle of the batch with ``exc``."""

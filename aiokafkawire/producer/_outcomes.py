@@ -96,9 +96,12 @@ class BatchOutcomes:
             stats.uncompressed_bytes += batch.raw_size
         if self.metrics is not None:
             self._emit_batch(batch, base_offset, None)
+        spent = batch.spent
         batch.complete(base_offset, log_append_time)
         self.accumulator.release(batch)
-        if type(payload) is memoryview:
+        if spent is not None:  # compressed: the records' buffer, not the payload's
+            self.accumulator.keep_spare(spent)
+        elif type(payload) is memoryview:
             buffer = payload.obj
             del payload  # the batch's last view of its buffer, unless a write still holds one
             self.accumulator.keep_spare(buffer)

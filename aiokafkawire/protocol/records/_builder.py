@@ -46,6 +46,7 @@ class RecordBatchBuilder:
         "_built",
         "_count",
         "_max_timestamp",
+        "_spent",
         "base_offset",
         "base_sequence",
         "compression_type",
@@ -108,6 +109,7 @@ class RecordBatchBuilder:
         self._count = 0
         self._max_timestamp = NO_TIMESTAMP
         self._built: bytes | memoryview | None = None
+        self._spent: bytearray | None = None  # see take_spent_buffer
         self._start()
 
     def _start(self) -> None:
@@ -135,6 +137,13 @@ class RecordBatchBuilder:
         the format allows (magic 2).  For a holder that keeps the batch until it is written and
         never changes it: the producer, whose frames then reference it."""
         return memoryview(self.build())
+
+    def take_spent_buffer(self) -> bytearray | None:
+        """Once built: the buffer the records were appended to, handed over for reuse (see
+        ``reclaim_buffer``) when the built batch does not use it (a compressed batch); else,
+        or if taken already, None."""
+        spent, self._spent = self._spent, None
+        return spent
 
     def move_to(self, buffer: bytearray) -> bool:
         """Continue writing in ``buffer``, an emptied buffer of larger capacity (see

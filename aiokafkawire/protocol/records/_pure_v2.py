@@ -632,6 +632,7 @@ class DefaultRecordBatchBuilder(RecordBatchBuilder):
             # The compressed body stays as the codec returned it: _finish copies it once,
             # into the batch (not into a new header buffer first, then again into bytes).
             payload = compress(codec, memoryview(out)[HEADER_SIZE:], 2)
+            self._spent = out  # no part of the built batch: reusable (take_spent_buffer)
             out = bytearray(HEADER_SIZE)
         attributes = int(codec)
         if self.timestamp_type == _LOG_APPEND_TIME:
