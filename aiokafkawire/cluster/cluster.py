@@ -485,8 +485,14 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
             (b.host, b.port, b.node_id) for b in self.metadata.brokers.values()
         ]
         random.shuffle(known)
-        # Prefer brokers we already hold a connection to.
-        known.sort(key=lambda c: self.pool.cached(c[0], c[1]) is None)
+        # Prefer brokers we already hold a connection to, and ask a broker that left a request
+        # unanswered past its timeout last (Java's leastLoadedNode avoids it likewise): a frozen
+        # broker accepts connections and answers nothing, so each request to it costs a whole
+        # request timeout, while the others already know who replaced it.
+        pool = self.pool
+        known.sort(
+            key=lambda c: (pool.stopped_answering(c[0], c[1]), pool.cached(c[0], c[1]) is None)
+        )
         return known
 
     def _bootstrap_candidates(self) -> list[tuple[str, int, int | None]]:
