@@ -408,3 +408,34 @@ async def test_metadata_is_asked_of_a_broker_that_answers_not_of_one_that_timed_
         await cluster.close()
     assert first >= timeout_ms / 1000 * 0.9, f"the frozen broker was not asked first ({first})"
     assert second < timeout_ms / 1000 / 2, f"the frozen broker was asked again ({second:.2f}s)"
+
+
+async def test_a_metadata_request_left_unanswered_is_asked_of_the_next_broker_as_well(
+    mock_cluster: MockCluster,
+) -> None:
+    """When the broker asked first is frozen but nothing marked it yet (its request has not
+    timed out), the next broker is asked too after ``retry_backoff_max_ms``: the refresh
+    takes that long, not a whole request timeout."""
+    cluster = Cluster(
+        mock_cluster.bootstrap_servers,
+        ConnectionConfig(request_timeout_ms=10_000),
+        retry_backoff_ms=50,
+        retry_backoff_max_ms=300,
+    )
+    await cluster.start()
+    try:
+        brokers = list(cluster.metadata.brokers.values())
+        frozen = next(b for b in brokers if cluster.pool.cached(b.host, b.port))
+        for other in brokers:  # connections are preferred: the frozen broker is asked first
+            if other.node_id != frozen.node_id:
+                cluster.pool.close_node(other.host, other.port)
+        mock_cluster.set_broker_rtt(frozen.node_id, 30_000)
+        try:
+            started = time.monotonic()
+            await cluster.refresh_metadata()
+            took = time.monotonic() - started
+        finally:
+            mock_cluster.set_broker_rtt(frozen.node_id, 0)
+    finally:
+        await cluster.close()
+    assert 0.3 * 0.8 <= took < 2.0, f"the refresh took {took:.2f}s"
