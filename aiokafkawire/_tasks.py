@@ -126,6 +126,12 @@ class TaskSupervisor:
         else:
             log.error("%s: background task %s failed", self._owner, _label(name), exc_info=exc)
 
+    def cancel(self, task: asyncio.Task[Any]) -> None:
+        """Cancel one of its tasks for its owner (not reported to ``on_error``)."""
+        if task in self._tasks and not task.done():
+            self._cancelled_by_us.add(task)
+            task.cancel()
+
     def running(self, name: TaskKey) -> bool:
         """Whether a task under key ``name`` is alive (or waiting to be restarted)."""
         return any(n == name and not t.done() for t, n in self._tasks.items())

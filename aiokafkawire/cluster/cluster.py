@@ -365,44 +365,88 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         self, candidates: list[tuple[str, int, int | None]], full: bool, topics: list[str]
     ) -> tuple[ClusterMetadata | None, Exception | None]:
         """Ask the candidates in turn; the new metadata, or None and the last error.  A known
-        broker's round stops early when a rebootstrap is due."""
+        broker's round stops early when a rebootstrap is due.
+
+        A candidate that has not answered within ``retry_backoff_max_ms`` is not waited for
+        alone: the next one is asked too, and the first answer wins (a live broker answers
+        Metadata in milliseconds, a frozen one, connected and silent, only ever times out; when
+        every broker left a Produce unanswered, waiting on acks=all replicas of the frozen one,
+        nothing else tells them apart).
+        """
         last_error: Exception | None = None
-        for host, port, node_id in candidates:
-            if node_id is not None and self.recovery.due():
-                break
-            try:
-                connection = await self.pool.get(host, port, node_id=node_id)
-                version = connection.versions.version_for(MetadataRequest.API_KEY)
-                request = self._metadata_request(version, None if full else topics)
-                response = await connection.send(request, version)
-            except errors.KafkaError as exc:
-                # As Java's NetworkClient: a broker gone, slow, or whose answer cannot be read
-                # (its connection is closed) leaves the request to the next one.
-                if not errors.retriable_in_background(exc):
-                    raise
-                last_error = exc
-                log.debug("metadata from %s:%d failed: %s", host, port, exc)
-                if isinstance(exc, errors.MisroutedConnectionError):
-                    self.recovery.request(str(exc))
-                continue
-            # Metadata v13+ carries a top-level error (KIP-1102): REBOOTSTRAP_REQUIRED means this
-            # broker's view is not to be trusted: rebootstrap (or, with the strategy "none", ask
-            # the next one); anything else is the request's failure.
-            if response.error_code == errors.RebootstrapRequiredError.code:
-                last_error = errors.RebootstrapRequiredError(f"from {host}:{port}")
-                log.debug("metadata from %s:%d: rebootstrap required", host, port)
-                self.recovery.request(f"{host}:{port} answered REBOOTSTRAP_REQUIRED")
-                continue
-            errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
-            # KIP-1242 needs ApiVersions v5: a broker that does not advertise it may not parse
-            # the identity (Tansu 0.6 drops the connection), so none is sent to its cluster.
-            versions = connection.versions
-            checks = (
-                versions.supports(ApiVersionsRequest.API_KEY)
-                and versions.version_for(ApiVersionsRequest.API_KEY) >= 5
-            )
-            return await self._apply_metadata(response, full or not topics, checks), None
-        return None, last_error
+        waiting = list(candidates)
+        asking: dict[asyncio.Task[tuple[Any, BrokerConnection]], tuple[str, int]] = {}
+        hedge = self.retry_backoff_max_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_now = True
+        try:
+            while waiting or asking:
+                if waiting and next_now:
+                    host, port, node_id = waiting.pop(0)
+                    if node_id is not None and self.recovery.due():
+                        waiting.clear()
+                    else:
+                        task = loop.create_task(self._ask_one(host, port, node_id, full, topics))
+                        asking[task] = (host, port)
+                if not asking:
+                    continue
+                done, _ = await asyncio.wait(
+                    asking, timeout=hedge if waiting else None, return_when=asyncio.FIRST_COMPLETED
+                )
+                next_now = not done  # no answer in time: ask the next one as well
+                for task in done:
+                    host, port = asking.pop(task)
+                    try:
+                        response, connection = task.result()
+                    except errors.KafkaError as exc:
+                        # As Java's NetworkClient: a broker gone, slow, or whose answer cannot
+                        # be read (its connection is closed) leaves the request to the next one.
+                        if not errors.retriable_in_background(exc):
+                            raise
+                        last_error = exc
+                        log.debug("metadata from %s:%d failed: %s", host, port, exc)
+                        if isinstance(exc, errors.MisroutedConnectionError):
+                            self.recovery.request(str(exc))
+                        next_now = True
+                        continue
+                    # Metadata v13+ carries a top-level error (KIP-1102): REBOOTSTRAP_REQUIRED
+                    # means this broker's view is not to be trusted: rebootstrap (or, with the
+                    # strategy "none", ask the next one); anything else is the request's failure.
+                    if response.error_code == errors.RebootstrapRequiredError.code:
+                        last_error = errors.RebootstrapRequiredError(f"from {host}:{port}")
+                        log.debug("metadata from %s:%d: rebootstrap required", host, port)
+                        self.recovery.request(f"{host}:{port} answered REBOOTSTRAP_REQUIRED")
+                        next_now = True
+                        continue
+                    errors.raise_for_code(response.error_code, f"metadata from {host}:{port}")
+                    # KIP-1242 needs ApiVersions v5: a broker that does not advertise it may not
+                    # parse the identity (Tansu 0.6 drops the connection), so none is sent to
+                    # its cluster.
+                    versions = connection.versions
+                    checks = (
+                        versions.supports(ApiVersionsRequest.API_KEY)
+                        and versions.version_for(ApiVersionsRequest.API_KEY) >= 5
+                    )
+                    return await self._apply_metadata(response, full or not topics, checks), None
+            return None, last_error
+        finally:
+            # The slower askers are not waited for (a late answer only frees its slot).
+            for task in asking:
+                task.cancel()
+            if asking:
+                await asyncio.wait(asking)
+                for task in asking:
+                    if not task.cancelled():
+                        task.exception()  # retrieved: an answer or error nobody waits for
+
+    async def _ask_one(
+        self, host: str, port: int, node_id: int | None, full: bool, topics: list[str]
+    ) -> tuple[Any, BrokerConnection]:
+        """One broker's Metadata answer, and the connection it came on."""
+        connection = await self.pool.get(host, port, node_id=node_id)
+        version = connection.versions.version_for(MetadataRequest.API_KEY)
+        request = self._metadata_request(version, None if full else topics)
+        return await connection.send(request, version), connection
 
     async def _apply_metadata(
         self, response: Any, full: bool, checks_identity: bool
@@ -485,8 +529,14 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
             (b.host, b.port, b.node_id) for b in self.metadata.brokers.values()
         ]
         random.shuffle(known)
-        # Prefer brokers we already hold a connection to.
-        known.sort(key=lambda c: self.pool.cached(c[0], c[1]) is None)
+        # Prefer brokers we already hold a connection to, and ask a broker that left a request
+        # unanswered past its timeout last (Java's leastLoadedNode avoids it likewise): a frozen
+        # broker accepts connections and answers nothing, so each request to it costs a whole
+        # request timeout, while the others already know who replaced it.
+        pool = self.pool
+        known.sort(
+            key=lambda c: (pool.stopped_answering(c[0], c[1]), pool.cached(c[0], c[1]) is None)
+        )
         return known
 
     def _bootstrap_candidates(self) -> list[tuple[str, int, int | None]]:

@@ -204,6 +204,12 @@ class ConnectionCore(asyncio.Protocol):
         """Requests sent and awaiting a response (timed-out ones included)."""
         return len(self._by_correlation)
 
+    @property
+    def unanswered_timeouts(self) -> int:
+        """Requests that timed out and whose answers have not come since (the broker may be
+        frozen: still connected, answering nothing)."""
+        return self._abandoned
+
     def awaits_answers(self) -> bool:
         """Whether a request in flight still has a requester waiting for its answer."""
         return any(not waiter.abandoned for waiter in self._by_correlation.values())

@@ -28,6 +28,8 @@ class ConnectionPool:
         self._connections: dict[PoolKey, BrokerConnection] = {}
         self._connecting: dict[PoolKey, asyncio.Future[BrokerConnection]] = {}
         self._backoff: dict[tuple[str, int], ReconnectBackoff] = {}
+        # Addresses whose last connection was closed after a request timed out unanswered.
+        self._silent: set[tuple[str, int]] = set()
         self._closed = False
         #: The cluster a connection to a known node must belong to (KIP-1242); None: no check.
         self.cluster_id: str | None = None
@@ -40,8 +42,24 @@ class ConnectionPool:
         connection = self._connections.get((host, port, purpose))
         if connection is not None and connection.closed:
             del self._connections[(host, port, purpose)]
+            if _went_silent(connection):
+                self._silent.add((host, port))
             return None
         return connection
+
+    def stopped_answering(self, host: str, port: int) -> bool:
+        """Whether a request to this address timed out with no answer since (on a connection
+        still open, or on one closed for it, until a new connection's handshake is answered).
+
+        A frozen broker (paused, stuck in a long GC) keeps accepting connections and answers
+        nothing: requests that any broker can answer are better asked of another one meanwhile.
+        """
+        if (host, port) in self._silent:
+            return True
+        return any(
+            key[0] == host and key[1] == port and _went_silent(connection)
+            for key, connection in self._connections.items()
+        )
 
     async def get(
         self, host: str, port: int, *, node_id: int | None = None, purpose: str = "default"
@@ -99,8 +117,10 @@ class ConnectionPool:
             raise
         except errors.KafkaTimeoutError:
             backoff.failed()
+            self._silent.add((host, port))  # connected, and the handshake got no answer
             raise
         backoff.succeeded()
+        self._silent.discard((host, port))  # it answered the handshake
         if self._closed:
             connection.close()
             raise errors.ClientClosedError("the client closed while connecting")
@@ -143,3 +163,10 @@ class ConnectionPool:
             await asyncio.wait(
                 [asyncio.ensure_future(c.wait_closed()) for c in connections], timeout=2.0
             )
+
+
+def _went_silent(connection: BrokerConnection) -> bool:
+    """Whether a request on ``connection`` timed out unanswered (then maybe closed for it)."""
+    return bool(connection.unanswered_timeouts) or isinstance(
+        connection.error, errors.KafkaTimeoutError
+    )

@@ -83,6 +83,11 @@ class Sender:
         self._add_backoff = Backoff(
             min(retry_backoff_ms, ADD_PARTITIONS_FIRST_BACKOFF_MS), retry_backoff_max_ms
         )
+        # While a leader stopped answering: metadata again after each of these delays, until it
+        # names another leader (the controller fences a frozen broker after its session timeout,
+        # which may come after the first refresh that a request timeout triggers).
+        self._stall_backoff = Backoff(retry_backoff_ms, retry_backoff_max_ms)
+        self._next_stall_refresh: float | None = None
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self._forget_acknowledged
         self.tasks = TaskSupervisor("producer-sender", self._task_failed)
@@ -243,13 +248,17 @@ class Sender:
             accumulator.fresh.clear()
         else:
             return False
+        deserted: dict[int, TopicPartition] = {}  # stalled sinks that lost partitions in flight
         for cursor in moving:
             tp = cursor.tp
             leader = metadata.leader_for(tp.topic, tp.partition)
             if leader == cursor.leader and (leader is not None or tp in self._unrouted):
                 continue
             if cursor.leader is not None:
-                del self._sinks[cursor.leader].cursors[tp]
+                old = self._sinks[cursor.leader]
+                del old.cursors[tp]
+                if old.stalled and cursor.in_flight:
+                    deserted.setdefault(old.node, tp)
             else:
                 self._unrouted.pop(tp, None)
             cursor.leader = leader
@@ -258,6 +267,12 @@ class Sender:
             else:
                 # The whole queue moves: batches, in-flight count, retry hold and sequences.
                 self._sink(leader).cursors[tp] = cursor
+        for node, tp in deserted.items():
+            # Its requests would hold the partition until they time out: the new leader gets
+            # the batches now (the Java client disconnects a node on its first request timeout).
+            self._sinks[node].give_up_requests(
+                f"stopped answering and no longer leads {tp.topic}-{tp.partition}"
+            )
         unresolved = accumulator.unresolved
         # Queues of a topic being looked up wait for that lookup, not for a refresh of their own.
         return any(cursor and tp.topic not in unresolved for tp, cursor in self._unrouted.items())
@@ -271,12 +286,37 @@ class Sender:
         if self._route():
             self.cluster.request_update()
             next_due = self.retry_backoff
+        stall_due = self._watch_stalled_leaders(now)
+        if stall_due is not None and (next_due is None or stall_due < next_due):
+            next_due = stall_due
         for sink in self._sinks.values():
             due = sink.drain(now, force)
             if due is not None and (next_due is None or due < next_due):
                 next_due = due
         # Expiry is checked again by the next pass that anything wakes.
         return next_due
+
+    def _watch_stalled_leaders(self, now: float) -> float | None:
+        """While a broker with work for it stopped answering, refresh metadata with backoff;
+        seconds until the next refresh (None: every leader answers).
+
+        The request timeout's own refresh may come before the controller fenced the broker, and
+        still name it: without another look, its partitions would wait a whole further request
+        timeout on it although the cluster has moved them.
+        """
+        if not any(sink.stalled and sink.has_work for sink in self._sinks.values()):
+            if self._next_stall_refresh is not None:
+                self._next_stall_refresh = None
+                self._stall_backoff.reset()
+            return None
+        due = self._next_stall_refresh
+        if due is None:
+            # The timeout that stalled it has just asked for a refresh: the next one after this.
+            due = self._next_stall_refresh = now + self._stall_backoff.next_delay()
+        elif now >= due:
+            self.cluster.request_update()
+            due = self._next_stall_refresh = now + self._stall_backoff.next_delay()
+        return due - now
 
     def pump(self) -> None:
         """Handle answers already received, then drain and write what is ready, before returning.

@@ -105,6 +105,9 @@ class BrokerSink:
         self._rotation = 0
         self._unwritten: deque[_Unwritten] = deque()
         self._writer: asyncio.Task[Any] | None = None
+        # A request timed out and nothing answered since: the broker may be frozen (paused,
+        # stuck), still connected and still named leader until the controller fences it.
+        self.stalled = False
 
     @property
     def writer_key(self) -> tuple[str, int]:
@@ -202,6 +205,10 @@ class BrokerSink:
         self._wakeup.set()
         batches = flight.batches
         outcomes = self._outcomes
+        if error is None:
+            self.stalled = False
+        elif isinstance(error, errors.KafkaTimeoutError):
+            self.stalled = True
         try:
             if error is None:
                 if response is None:  # acks=0: written is all we learn
@@ -224,6 +231,34 @@ class BrokerSink:
                     outcomes.fail_batch(batch, exc)
         finally:
             self.settle(flight)
+
+    @property
+    def has_work(self) -> bool:
+        """Whether requests are out or batches wait for this broker."""
+        return self.in_flight > 0 or any(self.cursors.values())
+
+    def give_up_requests(self, reason: str) -> None:
+        """Fail every request out or queued to this (stalled) broker now, as if its connection
+        was lost: their batches are retried, each from its partition's current leader.
+
+        For partitions whose leadership moved away from a broker that stopped answering: their
+        batches would otherwise wait out a whole request timeout (or a connection setup to the
+        frozen broker) before the new leader may have them.  As after any lost connection, an
+        idempotent batch keeps its sequence numbers: the new leader never writes it twice.
+        """
+        error = errors.KafkaConnectionError(f"broker {self.node} {reason}")
+        for connection in {flight.connection for flight in self.flights}:
+            if connection is not None:
+                connection.close(error)  # its callbacks fail the written requests
+        writer = self._writer
+        if writer is not None:
+            # Never written (it waits for a connection or a slot): cancelled, nothing is sent.
+            self._tasks.cancel(writer)
+            self._writer = None
+        unwritten = list(self._unwritten)
+        self._unwritten.clear()
+        for flight, _prepared, _failure in unwritten:
+            flight(None, error)
 
     def settle(self, flight: Flight) -> None:
         """The request is over (answered, or abandoned while stopping): free its counts."""

@@ -15,6 +15,7 @@ from _producer_helpers import create_topic, read_back, unique_topic
 
 from aiokafkawire import errors
 from aiokafkawire.cluster.cluster import Cluster
+from aiokafkawire.net.connection import ConnectionConfig
 from aiokafkawire.producer import DeliveryHandle, Producer, RecordMetadata
 from aiokafkawire.testing import KafkaCluster, MockCluster, TansuBroker
 from aiokafkawire.testing.pytest_plugin import broker_kind_params
@@ -317,3 +318,124 @@ async def test_stale_leader_refreshes_metadata_and_follows_the_new_leader(
     # The old leader refused (NOT_LEADER_OR_FOLLOWER); after a metadata refresh the batch went
     # to the new one.
     assert produce_brokers[0] == 1 and produce_brokers[-1] == 2
+
+
+@pytest.mark.parametrize("in_flight", [5, 1])
+async def test_a_frozen_leader_is_left_as_soon_as_the_metadata_names_another(
+    mock_cluster: MockCluster, in_flight: int
+) -> None:
+    """A leader that stopped answering (paused, stuck) keeps its partitions until the cluster
+    moves them, which may come after the refresh that the first request timeout triggers.
+    The producer keeps looking (with backoff) and sends to the new leader at once, instead of
+    waiting out a second request timeout on the frozen broker for a retry sent there.
+
+    With one request per connection, the timeout closes the connection: the retry then waits
+    for a new one, whose handshake the frozen broker never answers (not a request in flight,
+    the same wait)."""
+    timeout_ms = 2_000
+    topic = unique_topic("frozen")
+    mock_cluster.create_topic(topic, partitions=1)
+    mock_cluster.set_partition_leader(topic, 0, 1)
+    async with Producer(
+        bootstrap_servers=mock_cluster.bootstrap_servers,
+        enable_idempotence=True,
+        request_timeout_ms=timeout_ms,
+        delivery_timeout_ms=30_000,
+        retry_backoff_ms=20,
+        retry_backoff_max_ms=100,
+        max_in_flight_requests_per_connection=in_flight,
+    ) as producer:
+        assert (await producer.send_and_wait(topic, b"before", partition=0)).offset == 0
+        mock_cluster.set_broker_rtt(1, 30_000)  # frozen: connected, answering nothing
+        try:
+            started = time.monotonic()
+            handle = await producer.send(topic, b"after", partition=0)
+            # The first attempt times out; the refresh it triggers still names broker 1, so
+            # the retry goes there again.  The leadership moves while that retry is out.
+            await asyncio.sleep(timeout_ms / 1000 + 0.5)
+            assert not handle.done()
+            mock_cluster.set_partition_leader(topic, 0, 2)
+            moved_at = time.monotonic()
+            metadata = await asyncio.wait_for(handle, 10)
+            delivered = time.monotonic()
+        finally:
+            mock_cluster.set_broker_rtt(1, 0)
+    # (The mock writes each attempt as it arrives, its RTT delays only the answers: the
+    # offset is not checked.  A frozen Kafka broker writes nothing.)
+    assert metadata.partition == 0 and handle._batch.attempts >= 2
+    # Waiting out the retry's timeout would deliver at ~2 request timeouts after the send;
+    # following the new leader takes a refresh backoff (at most 100 ms here) and a round trip.
+    assert delivered - moved_at < 0.8, delivered - moved_at
+    assert delivered - started < 2 * timeout_ms / 1000, delivered - started
+
+
+async def test_metadata_is_asked_of_a_broker_that_answers_not_of_one_that_timed_out(
+    mock_cluster: MockCluster,
+) -> None:
+    """A broker that left a request unanswered past its timeout is asked for metadata last
+    (as the Java client's leastLoadedNode): a frozen broker costs a whole request timeout for
+    each refresh asked of it, while the others can answer at once."""
+    timeout_ms = 1_000
+    cluster = Cluster(
+        mock_cluster.bootstrap_servers, ConnectionConfig(request_timeout_ms=timeout_ms)
+    )
+    await cluster.start()
+    try:
+        brokers = list(cluster.metadata.brokers.values())
+        held = [b for b in brokers if cluster.pool.cached(b.host, b.port)]
+        assert held, "no metadata connection is held after the bootstrap"
+        frozen = held[0]
+
+        def only_the_frozen_one_connected() -> None:
+            # Connections are preferred: without the rule the frozen broker is asked first.
+            for other in brokers:
+                if other.node_id != frozen.node_id:
+                    cluster.pool.close_node(other.host, other.port)
+
+        only_the_frozen_one_connected()
+        mock_cluster.set_broker_rtt(frozen.node_id, 30_000)
+        try:
+            started = time.monotonic()
+            await cluster.refresh_metadata()
+            first = time.monotonic() - started
+            only_the_frozen_one_connected()
+            started = time.monotonic()
+            await cluster.refresh_metadata()
+            second = time.monotonic() - started
+        finally:
+            mock_cluster.set_broker_rtt(frozen.node_id, 0)
+    finally:
+        await cluster.close()
+    assert first >= timeout_ms / 1000 * 0.9, f"the frozen broker was not asked first ({first})"
+    assert second < timeout_ms / 1000 / 2, f"the frozen broker was asked again ({second:.2f}s)"
+
+
+async def test_a_metadata_request_left_unanswered_is_asked_of_the_next_broker_as_well(
+    mock_cluster: MockCluster,
+) -> None:
+    """When the broker asked first is frozen but nothing marked it yet (its request has not
+    timed out), the next broker is asked too after ``retry_backoff_max_ms``: the refresh
+    takes that long, not a whole request timeout."""
+    cluster = Cluster(
+        mock_cluster.bootstrap_servers,
+        ConnectionConfig(request_timeout_ms=10_000),
+        retry_backoff_ms=50,
+        retry_backoff_max_ms=300,
+    )
+    await cluster.start()
+    try:
+        brokers = list(cluster.metadata.brokers.values())
+        frozen = next(b for b in brokers if cluster.pool.cached(b.host, b.port))
+        for other in brokers:  # connections are preferred: the frozen broker is asked first
+            if other.node_id != frozen.node_id:
+                cluster.pool.close_node(other.host, other.port)
+        mock_cluster.set_broker_rtt(frozen.node_id, 30_000)
+        try:
+            started = time.monotonic()
+            await cluster.refresh_metadata()
+            took = time.monotonic() - started
+        finally:
+            mock_cluster.set_broker_rtt(frozen.node_id, 0)
+    finally:
+        await cluster.close()
+    assert 0.3 * 0.8 <= took < 2.0, f"the refresh took {took:.2f}s"

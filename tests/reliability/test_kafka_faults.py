@@ -220,6 +220,10 @@ async def test_killing_the_busiest_leader_mid_run_loses_and_duplicates_nothing(
 
 
 PAUSE_RECORDS = 60_000
+# The controller fences the paused node after broker.session.timeout.ms (3 s), ~5 s after the
+# pause when the node was the active controller (a new one is elected first; BROKERS.md).  The
+# producer sees the new leaders within retry_backoff_max_ms (1 s) of that, even when its first
+# refresh still named the paused node: about 2 s are left for the first acknowledgements.
 PAUSE_SECONDS = REQUEST_TIMEOUT_MS / 1000 + 5
 
 
