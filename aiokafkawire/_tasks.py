@@ -10,6 +10,13 @@ future is cancelled on the other's behalf: the task ends "cancelled" although no
 stop it, and without this check it would simply be gone.  The owner then decides: restart the
 task (:meth:`TaskSupervisor.restart`, with exponential backoff so a task that fails at once does
 not spin), or keep the error and raise it from the next user call.
+
+A task cancelled *itself* (``task.cancel()``) by anyone else was meant to stop: nothing in the
+library cancels a supervised task but its supervisor, so that is the event loop shutting down
+(``asyncio.run`` cancels every task left when ``main()`` ends, e.g. a client nobody stopped)
+or a program cancelling all tasks.  It is not reported, and the supervisor restarts nothing
+until its :meth:`TaskSupervisor.stop`: a restart would create a task after ``asyncio.run``'s
+cancellation pass, left pending when the loop closes ("Task was destroyed but it is pending!").
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
@@ -64,6 +72,7 @@ class TaskSupervisor:
         self._tasks: dict[asyncio.Task[Any], TaskKey] = {}
         self._cancelled_by_us: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        self._cancelled_from_outside = False  # a task was cancelled by someone but us
         self._restart_first = first
         self._restart_cap = cap
         self._healthy_after = healthy_after
@@ -75,7 +84,7 @@ class TaskSupervisor:
         if self._stopping:
             coro.close()
             raise RuntimeError(f"{self._owner}: cannot start {name!r} while stopping")
-        task = asyncio.get_running_loop().create_task(coro, name=f"{self._owner}:{_label(name)}")
+        task = _create_task(coro, f"{self._owner}:{_label(name)}")
         self._tasks[task] = name
         task.add_done_callback(self._task_done)
         return task
@@ -85,9 +94,10 @@ class TaskSupervisor:
 
         Meant for ``on_error`` handlers.  The task counts as running (:meth:`running`) while it
         waits out its delay, and :meth:`stop` cancels it then like any other.  Does nothing
-        (returns None) while the supervisor is stopping.
+        (returns None) while the supervisor is stopping, or once one of its tasks was cancelled
+        from outside (the loop is shutting down) until :meth:`stop`.
         """
-        if self._stopping:
+        if self._stopping or self._cancelled_from_outside:
             return None
         now = asyncio.get_running_loop().time()
         began = self._began.get(name)
@@ -111,6 +121,12 @@ class TaskSupervisor:
         if task.cancelled():
             if task in self._cancelled_by_us:
                 self._cancelled_by_us.discard(task)
+                return
+            if _cancel_was_requested(task):
+                # Someone holding the task (asyncio.run at loop shutdown, a program cancelling
+                # all tasks) stopped it on purpose: not a failure, and nothing to restart.
+                self._cancelled_from_outside = True
+                log.debug("%s: task %s was cancelled from outside", self._owner, _label(name))
                 return
             exc = errors.BackgroundTaskError(
                 f"{self._owner}: task {_label(name)} was cancelled by something other than its "
@@ -149,6 +165,45 @@ class TaskSupervisor:
         # A task that ignored cancellation and ended normally is no longer ours to track.
         self._cancelled_by_us.intersection_update(self._tasks)
         self._stopping = False
+        self._cancelled_from_outside = False
+
+    def cancel_all(self) -> int:
+        """Cancel every task now, without waiting for them; returns how many were cancelled.
+
+        For an owner dropped without :meth:`stop` (its ``__del__``): the tasks end in the
+        loop's next iterations instead of staying pending until the loop closes.
+        """
+        tasks = [task for task in self._tasks if not task.done()]
+        for task in tasks:
+            self._cancelled_by_us.add(task)
+            task.cancel()
+        return len(tasks)
+
+
+if sys.version_info >= (3, 11):
+
+    def _create_task(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        return asyncio.get_running_loop().create_task(coro, name=name)
+
+    def _cancel_was_requested(task: asyncio.Task[Any]) -> bool:
+        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled)."""
+        return task.cancelling() > 0
+
+else:  # Python 3.10: no Task.cancelling(); a Task that notes its cancel() calls instead
+
+    class _CancelNotingTask(asyncio.Task[Any]):
+        cancel_requested = False
+
+        def cancel(self, msg: Any = None) -> bool:
+            self.cancel_requested = True
+            return super().cancel(msg)
+
+    def _create_task(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        return _CancelNotingTask(coro, loop=asyncio.get_running_loop(), name=name)
+
+    def _cancel_was_requested(task: asyncio.Task[Any]) -> bool:
+        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled)."""
+        return getattr(task, "cancel_requested", False)
 
 
 def _label(key: TaskKey) -> str:

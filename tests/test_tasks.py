@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +143,76 @@ async def test_a_task_keyed_by_what_it_serves_reports_that_key() -> None:
     assert isinstance(failures[0][1], errors.KafkaConnectionError)
     assert not supervisor.running(("writer", 3))
     await supervisor.stop()
+
+
+async def test_a_task_cancelled_by_its_holder_is_not_reported_nor_restarted() -> None:
+    # task.cancel() from outside (asyncio.run at loop shutdown, a program cancelling all its
+    # tasks) means stop, unlike a shared future cancelled under the task (reported above).
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    task = supervisor.start("loop", asyncio.sleep(3600))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert reports.seen == []
+    assert not supervisor.running("loop")
+    # Until stop(), nothing is restarted: a restart now would outlive asyncio.run's last pass.
+    assert supervisor.restart("loop", lambda: asyncio.sleep(0)) is None
+    await supervisor.stop()
+    restarted = supervisor.restart("loop", lambda: asyncio.sleep(0))
+    assert restarted is not None
+    await supervisor.stop()
+
+
+async def test_cancel_all_cancels_without_waiting_and_reports_nothing() -> None:
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    tasks = [supervisor.start(name, asyncio.sleep(3600)) for name in ("a", "b")]
+    await asyncio.sleep(0)
+    assert supervisor.cancel_all() == 2
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert all(task.cancelled() for task in tasks)
+    assert reports.seen == []
+    assert len(supervisor) == 0
+
+
+RESTARTING_OWNER = """
+import asyncio
+from aiokafkawire._tasks import TaskSupervisor
+
+async def forever():
+    await asyncio.sleep(3600)
+
+async def main():
+    supervisor = TaskSupervisor("owner", lambda key, exc: supervisor.restart(key, forever))
+    supervisor.start("loop", forever())
+    await asyncio.sleep(0.05)
+    raise RuntimeError("the program ends without stopping its client")
+
+try:
+    asyncio.run(main())
+except RuntimeError:
+    print("ended")
+"""
+
+
+def test_asyncio_run_ending_with_running_tasks_leaves_none_pending() -> None:
+    # asyncio.run cancels the remaining tasks and then closes the loop: an owner that restarts
+    # its task on that cancellation used to leave the restart pending ("Task was destroyed").
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", RESTARTING_OWNER],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ended"
+    assert "Task was destroyed" not in result.stderr, result.stderr
+    assert result.stderr == "", result.stderr
