@@ -11,12 +11,14 @@ stop it, and without this check it would simply be gone.  The owner then decides
 task (:meth:`TaskSupervisor.restart`, with exponential backoff so a task that fails at once does
 not spin), or keep the error and raise it from the next user call.
 
-A task cancelled *itself* (``task.cancel()``) by anyone else was meant to stop: nothing in the
-library cancels a supervised task but its supervisor, so that is the event loop shutting down
-(``asyncio.run`` cancels every task left when ``main()`` ends, e.g. a client nobody stopped)
-or a program cancelling all tasks.  It is not reported, and the supervisor restarts nothing
-until its :meth:`TaskSupervisor.stop`: a restart would create a task after ``asyncio.run``'s
-cancellation pass, left pending when the loop closes ("Task was destroyed but it is pending!").
+One cancellation from outside is no failure: the loop's last pass.  When ``main()`` ends,
+``asyncio.run`` (as a test harness closing its loop) cancels every task left, e.g. those of a
+client nobody stopped, waits for them, and closes the loop.  A restart then would be a new task
+after that pass, left pending at the close ("Task was destroyed but it is pending!").  So a task
+cancelled itself (``task.cancel()``, not a future it awaited) while every task of the loop is
+done or being cancelled too is not reported, and the supervisor restarts nothing until its
+:meth:`TaskSupervisor.stop`.  A program that cancels all *other* tasks and goes on (to stop its
+clients, say) still has its own task running: that is reported, and restarted, as before.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import logging
 import random
 import sys
+import weakref
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
@@ -36,6 +39,7 @@ log = logging.getLogger("aiokafkawire")
 #: same key back in ``on_error``, so it never parses a task's name to know what it served.
 TaskKey = Hashable
 ErrorHandler = Callable[[Any, BaseException], None]
+LastPassHandler = Callable[[Any], None]
 CoroutineFactory = Callable[[], Coroutine[Any, Any, Any]]
 
 DEFAULT_RESTART_BACKOFF = (0.05, 5.0)  # seconds: first restart delay, cap
@@ -54,6 +58,10 @@ class TaskSupervisor:
     ``restart_backoff`` is ``(first, cap)`` in seconds for :meth:`restart`: the delay doubles
     with each restart of the same name, with +-25% jitter, up to ``cap``, and starts again from
     ``first`` once a restarted task began more than ``healthy_after`` seconds before it failed.
+
+    ``on_last_pass(key)`` is called when a task was cancelled in the event loop's last pass
+    (see the module's docstring): not restarted, and not an error, but an owner whose close is
+    under way in a task of that pass may still need it (and :meth:`start` it again).
     """
 
     def __init__(
@@ -63,16 +71,18 @@ class TaskSupervisor:
         *,
         restart_backoff: tuple[float, float] = DEFAULT_RESTART_BACKOFF,
         healthy_after: float = DEFAULT_HEALTHY_AFTER,
+        on_last_pass: LastPassHandler | None = None,
     ) -> None:
         first, cap = restart_backoff
         if not 0 < first <= cap:
             raise ValueError(f"restart_backoff must be 0 < first <= cap, not {restart_backoff}")
         self._owner = owner
         self._on_error = on_error
+        self._on_last_pass = on_last_pass
         self._tasks: dict[asyncio.Task[Any], TaskKey] = {}
         self._cancelled_by_us: set[asyncio.Task[Any]] = set()
         self._stopping = False
-        self._cancelled_from_outside = False  # a task was cancelled by someone but us
+        self._loop_closing = False  # a task was cancelled in the loop's last pass
         self._restart_first = first
         self._restart_cap = cap
         self._healthy_after = healthy_after
@@ -84,7 +94,11 @@ class TaskSupervisor:
         if self._stopping:
             coro.close()
             raise RuntimeError(f"{self._owner}: cannot start {name!r} while stopping")
+        # Started by a close under way in the loop's last pass: not a program that goes on.
+        in_last_pass = self._loop_closing or _started_from_the_last_pass()
         task = _create_task(coro, f"{self._owner}:{_label(name)}")
+        if in_last_pass:
+            _STARTED_IN_LAST_PASS.add(task)
         self._tasks[task] = name
         task.add_done_callback(self._task_done)
         return task
@@ -95,9 +109,9 @@ class TaskSupervisor:
         Meant for ``on_error`` handlers.  The task counts as running (:meth:`running`) while it
         waits out its delay, and :meth:`stop` cancels it then like any other.  Does nothing
         (returns None) while the supervisor is stopping, or once one of its tasks was cancelled
-        from outside (the loop is shutting down) until :meth:`stop`.
+        in the loop's last pass (see the module's docstring), until :meth:`stop`.
         """
-        if self._stopping or self._cancelled_from_outside:
+        if self._stopping or self._loop_closing:
             return None
         now = asyncio.get_running_loop().time()
         began = self._began.get(name)
@@ -122,11 +136,12 @@ class TaskSupervisor:
             if task in self._cancelled_by_us:
                 self._cancelled_by_us.discard(task)
                 return
-            if _cancel_was_requested(task):
-                # Someone holding the task (asyncio.run at loop shutdown, a program cancelling
-                # all tasks) stopped it on purpose: not a failure, and nothing to restart.
-                self._cancelled_from_outside = True
-                log.debug("%s: task %s was cancelled from outside", self._owner, _label(name))
+            if _cancel_was_requested(task) and (self._loop_closing or _every_task_is_ending()):
+                # asyncio.run's last pass: not a failure, and a restart would outlive the loop.
+                self._loop_closing = True
+                log.debug("%s: task %s cancelled as the loop closes", self._owner, _label(name))
+                if self._on_last_pass is not None:
+                    self._on_last_pass(name)
                 return
             exc = errors.BackgroundTaskError(
                 f"{self._owner}: task {_label(name)} was cancelled by something other than its "
@@ -165,7 +180,7 @@ class TaskSupervisor:
         # A task that ignored cancellation and ended normally is no longer ours to track.
         self._cancelled_by_us.intersection_update(self._tasks)
         self._stopping = False
-        self._cancelled_from_outside = False
+        self._loop_closing = False
 
     def cancel_all(self) -> int:
         """Cancel every task now, without waiting for them; returns how many were cancelled.
@@ -202,8 +217,36 @@ else:  # Python 3.10: no Task.cancelling(); a Task that notes its cancel() calls
         return _CancelNotingTask(coro, loop=asyncio.get_running_loop(), name=name)
 
     def _cancel_was_requested(task: asyncio.Task[Any]) -> bool:
-        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled)."""
-        return getattr(task, "cancel_requested", False)
+        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled).
+
+        A task not made here only tells until it runs again: a cancel() not yet delivered, or the
+        future it waits on cancelled by it (asyncio.run's last pass has not run it yet then).
+        """
+        if getattr(task, "cancel_requested", False) or getattr(task, "_must_cancel", False):
+            return True
+        waiter = getattr(task, "_fut_waiter", None)
+        return waiter is not None and waiter.cancelled()
+
+
+#: Tasks a supervisor started after it saw the loop's last pass (a closing owner's), which do
+#: not make the program one that goes on.
+_STARTED_IN_LAST_PASS: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def _every_task_is_ending() -> bool:
+    """Whether every task of the running loop is done or being cancelled: the last pass of
+    ``asyncio.run`` (or of a harness closing its loop), not a program that goes on."""
+    return all(
+        task.done() or _cancel_was_requested(task) or task in _STARTED_IN_LAST_PASS
+        for task in asyncio.all_tasks()
+    )
+
+
+def _started_from_the_last_pass() -> bool:
+    """Whether the current task is being cancelled, as every other: a task of the loop's last
+    pass (e.g. closing a client in a ``finally``)."""
+    current = asyncio.current_task()
+    return current is not None and _cancel_was_requested(current) and _every_task_is_ending()
 
 
 def _label(key: TaskKey) -> str:

@@ -72,6 +72,42 @@ async def main():
     raise RuntimeError("boom")
 
 
+async def closed_in_the_last_pass():
+    # A worker closes its producer in a finally; main() returns without waiting for it, so the
+    # close runs in asyncio.run's last pass, while the producer's own tasks are cancelled too.
+    async def worker(ready):
+        producer = make()
+        await producer.start()
+        try:
+            handles.extend([await producer.send(topic, b"delivered") for _ in range(3)])
+            ready.set()
+            await asyncio.sleep(3600)
+        finally:
+            await producer.stop()
+
+    ready = asyncio.Event()
+    asyncio.get_running_loop().create_task(worker(ready))
+    await ready.wait()
+
+
+async def stopped_after_cancelling_the_others():
+    # A program cancels every other task, then stops its producer: that needs the sender.
+    producer = make()
+    await producer.start()
+    handles.extend([await producer.send(topic, b"delivered") for _ in range(3)])
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()
+    await asyncio.sleep(0.1)
+    await producer.stop()
+
+
+handles = []
+if mode in ("last-pass", "cancel-others"):
+    body = closed_in_the_last_pass if mode == "last-pass" else stopped_after_cancelling_the_others
+    asyncio.run(body())
+    print("offsets", [handle.result()[2] for handle in handles])  # raises if one was not sent
+    raise SystemExit(0)
 if mode == "uncaught":
     asyncio.run(main())
 try:
@@ -174,6 +210,19 @@ def test_async_with_ended_by_an_exception_is_clean(
     assert result.returncode == 0, result.stderr
     assert "ended by boom" in result.stdout
     _assert_no_task_destroyed(result)
+    assert "unclosed" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("mode", ["last-pass", "cancel-others"])
+def test_a_producer_closed_as_its_tasks_are_cancelled_still_delivers(
+    tmp_path: Path, tansu_broker: TansuBroker, topic: str, mode: str
+) -> None:
+    # Its close needs the sender loop: not restarting tasks cancelled in the loop's last pass
+    # must not leave a close in that pass (or after a program cancelled all others) waiting.
+    result = _run(tmp_path, tansu_broker, topic, "Producer", mode)
+    assert result.returncode == 0, result.stderr
+    assert "offsets [" in result.stdout, result.stdout
+    assert "Task was destroyed but it is pending" not in result.stderr, result.stderr
     assert "unclosed" not in result.stderr, result.stderr
 
 

@@ -561,6 +561,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         budget = CloseBudget("producer", timeout, log)
         try:
             if self._started and flush and self._sender is not None:
+                self._sender.ensure_running()
                 try:
                     await self._flush(timeout)
                 except (TimeoutError, errors.KafkaError) as exc:
