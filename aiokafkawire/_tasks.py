@@ -10,6 +10,15 @@ future is cancelled on the other's behalf: the task ends "cancelled" although no
 stop it, and without this check it would simply be gone.  The owner then decides: restart the
 task (:meth:`TaskSupervisor.restart`, with exponential backoff so a task that fails at once does
 not spin), or keep the error and raise it from the next user call.
+
+One cancellation from outside is no failure: the loop's last pass.  When ``main()`` ends,
+``asyncio.run`` (as a test harness closing its loop) cancels every task left, e.g. those of a
+client nobody stopped, waits for them, and closes the loop.  A restart then would be a new task
+after that pass, left pending at the close ("Task was destroyed but it is pending!").  So a task
+cancelled itself (``task.cancel()``, not a future it awaited) while every task of the loop is
+done or being cancelled too is not reported, and the supervisor restarts nothing until its
+:meth:`TaskSupervisor.stop`.  A program that cancels all *other* tasks and goes on (to stop its
+clients, say) still has its own task running: that is reported, and restarted, as before.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
+import weakref
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
@@ -28,6 +39,7 @@ log = logging.getLogger("aiokafkawire")
 #: same key back in ``on_error``, so it never parses a task's name to know what it served.
 TaskKey = Hashable
 ErrorHandler = Callable[[Any, BaseException], None]
+LastPassHandler = Callable[[Any], None]
 CoroutineFactory = Callable[[], Coroutine[Any, Any, Any]]
 
 DEFAULT_RESTART_BACKOFF = (0.05, 5.0)  # seconds: first restart delay, cap
@@ -46,6 +58,10 @@ class TaskSupervisor:
     ``restart_backoff`` is ``(first, cap)`` in seconds for :meth:`restart`: the delay doubles
     with each restart of the same name, with +-25% jitter, up to ``cap``, and starts again from
     ``first`` once a restarted task began more than ``healthy_after`` seconds before it failed.
+
+    ``on_last_pass(key)`` is called when a task was cancelled in the event loop's last pass
+    (see the module's docstring): not restarted, and not an error, but an owner whose close is
+    under way in a task of that pass may still need it (and :meth:`start` it again).
     """
 
     def __init__(
@@ -55,15 +71,18 @@ class TaskSupervisor:
         *,
         restart_backoff: tuple[float, float] = DEFAULT_RESTART_BACKOFF,
         healthy_after: float = DEFAULT_HEALTHY_AFTER,
+        on_last_pass: LastPassHandler | None = None,
     ) -> None:
         first, cap = restart_backoff
         if not 0 < first <= cap:
             raise ValueError(f"restart_backoff must be 0 < first <= cap, not {restart_backoff}")
         self._owner = owner
         self._on_error = on_error
+        self._on_last_pass = on_last_pass
         self._tasks: dict[asyncio.Task[Any], TaskKey] = {}
         self._cancelled_by_us: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        self._loop_closing = False  # a task was cancelled in the loop's last pass
         self._restart_first = first
         self._restart_cap = cap
         self._healthy_after = healthy_after
@@ -75,7 +94,11 @@ class TaskSupervisor:
         if self._stopping:
             coro.close()
             raise RuntimeError(f"{self._owner}: cannot start {name!r} while stopping")
-        task = asyncio.get_running_loop().create_task(coro, name=f"{self._owner}:{_label(name)}")
+        # Started by a close under way in the loop's last pass: not a program that goes on.
+        in_last_pass = self._loop_closing or _started_from_the_last_pass()
+        task = _create_task(coro, f"{self._owner}:{_label(name)}")
+        if in_last_pass:
+            _STARTED_IN_LAST_PASS.add(task)
         self._tasks[task] = name
         task.add_done_callback(self._task_done)
         return task
@@ -85,9 +108,10 @@ class TaskSupervisor:
 
         Meant for ``on_error`` handlers.  The task counts as running (:meth:`running`) while it
         waits out its delay, and :meth:`stop` cancels it then like any other.  Does nothing
-        (returns None) while the supervisor is stopping.
+        (returns None) while the supervisor is stopping, or once one of its tasks was cancelled
+        in the loop's last pass (see the module's docstring), until :meth:`stop`.
         """
-        if self._stopping:
+        if self._stopping or self._loop_closing:
             return None
         now = asyncio.get_running_loop().time()
         began = self._began.get(name)
@@ -111,6 +135,13 @@ class TaskSupervisor:
         if task.cancelled():
             if task in self._cancelled_by_us:
                 self._cancelled_by_us.discard(task)
+                return
+            if _cancel_was_requested(task) and (self._loop_closing or _every_task_is_ending()):
+                # asyncio.run's last pass: not a failure, and a restart would outlive the loop.
+                self._loop_closing = True
+                log.debug("%s: task %s cancelled as the loop closes", self._owner, _label(name))
+                if self._on_last_pass is not None:
+                    self._on_last_pass(name)
                 return
             exc = errors.BackgroundTaskError(
                 f"{self._owner}: task {_label(name)} was cancelled by something other than its "
@@ -155,6 +186,73 @@ class TaskSupervisor:
         # A task that ignored cancellation and ended normally is no longer ours to track.
         self._cancelled_by_us.intersection_update(self._tasks)
         self._stopping = False
+        self._loop_closing = False
+
+    def cancel_all(self) -> int:
+        """Cancel every task now, without waiting for them; returns how many were cancelled.
+
+        For an owner dropped without :meth:`stop` (its ``__del__``): the tasks end in the
+        loop's next iterations instead of staying pending until the loop closes.
+        """
+        tasks = [task for task in self._tasks if not task.done()]
+        for task in tasks:
+            self._cancelled_by_us.add(task)
+            task.cancel()
+        return len(tasks)
+
+
+if sys.version_info >= (3, 11):
+
+    def _create_task(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        return asyncio.get_running_loop().create_task(coro, name=name)
+
+    def _cancel_was_requested(task: asyncio.Task[Any]) -> bool:
+        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled)."""
+        return task.cancelling() > 0
+
+else:  # Python 3.10: no Task.cancelling(); a Task that notes its cancel() calls instead
+
+    class _CancelNotingTask(asyncio.Task[Any]):
+        cancel_requested = False
+
+        def cancel(self, msg: Any = None) -> bool:
+            self.cancel_requested = True
+            return super().cancel(msg)
+
+    def _create_task(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        return _CancelNotingTask(coro, loop=asyncio.get_running_loop(), name=name)
+
+    def _cancel_was_requested(task: asyncio.Task[Any]) -> bool:
+        """Whether ``task.cancel()`` was called (not merely a future it awaited cancelled).
+
+        A task not made here only tells until it runs again: a cancel() not yet delivered, or the
+        future it waits on cancelled by it (asyncio.run's last pass has not run it yet then).
+        """
+        if getattr(task, "cancel_requested", False) or getattr(task, "_must_cancel", False):
+            return True
+        waiter = getattr(task, "_fut_waiter", None)
+        return waiter is not None and waiter.cancelled()
+
+
+#: Tasks a supervisor started after it saw the loop's last pass (a closing owner's), which do
+#: not make the program one that goes on.
+_STARTED_IN_LAST_PASS: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def _every_task_is_ending() -> bool:
+    """Whether every task of the running loop is done or being cancelled: the last pass of
+    ``asyncio.run`` (or of a harness closing its loop), not a program that goes on."""
+    return all(
+        task.done() or _cancel_was_requested(task) or task in _STARTED_IN_LAST_PASS
+        for task in asyncio.all_tasks()
+    )
+
+
+def _started_from_the_last_pass() -> bool:
+    """Whether the current task is being cancelled, as every other: a task of the loop's last
+    pass (e.g. closing a client in a ``finally``)."""
+    current = asyncio.current_task()
+    return current is not None and _cancel_was_requested(current) and _every_task_is_ending()
 
 
 def _label(key: TaskKey) -> str:

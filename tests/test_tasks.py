@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +145,138 @@ async def test_a_task_keyed_by_what_it_serves_reports_that_key() -> None:
     assert isinstance(failures[0][1], errors.KafkaConnectionError)
     assert not supervisor.running(("writer", 3))
     await supervisor.stop()
+
+
+async def test_a_task_cancelled_by_a_program_that_goes_on_is_reported() -> None:
+    # A program cancelling all other tasks and going on (to stop its clients, say) needs them
+    # restarted: that is not the loop's last pass.
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    task = supervisor.start("loop", asyncio.sleep(3600))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait_for(reports.event.wait(), 2)
+    [(name, exc)] = reports.seen
+    assert name == "loop" and isinstance(exc, errors.BackgroundTaskError)
+    assert supervisor.restart("loop", lambda: asyncio.sleep(0)) is not None
+    await supervisor.stop()
+
+
+def test_tasks_cancelled_in_the_last_pass_of_asyncio_run_are_neither_reported_nor_restarted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reports: list[object] = []
+    last_pass: list[object] = []
+    refused: list[object] = []
+    supervisor: TaskSupervisor
+
+    def on_error(key: object, exc: BaseException) -> None:
+        reports.append(key)
+        supervisor.restart(key, lambda: asyncio.sleep(3600))
+
+    def on_last_pass(key: object) -> None:
+        last_pass.append(key)
+        refused.append(supervisor.restart(key, lambda: asyncio.sleep(3600)))
+
+    async def main() -> None:
+        nonlocal supervisor
+        supervisor = TaskSupervisor("owner", on_error, on_last_pass=on_last_pass)
+        supervisor.start("a", asyncio.sleep(3600))
+        supervisor.start("b", asyncio.sleep(3600))
+        await asyncio.sleep(0)
+        # main() ends with the tasks running: asyncio.run cancels them, then closes the loop
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        gc.collect()
+    assert reports == []
+    assert sorted(last_pass) == ["a", "b"]  # type: ignore[type-var]
+    assert refused == [None, None]
+    assert "Task was destroyed" not in caplog.text
+
+
+def test_a_task_started_by_a_close_in_the_last_pass_does_not_count_as_a_program_going_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A task being cancelled with the others closes a client in its ``finally``, which starts a
+    # task again (a producer's flush needs its sender): the others' cancellations are still the
+    # loop's last pass.
+    reports: list[object] = []
+    last_pass: list[object] = []
+
+    async def main() -> None:
+        supervisor = TaskSupervisor(
+            "owner", lambda key, exc: reports.append(key), on_last_pass=last_pass.append
+        )
+
+        async def closes_in_finally() -> None:
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                supervisor.start("for-the-close", asyncio.sleep(0.01))
+                await asyncio.sleep(0.05)
+                await supervisor.stop()
+
+        supervisor.start("a", asyncio.sleep(3600))
+        asyncio.get_running_loop().create_task(closes_in_finally())
+        await asyncio.sleep(0)
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        gc.collect()
+    assert reports == []
+    assert last_pass == ["a"]
+    assert "Task was destroyed" not in caplog.text
+
+
+async def test_cancel_all_cancels_without_waiting_and_reports_nothing() -> None:
+    reports = Reports()
+    supervisor = TaskSupervisor("owner", reports)
+    tasks = [supervisor.start(name, asyncio.sleep(3600)) for name in ("a", "b")]
+    await asyncio.sleep(0)
+    assert supervisor.cancel_all() == 2
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert all(task.cancelled() for task in tasks)
+    assert reports.seen == []
+    assert len(supervisor) == 0
+
+
+RESTARTING_OWNER = """
+import asyncio
+from aiokafkawire._tasks import TaskSupervisor
+
+async def forever():
+    await asyncio.sleep(3600)
+
+async def main():
+    supervisor = TaskSupervisor("owner", lambda key, exc: supervisor.restart(key, forever))
+    supervisor.start("loop", forever())
+    await asyncio.sleep(0.05)
+    raise RuntimeError("the program ends without stopping its client")
+
+try:
+    asyncio.run(main())
+except RuntimeError:
+    print("ended")
+"""
+
+
+def test_asyncio_run_ending_with_running_tasks_leaves_none_pending() -> None:
+    # asyncio.run cancels the remaining tasks and then closes the loop: an owner that restarts
+    # its task on that cancellation used to leave the restart pending ("Task was destroyed").
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", RESTARTING_OWNER],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ended"
+    assert "Task was destroyed" not in result.stderr, result.stderr
+    assert result.stderr == "", result.stderr

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafkawire import errors
 from aiokafkawire._retry import Backoff, Deadline, retry
+from aiokafkawire._unclosed import warn_unclosed
 from aiokafkawire.client_config import CommonOptions, split_common_options, unknown_options_error
 from aiokafkawire.cluster.cluster import Cluster
 from aiokafkawire.cluster.metadata import BrokerInfo
@@ -49,6 +50,17 @@ class AdminCore:
 
     def __repr__(self) -> str:
         return f"<Admin {self._config.bootstrap_servers!r}>"
+
+    #: What a dropped client's warning names: its class, how to stop it (compat sets its own).
+    _dropped_as = ("Admin", "admin.close()")
+
+    def __del__(self) -> None:
+        # Started and dropped without close() (as aiokafka's "Unclosed AIOKafkaProducer").
+        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+            warn_unclosed(self, *self._dropped_as)
+            # Nothing of the cluster refers back to this client, so it can be collected while
+            # the loop runs: then its refresh task and connections would outlive it.
+            self._cluster.abandon()
 
     @property
     def cluster(self) -> Cluster:

@@ -113,6 +113,7 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         self._tasks = TaskSupervisor("cluster", self._task_failed)
         self._started = False
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop start() ran on
         self.recovery = MetadataRecovery(
             metadata_recovery_strategy, metadata_recovery_rebootstrap_trigger_ms
         )
@@ -129,6 +130,7 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         """Bootstrap: fetch metadata from the first bootstrap address that answers."""
         if self._started:
             return
+        self._loop = asyncio.get_running_loop()
         self._updated = asyncio.Condition()
         await self.refresh_metadata()
         self._started = True
@@ -143,6 +145,30 @@ class Cluster:  # long: refresh scheduling, recovery, routing, coordinators: one
         if self._refresh is not None and not self._refresh.done():
             self._refresh.cancel()
         await self.pool.close()
+
+    def abandon(self) -> None:
+        """Stop background work and close every connection, without waiting: for an owner
+        collected without :meth:`close` (from its ``__del__``, on any thread).
+
+        Done on the cluster's loop if that is still open; once it is closed, ``asyncio.run`` has
+        cancelled the tasks already and nothing is left to stop.
+        """
+        loop = self._loop
+        if self._closed or loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self._abandon_now)
+        except RuntimeError:  # the loop closed in the meantime
+            pass
+
+    def _abandon_now(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._tasks.cancel_all()
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh.cancel()
+        self.pool.close_all()
 
     async def __aenter__(self) -> Cluster:
         await self.start()

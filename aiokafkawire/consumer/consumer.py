@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 
 from aiokafkawire import errors
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._unclosed import warn_unclosed
 from aiokafkawire._waits import CloseBudget, wait_event
 from aiokafkawire.client_properties import translate_properties
 from aiokafkawire.consumer._commits import CommitOffsets, Commits
@@ -304,6 +305,15 @@ class Consumer(Generic[K, V]):  # long: public API (delegating to collaborators)
 
     def __repr__(self) -> str:
         return f"<Consumer group={self._group_id!r} state={self.state}>"
+
+    #: What a dropped consumer's warning names: its class, how to stop it (compat sets its own).
+    _dropped_as = ("Consumer", "consumer.stop()")
+
+    def __del__(self) -> None:
+        # Started and dropped without close() (as aiokafka's "Unclosed AIOKafkaConsumer").
+        parts = getattr(self, "_parts", None)
+        if parts is not None and parts.started and not parts.closed:
+            warn_unclosed(self, *self._dropped_as)
 
     @property
     def state(self) -> str:

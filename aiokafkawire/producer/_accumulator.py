@@ -168,6 +168,10 @@ class RecordAccumulator:
         if self._memory_freed is not None:
             self._memory_freed.set()
 
+    def undelivered_records(self) -> int:
+        """Records in batches neither delivered nor failed (queued or in flight)."""
+        return sum(batch.count for batch in self.incomplete if not batch.done)
+
     @property
     def used(self) -> int:
         """Bytes of the budget held by undelivered batches."""

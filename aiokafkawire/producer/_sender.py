@@ -90,7 +90,9 @@ class Sender:
         self._next_stall_refresh: float | None = None
         # Transactions v2 bump the epoch at every EndTxn: sequences restart from 0.
         txn.on_new_epoch = self._forget_acknowledged
-        self.tasks = TaskSupervisor("producer-sender", self._task_failed)
+        self.tasks = TaskSupervisor(
+            "producer-sender", self._task_failed, on_last_pass=self._ended_with_the_loop
+        )
         self._add_task: asyncio.Task[None] | None = None
         self._sinks: dict[int, BrokerSink] = {}  # by broker node id
         # Every queue is owned by one sink (its ``leader``'s), or by this while none is known.
@@ -116,6 +118,18 @@ class Sender:
     def start(self) -> None:
         """Start the sender loop."""
         self.tasks.start("sender", self._run())
+
+    def _ended_with_the_loop(self, key: Any) -> None:
+        # A flush waits for this loop (a close in a task of the loop's last pass): run it again.
+        if key == "sender" and self.flushing and not self.closing:
+            self.ensure_running()  # unless the flush started it again already
+
+    def ensure_running(self) -> None:
+        """Start the sender loop again if it is gone: cancelled in the event loop's last pass
+        (``asyncio.run`` cancels every task when ``main()`` ends) while a task being cancelled
+        with it closes the producer, whose flush needs the loop (the close's stop() ends it)."""
+        if not self.tasks.running("sender"):
+            self.start()
 
     async def stop(self) -> None:
         """Stop the loop and every request task (undecided batches are failed by the owner)."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
+from aiokafkawire._unclosed import warn_unclosed
 from aiokafkawire._waits import CloseBudget
 from aiokafkawire.client_config import (
     CommonOptions,
@@ -448,6 +449,21 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         state = "closed" if self._closed else "started" if self._started else "new"
         return f"<Producer acks={self.acks} idempotent={self.idempotent} {state}>"
 
+    #: What a dropped producer's warning names: its class, how to stop it (compat sets its own).
+    _dropped_as = ("Producer", "producer.stop()")
+
+    def __del__(self) -> None:
+        # Started and dropped without close(): say so, and what it loses (as aiokafka does).
+        if not getattr(self, "_started", False) or getattr(self, "_closed", True):
+            return
+        undelivered = self._accumulator.undelivered_records()
+        lost = (
+            f"{undelivered} record(s) were still pending delivery and were never sent"
+            if undelivered
+            else ""
+        )
+        warn_unclosed(self, *self._dropped_as, lost)
+
     # ---------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
@@ -545,6 +561,7 @@ class Producer:  # long: the public API (send, transactions, batches, metrics) a
         budget = CloseBudget("producer", timeout, log)
         try:
             if self._started and flush and self._sender is not None:
+                self._sender.ensure_running()
                 try:
                     await self._flush(timeout)
                 except (TimeoutError, errors.KafkaError) as exc:

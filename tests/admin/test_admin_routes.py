@@ -49,6 +49,9 @@ class ScriptedCluster:
     async def close(self) -> None:
         pass
 
+    def abandon(self) -> None:  # an Admin never closed calls it when collected
+        pass
+
 
 def scripted_admin(outcomes: list[Any]) -> tuple[Admin, ScriptedCluster]:
     admin = Admin(bootstrap_servers="localhost:1", retry_backoff_ms=1, retry_backoff_max_ms=2)

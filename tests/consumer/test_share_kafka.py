@@ -426,6 +426,58 @@ async def test_records_of_a_killed_consumer_are_redelivered_after_the_lock_timeo
     assert time.monotonic() - killed_at < 30
 
 
+_NEVER_CLOSED_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, logging, sys
+    from aiokafkawire.consumer.share import ShareConsumer
+
+    logging.basicConfig(level=logging.WARNING)  # a "restarting task" at exit would show
+
+    async def main(bootstrap, topic, group):
+        consumer = ShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group)
+        await consumer.start()
+        await consumer.getmany(timeout_ms=500)  # its loops are under way
+        raise RuntimeError("boom")  # and nobody closes it
+
+    try:
+        asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+    except RuntimeError:
+        print("ended", flush=True)
+    """
+)
+
+
+async def test_a_consumer_never_closed_ends_with_the_loop_and_a_resource_warning(
+    share_cluster: KafkaCluster,
+) -> None:
+    """asyncio.run cancels its tasks at exit: none is restarted and left pending ("Task was
+    destroyed but it is pending!"); the program is told with a ResourceWarning instead."""
+    bootstrap = share_cluster.bootstrap_servers
+    topic, group = await _setup(bootstrap)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-W",
+        "always",
+        "-c",
+        _NEVER_CLOSED_SCRIPT,
+        bootstrap,
+        topic,
+        group,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    stderr = err.decode()
+    assert process.returncode == 0, stderr
+    assert out.decode().strip() == "ended"
+    assert "Task was destroyed but it is pending" not in stderr, stderr
+    assert "Exception ignored" not in stderr and "restarting" not in stderr, stderr
+    assert "ResourceWarning: unclosed ShareConsumer " in stderr, stderr
+    assert "Call `await consumer.close()` before dropping it" in stderr
+
+
 # ------------------------------------------------------------------ the example service
 
 

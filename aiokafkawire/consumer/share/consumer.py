@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 from aiokafkawire import errors
 from aiokafkawire._compiled import load_accelerator
 from aiokafkawire._tasks import TaskSupervisor
+from aiokafkawire._unclosed import warn_unclosed
 from aiokafkawire._waits import CloseBudget, timeout_after
 from aiokafkawire.client_config import (
     CommonOptions,
@@ -285,6 +286,11 @@ class ShareConsumer(
     def __repr__(self) -> str:
         mode = "explicit" if self._explicit else "implicit"
         return f"<ShareConsumer group={self._group_id!r} {mode} topics={self._topics}>"
+
+    def __del__(self) -> None:
+        # Started and dropped without close(): its acquired records wait out their lock.
+        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+            warn_unclosed(self, "ShareConsumer", "consumer.close()")
 
     # ----------------------------------------------------------------- lifecycle
 

@@ -90,6 +90,8 @@ class AIOKafkaAdminClient:  # long: aiokafka's admin API, each call a delegation
         sasl_oauth_token_provider: Any = None,
     ) -> None:
         self._admin = Admin(**connection_options(locals()))
+        # A dropped client's warning names what the user made, and how to stop it.
+        self._admin._dropped_as = ("AIOKafkaAdminClient", "admin.close()")
 
     @property
     def native(self) -> Admin:

@@ -136,6 +136,8 @@ class AIOKafkaConsumer:  # long: aiokafka's whole consumer API, each method a th
             client_rack=client_rack,
             **common,
         )
+        # A dropped client's warning names what the user made, and how to stop it.
+        self._consumer._dropped_as = ("AIOKafkaConsumer", "consumer.stop()")
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
         self._group_id = group_id

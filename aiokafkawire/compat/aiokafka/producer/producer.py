@@ -189,6 +189,8 @@ class AIOKafkaProducer:  # long: aiokafka's whole producer API, each method a th
             value_serializer=value_serializer,
             **common,
         )
+        # A dropped client's warning names what the user made, and how to stop it.
+        self._producer._dropped_as = ("AIOKafkaProducer", "producer.stop()")
         self.client_id = client_id
         self._closed = False
 
