@@ -94,7 +94,6 @@ class RecordAccumulator:
         self.waiting_for_memory = 0  # sends waiting for buffer memory (see wait_for_memory)
         # Done batches' buffers kept for growing batches (SPARE_BUFFERS above).
         self._spares: list[bytearray] = []
-        self._spare_bytes = 0
         self._cluster: Cluster | None = None
         self._txn: TransactionManager | None = None
         # The compiled common case (_cproducer.Appender), if any: this class pushes into it what
@@ -167,6 +166,11 @@ class RecordAccumulator:
             self._appender.enabled = False
         if self._memory_freed is not None:
             self._memory_freed.set()
+
+    @property
+    def spare_bytes(self) -> int:
+        """Bytes allocated by the idle spare buffers (at most SPARE_BUFFERS of them)."""
+        return sum(spare.__alloc__() for spare in self._spares)
 
     def undelivered_records(self) -> int:
         """Records in batches neither delivered nor failed (queued or in flight)."""
@@ -514,7 +518,7 @@ class RecordAccumulator:
         reserved = batch.reserved = batch.builder.batch_size = reserved + extra
         if reserved >= SPARE_FROM and self._spares and batch.builder.move_to(self._spares[-1]):
             # Until it grows into the spare's capacity, the batch holds more than it reserved.
-            self._spare_bytes -= self._spares.pop().__alloc__()
+            self._spares.pop()
         return True
 
     def keep_spare(self, buffer: object) -> None:
@@ -523,16 +527,14 @@ class RecordAccumulator:
         if type(buffer) is not bytearray or len(self._spares) >= SPARE_BUFFERS or self.closed:
             return
         capacity = buffer.__alloc__()
-        if capacity < SPARE_MIN_CAPACITY or self._spare_bytes + capacity > self.buffer_memory // 8:
+        if capacity < SPARE_MIN_CAPACITY or self.spare_bytes + capacity > self.buffer_memory // 8:
             return
         if reclaim_buffer(buffer):
             self._spares.append(buffer)
-            self._spare_bytes += capacity
 
     def drop_spares(self) -> None:
         """Free the spare buffers (the producer is closing)."""
         self._spares.clear()
-        self._spare_bytes = 0
 
     # ---------------------------------------------------------------- batches
 

@@ -318,7 +318,10 @@ class Sender:
         still name it: without another look, its partitions would wait a whole further request
         timeout on it although the cluster has moved them.
         """
-        if not any(sink.stalled and sink.has_work for sink in self._sinks.values()):
+        for sink in self._sinks.values():  # a loop, not any(...): this runs every pass
+            if sink.stalled and sink.has_work:
+                break
+        else:
             if self._next_stall_refresh is not None:
                 self._next_stall_refresh = None
                 self._stall_backoff.reset()

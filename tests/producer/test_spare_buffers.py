@@ -109,7 +109,7 @@ async def test_large_batches_reuse_done_buffers_and_deliver_intact(
         assert producer.buffered_bytes == 0
         for handle in handles:
             await handle
-    assert accumulator._spares == [] and accumulator._spare_bytes == 0  # freed on close
+    assert accumulator._spares == [] and accumulator.spare_bytes == 0  # freed on close
     read = await read_back(mock_cluster.bootstrap_servers, topic, count)
     assert len(read) == count
     for record in read:
@@ -136,6 +136,6 @@ async def test_idle_spares_stay_within_an_eighth_of_buffer_memory(
         await producer.flush()
         accumulator = producer._accumulator
         assert len(accumulator._spares) == 1
-        assert accumulator._spare_bytes == accumulator._spares[0].__alloc__() <= 2_500_000 // 8
+        assert accumulator.spare_bytes == accumulator._spares[0].__alloc__() <= 2_500_000 // 8
         # Not charged to the budget: every byte of it is free for new batches.
         assert accumulator.available == accumulator.buffer_memory
